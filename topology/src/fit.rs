@@ -1,0 +1,186 @@
+//! Fit arithmetic: which nodes can host a pod that needs `n` GPUs, and how.
+//!
+//! Two questions, each answered as node-selector terms (see [`crate::selector`]):
+//! - can the kubelet *admit* the pod at all? It needs `gpus >= n`, and on a node
+//!   whose Topology Manager runs `single-numa-node` it also needs
+//!   `gpus-per-numa-max >= n`, or the pod fails with `TopologyAffinityError`;
+//! - can the node *align* the pod's GPUs (one NUMA node, one NVLink group, or
+//!   just one node)?
+
+use crate::labels::{LabelKey, NodeTopology, TopologyManagerPolicy};
+use crate::selector::{terms_match, Requirement, Term};
+use std::fmt;
+use std::str::FromStr;
+
+/// How tightly a pod's GPUs must sit together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Alignment {
+    /// All GPUs on one NUMA node (`gpus-per-numa-max >= n`).
+    #[default]
+    Numa,
+    /// All GPUs in one NVLink/NVSwitch/XGMI clique (`nvlink-group-max >= n`).
+    Nvlink,
+    /// Enough GPUs on the node (`gpus >= n`).
+    Node,
+}
+
+impl Alignment {
+    pub const ALL: [Alignment; 3] = [Alignment::Numa, Alignment::Nvlink, Alignment::Node];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Alignment::Numa => "numa",
+            Alignment::Nvlink => "nvlink",
+            Alignment::Node => "node",
+        }
+    }
+
+    /// The label that states how many GPUs a node offers at this alignment.
+    pub const fn capacity_key(self) -> LabelKey {
+        match self {
+            Alignment::Numa => LabelKey::GpusPerNumaMax,
+            Alignment::Nvlink => LabelKey::NvlinkGroupMax,
+            Alignment::Node => LabelKey::Gpus,
+        }
+    }
+
+    /// GPUs `node` offers at this alignment, when its labels say.
+    pub fn capacity(self, node: &NodeTopology) -> Option<u32> {
+        node.count(self.capacity_key())
+    }
+
+    /// Words for messages, e.g. "NUMA-aligned".
+    pub const fn describe(self) -> &'static str {
+        match self {
+            Alignment::Numa => "NUMA-aligned",
+            Alignment::Nvlink => "NVLink-aligned",
+            Alignment::Node => "on one node",
+        }
+    }
+}
+
+impl FromStr for Alignment {
+    type Err = ();
+    fn from_str(value: &str) -> Result<Self, ()> {
+        Self::ALL
+            .into_iter()
+            .find(|a| a.as_str() == value)
+            .ok_or(())
+    }
+}
+
+impl fmt::Display for Alignment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Terms (ORed) selecting nodes whose kubelet can admit a pod needing `n` GPUs.
+/// Empty when `n` is 0: a pod without GPUs needs no GPU node.
+pub fn admit_terms(n: u32) -> Vec<Term> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let enough_gpus = Requirement::AtLeast {
+        key: LabelKey::Gpus,
+        count: n,
+    };
+    vec![
+        vec![
+            enough_gpus.clone(),
+            Requirement::NotIn {
+                key: LabelKey::TopologyManagerPolicy,
+                values: vec![TopologyManagerPolicy::SingleNumaNode.as_str()],
+            },
+        ],
+        vec![
+            enough_gpus,
+            Requirement::AtLeast {
+                key: LabelKey::GpusPerNumaMax,
+                count: n,
+            },
+        ],
+    ]
+}
+
+/// The term selecting nodes that can host `n` GPUs at `alignment`.
+/// Empty when `n` is 0.
+pub fn aligned_terms(n: u32, alignment: Alignment) -> Vec<Term> {
+    if n == 0 {
+        return Vec::new();
+    }
+    vec![vec![Requirement::AtLeast {
+        key: alignment.capacity_key(),
+        count: n,
+    }]]
+}
+
+/// Can the kubelet on `node` admit a pod needing `n` GPUs?
+pub fn can_admit(node: &NodeTopology, n: u32) -> bool {
+    n == 0 || terms_match(&admit_terms(n), node)
+}
+
+/// Can `node` host `n` GPUs at `alignment`?
+pub fn can_align(node: &NodeTopology, n: u32, alignment: Alignment) -> bool {
+    n == 0 || terms_match(&aligned_terms(n, alignment), node)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn node(
+        gpus: u32,
+        per_numa: u32,
+        nvlink: u32,
+        policy: Option<TopologyManagerPolicy>,
+    ) -> NodeTopology {
+        NodeTopology {
+            gpus: Some(gpus),
+            gpus_per_numa_max: Some(per_numa),
+            nvlink_group_max: Some(nvlink),
+            topology_manager_policy: policy,
+            ..NodeTopology::default()
+        }
+    }
+
+    const SNN: Option<TopologyManagerPolicy> = Some(TopologyManagerPolicy::SingleNumaNode);
+    const BEST_EFFORT: Option<TopologyManagerPolicy> = Some(TopologyManagerPolicy::BestEffort);
+
+    #[rstest]
+    #[case::best_effort_spans_numa_nodes(node(8, 4, 8, BEST_EFFORT), 8, true)]
+    #[case::unknown_policy_spans_numa_nodes(node(8, 4, 8, None), 8, true)]
+    #[case::single_numa_node_too_small(node(8, 4, 8, SNN), 8, false)]
+    #[case::single_numa_node_fits(node(8, 4, 8, SNN), 4, true)]
+    #[case::not_enough_gpus(node(4, 4, 4, BEST_EFFORT), 8, false)]
+    #[case::unlabeled_node(NodeTopology::default(), 1, false)]
+    #[case::no_gpus_needed(NodeTopology::default(), 0, true)]
+    fn admission(#[case] node: NodeTopology, #[case] n: u32, #[case] expected: bool) {
+        assert_eq!(can_admit(&node, n), expected);
+    }
+
+    #[rstest]
+    #[case::numa_fits(node(8, 4, 8, None), 4, Alignment::Numa, true)]
+    #[case::numa_too_small(node(8, 2, 8, None), 4, Alignment::Numa, false)]
+    #[case::nvlink_fits(node(8, 2, 8, None), 8, Alignment::Nvlink, true)]
+    #[case::nvlink_cube_mesh(node(8, 4, 4, None), 8, Alignment::Nvlink, false)]
+    #[case::node_fits(node(8, 1, 1, None), 8, Alignment::Node, true)]
+    #[case::node_too_small(node(4, 4, 4, None), 8, Alignment::Node, false)]
+    fn alignment_capacity(
+        #[case] node: NodeTopology,
+        #[case] n: u32,
+        #[case] alignment: Alignment,
+        #[case] expected: bool,
+    ) {
+        assert_eq!(can_align(&node, n, alignment), expected);
+    }
+
+    #[test]
+    fn alignment_names_round_trip() {
+        for alignment in Alignment::ALL {
+            assert_eq!(alignment.as_str().parse::<Alignment>(), Ok(alignment));
+        }
+        assert!("socket".parse::<Alignment>().is_err());
+    }
+}

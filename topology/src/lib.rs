@@ -1,0 +1,21 @@
+//! The `gpu-topology.io` node label contract and the GPU fit arithmetic.
+//!
+//! This crate is the single place where label keys, value encoding and parsing
+//! live. The node labeler writes labels through [`NodeTopology::to_labels`]; the
+//! policy reads them through [`NodeTopology::from_labels`] and turns a pod's GPU
+//! demand into node-selector terms with [`fit`]. Both sides therefore agree by
+//! construction.
+//!
+//! The crate is pure (no I/O, no dependencies) so that it builds for
+//! `wasm32-wasip1` and natively alike.
+
+pub mod fit;
+pub mod labels;
+pub mod selector;
+
+pub use fit::{admit_terms, aligned_terms, can_admit, can_align, Alignment};
+pub use labels::{
+    CpuManagerPolicy, Interconnect, LabelError, LabelKey, LabelPrefix, NodeTopology,
+    TopologyManagerPolicy, TopologyManagerScope, DEFAULT_LABEL_PREFIX,
+};
+pub use selector::{term_matches, terms_match, Operator, Requirement, Term};
