@@ -1,0 +1,215 @@
+//! Runs discovery and publishing, once or as a daemon.
+
+use crate::discover::{discover, SourceOptions};
+use crate::reconcile::{reconcile, Outcome};
+use crate::sinks::kubernetes::{KubernetesSink, RetryPolicy};
+use crate::sinks::nfd::NfdSink;
+use crate::sinks::stdout::{render_json, render_text};
+use crate::sinks::{Labels, PublishError};
+use crate::sources::SourceError;
+use gpu_topology::LabelPrefix;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Process exit codes.
+pub mod exit {
+    /// Published (or printed); or the daemon stopped on SIGTERM/SIGINT.
+    pub const OK: u8 = 0;
+    /// Invalid flags or configuration (including no Kubernetes credentials for the kubernetes sink).
+    pub const USAGE: u8 = 1;
+    /// An explicitly given source (file or directory) is unreadable or malformed; nothing was published.
+    pub const DISCOVERY: u8 = 2;
+    /// The sink failed (NFD file not writable, API server unavailable after all retries).
+    pub const PUBLISH: u8 = 3;
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SinkConfig {
+    Stdout(Output),
+    Nfd {
+        dir: PathBuf,
+        file_name: String,
+        expiry: Duration,
+    },
+    Kubernetes {
+        node: String,
+        field_manager: String,
+        retry: RetryPolicy,
+    },
+}
+
+/// Everything a run needs, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub sources: SourceOptions,
+    pub prefix: LabelPrefix,
+    pub sink: SinkConfig,
+    pub once: bool,
+    pub interval: Duration,
+}
+
+/// A ready sink.
+pub enum Publisher {
+    Stdout(Output),
+    Nfd(NfdSink),
+    Kubernetes(KubernetesSink),
+}
+
+impl Publisher {
+    /// Builds the sink; the kubernetes sink needs in-cluster (or kubeconfig) credentials.
+    pub async fn from_config(sink: &SinkConfig) -> Result<Self, kube::Error> {
+        Ok(match sink {
+            SinkConfig::Stdout(output) => Publisher::Stdout(output.clone()),
+            SinkConfig::Nfd {
+                dir,
+                file_name,
+                expiry,
+            } => Publisher::Nfd(NfdSink::new(dir.clone(), file_name.clone(), *expiry)),
+            SinkConfig::Kubernetes {
+                node,
+                field_manager,
+                retry,
+            } => {
+                let client = kube::Client::try_default().await?;
+                Publisher::Kubernetes(KubernetesSink::new(
+                    client,
+                    node.clone(),
+                    field_manager,
+                    *retry,
+                ))
+            }
+        })
+    }
+
+    /// Whether unchanged labels must be rewritten anyway (the NFD file's expiry nears).
+    fn needs_refresh(&self) -> bool {
+        match self {
+            Publisher::Nfd(sink) => sink.needs_refresh(jiff::Timestamp::now()),
+            Publisher::Stdout(_) | Publisher::Kubernetes(_) => false,
+        }
+    }
+
+    pub async fn publish(
+        &mut self,
+        labels: &Labels,
+        outcome: &Outcome,
+    ) -> Result<(), PublishError> {
+        match self {
+            Publisher::Stdout(output) => {
+                let text = match output {
+                    Output::Json => render_json(labels),
+                    Output::Text => render_text(labels, outcome),
+                };
+                let mut stdout = std::io::stdout().lock();
+                stdout
+                    .write_all(text.as_bytes())
+                    .and_then(|()| stdout.flush())
+                    .map_err(PublishError::Stdout)
+            }
+            Publisher::Nfd(sink) => sink.publish(labels, jiff::Timestamp::now()),
+            Publisher::Kubernetes(sink) => sink.publish(labels).await,
+        }
+    }
+}
+
+/// Why a run failed; maps to an exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Discovery(#[from] SourceError),
+    #[error(transparent)]
+    Publish(#[from] PublishError),
+    #[error("waiting for signals: {0}")]
+    Signals(#[source] std::io::Error),
+}
+
+impl RunError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RunError::Discovery(_) => exit::DISCOVERY,
+            RunError::Publish(_) => exit::PUBLISH,
+            RunError::Signals(_) => exit::USAGE,
+        }
+    }
+}
+
+/// Discovers the sources and reconciles them into labels, logging why any label is left out.
+pub async fn labels(config: &Config) -> Result<(Labels, Outcome), SourceError> {
+    let discovery = discover(&config.sources).await?;
+    let outcome = reconcile(&discovery.inputs);
+    for warning in discovery.warnings.iter().chain(&outcome.warnings) {
+        tracing::warn!("{warning}");
+    }
+    Ok((outcome.topology.to_labels(&config.prefix), outcome))
+}
+
+/// Discovers and publishes once.
+pub async fn run_once(config: &Config, publisher: &mut Publisher) -> Result<(), RunError> {
+    let (labels, outcome) = labels(config).await?;
+    publisher.publish(&labels, &outcome).await?;
+    tracing::info!(count = labels.len(), "labels published");
+    Ok(())
+}
+
+/// Re-discovers every `interval` and publishes when the labels change (or the
+/// NFD file needs refreshing), until SIGTERM or SIGINT. Failures are logged and
+/// retried on the next round; the last published labels stay in place.
+pub async fn run_daemon(config: &Config, publisher: &mut Publisher) -> Result<(), RunError> {
+    let mut shutdown = std::pin::pin!(shutdown_signal().map_err(RunError::Signals)?);
+    let mut published: Option<Labels> = None;
+    loop {
+        tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            () = round(config, publisher, &mut published) => {}
+        }
+        tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            () = tokio::time::sleep(config.interval) => {}
+        }
+    }
+    tracing::info!("stopping on signal");
+    Ok(())
+}
+
+async fn round(config: &Config, publisher: &mut Publisher, published: &mut Option<Labels>) {
+    let (labels, outcome) = match labels(config).await {
+        Ok(result) => result,
+        Err(error) => {
+            tracing::error!(%error, "discovery failed; nothing published this round");
+            return;
+        }
+    };
+    if published.as_ref() == Some(&labels) && !publisher.needs_refresh() {
+        tracing::debug!("labels unchanged");
+        return;
+    }
+    match publisher.publish(&labels, &outcome).await {
+        Ok(()) => {
+            tracing::info!(count = labels.len(), "labels published");
+            *published = Some(labels);
+        }
+        Err(error) => tracing::error!(%error, "publishing failed; retrying next round"),
+    }
+}
+
+/// Resolves on the first SIGTERM or SIGINT.
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = terminate.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+    })
+}

@@ -1,0 +1,296 @@
+//! Command-line flags, and their validation into a [`Config`].
+
+use crate::app::{Config, Output, SinkConfig};
+use crate::discover::{PathSource, SourceOptions, ToolSource};
+use crate::model::Vendor;
+use crate::reconcile::VendorChoice;
+use crate::sinks::kubernetes::{RetryPolicy, DEFAULT_FIELD_MANAGER};
+use crate::sinks::nfd::{DEFAULT_FEATURES_DIR, DEFAULT_FILE_NAME};
+use clap::{Parser, ValueEnum};
+use gpu_topology::{LabelPrefix, DEFAULT_LABEL_PREFIX};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The word that disables a path or program source.
+pub const DISABLED: &str = "none";
+pub const DEFAULT_SYSFS_ROOT: &str = "/sys";
+pub const DEFAULT_KUBELET_CONFIG: &str = "/var/lib/kubelet/config.yaml";
+
+/// Discovers this node's GPU topology (NUMA, NVLink, PCIe switches, kubelet
+/// alignment settings) and publishes it as gpu-topology.io labels.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "gpu-topology-labeler", version)]
+pub struct Cli {
+    /// sysfs mount to read GPUs and NUMA nodes from, or `none` [default: /sys]
+    #[arg(long, value_name = "DIR|none")]
+    pub sysfs_root: Option<String>,
+    /// Read `nvidia-smi topo -m` output from FILE instead of running nvidia-smi (offline mode)
+    #[arg(long, value_name = "FILE")]
+    pub nvidia_smi_topo: Option<PathBuf>,
+    /// Read `rocm-smi --showtopo` output from FILE instead of running rocm-smi (offline mode)
+    #[arg(long, value_name = "FILE")]
+    pub rocm_smi_topo: Option<PathBuf>,
+    /// nvidia-smi program to run, or `none`
+    #[arg(long, value_name = "PROGRAM|none", default_value = "nvidia-smi")]
+    pub nvidia_smi: String,
+    /// rocm-smi program to run, or `none`
+    #[arg(long, value_name = "PROGRAM|none", default_value = "rocm-smi")]
+    pub rocm_smi: String,
+    /// Do not query NVML (only meaningful in builds with the `nvml` feature)
+    #[arg(long)]
+    pub no_nvml: bool,
+    /// Kubelet config file, or `none` [default: /var/lib/kubelet/config.yaml]
+    #[arg(long, value_name = "FILE|none")]
+    pub kubelet_config: Option<String>,
+    /// The kubelet's --config-dir: `*.conf` drop-ins applied over the config file in name order
+    #[arg(long, value_name = "DIR")]
+    pub kubelet_config_dir: Option<PathBuf>,
+    /// Which GPUs the labels describe; `auto` takes the only vendor present
+    #[arg(long, value_enum, default_value_t = GpuVendor::Auto)]
+    pub gpu_vendor: GpuVendor,
+    /// Label prefix (a DNS subdomain)
+    #[arg(long, default_value = DEFAULT_LABEL_PREFIX)]
+    pub label_prefix: String,
+    /// Where to publish the labels
+    #[arg(long, value_enum, default_value_t = Sink::Nfd)]
+    pub sink: Sink,
+    /// Print the labels and a summary to stdout instead of publishing (same as --sink stdout)
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Format of the stdout sink: `key=value` lines plus a summary, or one JSON object
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+    /// Discover and publish once, then exit
+    #[arg(long)]
+    pub once: bool,
+    /// Re-discovery interval in daemon mode (e.g. 90s, 5m)
+    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    pub interval: Duration,
+    /// Kill nvidia-smi/rocm-smi after this long
+    #[arg(long, value_parser = parse_duration, default_value = "30s")]
+    pub command_timeout: Duration,
+    /// NFD local feature directory (nfd-worker's features.d)
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_FEATURES_DIR)]
+    pub nfd_features_dir: PathBuf,
+    /// Name of the feature file in --nfd-features-dir
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_FILE_NAME)]
+    pub nfd_file_name: String,
+    /// NFD drops the labels this long after the last write unless rewritten (must exceed 2x --interval)
+    #[arg(long, value_parser = parse_duration, default_value = "1h")]
+    pub nfd_expiry: Duration,
+    /// This node's name (from the downward API), for the kubernetes sink
+    #[arg(long, env = "NODE_NAME")]
+    pub node_name: Option<String>,
+    /// Server-side apply field manager
+    #[arg(long, default_value = DEFAULT_FIELD_MANAGER)]
+    pub field_manager: String,
+    /// Attempts per publish while the API server is unavailable (5xx, connection refused)
+    #[arg(long, default_value_t = RetryPolicy::default().attempts)]
+    pub api_attempts: u32,
+    /// Log verbosity (logs go to stderr)
+    #[arg(long, value_enum, default_value_t = LogLevel::Info)]
+    pub log_level: LogLevel,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GpuVendor {
+    Auto,
+    Nvidia,
+    Amd,
+    Intel,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Sink {
+    Nfd,
+    Kubernetes,
+    Stdout,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+impl LogLevel {
+    pub fn filter(self) -> tracing::Level {
+        match self {
+            LogLevel::Error => tracing::Level::ERROR,
+            LogLevel::Warn => tracing::Level::WARN,
+            LogLevel::Info => tracing::Level::INFO,
+            LogLevel::Debug => tracing::Level::DEBUG,
+        }
+    }
+}
+
+/// Parses `500ms`, `90s`, `5m`, `1h` or plain seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let amount: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 90s, 5m or 1h"))?;
+    let seconds = |factor: u64| amount.checked_mul(factor).map(Duration::from_secs);
+    let duration = match unit {
+        "ms" => Some(Duration::from_millis(amount)),
+        "" | "s" => seconds(1),
+        "m" => seconds(60),
+        "h" => seconds(3600),
+        _ => None,
+    };
+    duration
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{text:?} is not a positive duration like 90s, 5m or 1h"))
+}
+
+fn path_source(value: Option<&str>, default: &str) -> PathSource {
+    match value {
+        Some(DISABLED) => PathSource::Disabled,
+        Some(path) => PathSource::Explicit(PathBuf::from(path)),
+        None => PathSource::Default(PathBuf::from(default)),
+    }
+}
+
+fn tool_source(file: Option<PathBuf>, program: &str) -> ToolSource {
+    match (file, program) {
+        (Some(file), _) => ToolSource::File(file),
+        (None, DISABLED) => ToolSource::Disabled,
+        (None, program) => ToolSource::Command(program.to_owned()),
+    }
+}
+
+impl Cli {
+    /// Validates the flags; the error is a usage message.
+    pub fn into_config(self) -> Result<Config, String> {
+        let prefix = LabelPrefix::new(&self.label_prefix).map_err(|e| e.to_string())?;
+        let sink = if self.dry_run {
+            Sink::Stdout
+        } else {
+            self.sink
+        };
+        let sink = match sink {
+            Sink::Stdout => SinkConfig::Stdout(match self.output {
+                OutputFormat::Text => Output::Text,
+                OutputFormat::Json => Output::Json,
+            }),
+            Sink::Nfd => {
+                if self.nfd_file_name.is_empty() || self.nfd_file_name.starts_with('.') || self.nfd_file_name.contains('/') {
+                    return Err(format!(
+                        "--nfd-file-name {:?} must be a plain file name not starting with '.' (NFD ignores dot-files)",
+                        self.nfd_file_name
+                    ));
+                }
+                if !self.once && self.nfd_expiry <= self.interval * 2 {
+                    return Err(format!(
+                        "--nfd-expiry {:?} must exceed twice --interval {:?}, or labels expire between refreshes",
+                        self.nfd_expiry, self.interval
+                    ));
+                }
+                SinkConfig::Nfd {
+                    dir: self.nfd_features_dir,
+                    file_name: self.nfd_file_name,
+                    expiry: self.nfd_expiry,
+                }
+            }
+            Sink::Kubernetes => SinkConfig::Kubernetes {
+                node: self
+                    .node_name
+                    .filter(|name| !name.is_empty())
+                    .ok_or("--sink kubernetes needs --node-name or NODE_NAME (set it from the downward API: spec.nodeName)")?,
+                field_manager: self.field_manager,
+                retry: RetryPolicy {
+                    attempts: self.api_attempts.max(1),
+                    ..RetryPolicy::default()
+                },
+            },
+        };
+        let vendor = match self.gpu_vendor {
+            GpuVendor::Auto => VendorChoice::Auto,
+            GpuVendor::Nvidia => VendorChoice::Only(Vendor::Nvidia),
+            GpuVendor::Amd => VendorChoice::Only(Vendor::Amd),
+            GpuVendor::Intel => VendorChoice::Only(Vendor::Intel),
+        };
+        Ok(Config {
+            sources: SourceOptions {
+                sysfs: path_source(self.sysfs_root.as_deref(), DEFAULT_SYSFS_ROOT),
+                nvidia_smi: tool_source(self.nvidia_smi_topo, &self.nvidia_smi),
+                rocm_smi: tool_source(self.rocm_smi_topo, &self.rocm_smi),
+                nvml: !self.no_nvml,
+                kubelet: path_source(self.kubelet_config.as_deref(), DEFAULT_KUBELET_CONFIG),
+                kubelet_drop_ins: self.kubelet_config_dir,
+                vendor,
+                command_timeout: self.command_timeout,
+            },
+            prefix,
+            sink,
+            once: self.once,
+            interval: self.interval,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::seconds("90s", Some(90_000))]
+    #[case::plain("15", Some(15_000))]
+    #[case::minutes("5m", Some(300_000))]
+    #[case::hours("1h", Some(3_600_000))]
+    #[case::millis("250ms", Some(250))]
+    #[case::zero("0s", None)]
+    #[case::unit_only("s", None)]
+    #[case::unknown_unit("3d", None)]
+    #[case::overflow("99999999999999999999h", None)]
+    fn durations(#[case] text: &str, #[case] millis: Option<u64>) {
+        assert_eq!(parse_duration(text).ok(), millis.map(Duration::from_millis));
+    }
+
+    fn config(args: &[&str]) -> Result<Config, String> {
+        let mut argv = vec!["gpu-topology-labeler"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_from(argv)
+            .map_err(|e| e.to_string())?
+            .into_config()
+    }
+
+    #[rstest]
+    #[case::bad_prefix(&["--label-prefix", "Bad_Prefix"], "Bad_Prefix")]
+    #[case::kubernetes_without_node(&["--sink", "kubernetes"], "NODE_NAME")]
+    #[case::dot_file_name(&["--nfd-file-name", ".hidden"], "dot-files")]
+    #[case::expiry_too_short(&["--interval", "1h", "--nfd-expiry", "90m"], "twice")]
+    fn invalid_flags_are_usage_errors(#[case] args: &[&str], #[case] expected: &str) {
+        let message = config(args).err().unwrap();
+        assert!(message.contains(expected), "{message}");
+    }
+
+    #[test]
+    fn none_disables_sources() {
+        let config = config(&[
+            "--sysfs-root",
+            "none",
+            "--kubelet-config",
+            "none",
+            "--nvidia-smi",
+            "none",
+            "--dry-run",
+        ])
+        .unwrap();
+        assert_eq!(config.sources.sysfs, PathSource::Disabled);
+        assert_eq!(config.sources.kubelet, PathSource::Disabled);
+        assert_eq!(config.sources.nvidia_smi, ToolSource::Disabled);
+    }
+}

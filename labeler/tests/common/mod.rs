@@ -1,0 +1,86 @@
+//! Shared test helpers: fixture locations and label maps.
+#![allow(dead_code)]
+
+use gpu_topology::LabelPrefix;
+use gpu_topology_labeler::model::ToolReport;
+use gpu_topology_labeler::reconcile::{reconcile, Inputs};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The acceptance fixtures: `shared/` lies beside the repository checkout.
+pub fn topology_fixtures() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/topology");
+    assert!(
+        dir.join("ground_truth.json").is_file(),
+        "acceptance fixtures missing: expected {} (the shared/ folder must sit beside the repository)",
+        dir.display()
+    );
+    dir
+}
+
+pub fn topology_fixture(name: &str) -> String {
+    let path = topology_fixtures().join(name);
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read fixture {}: {e}", path.display()))
+}
+
+/// Every `nvidia-smi topo` fixture (all `.txt` files but the rocm-smi one).
+pub fn nvidia_smi_fixture_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(topology_fixtures())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".txt") && !n.contains("rocm-smi"))
+        .collect();
+    names.sort();
+    names
+}
+
+pub const ROCM_SMI_FIXTURE: &str = "amd-4x-mi210-xgmi-rocm-smi-showtopo.txt";
+
+/// The labeler's own test fixtures (fake sysfs trees, kubelet configs).
+pub fn local_fixture(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(relative)
+}
+
+/// A label map under the default prefix from `(name, value)` pairs.
+pub fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let prefix = LabelPrefix::default();
+    pairs
+        .iter()
+        .map(|(name, value)| (format!("{prefix}/{name}"), (*value).to_owned()))
+        .collect()
+}
+
+/// A fresh empty directory under cargo's per-test scratch space.
+pub fn scratch_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("labeler-tests")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Labels from tool reports alone, as `--sysfs-root none --kubelet-config none` would give.
+pub fn labels_of_reports(tools: Vec<ToolReport>) -> BTreeMap<String, String> {
+    let inputs = Inputs {
+        tools,
+        ..Inputs::default()
+    };
+    reconcile(&inputs)
+        .topology
+        .to_labels(&LabelPrefix::default())
+}
+
+/// The labels of the DGX A100 (NPS4) fixture read with the nps4-8numa sysfs tree.
+pub const DGX_A100_NPS4_LABELS: &[(&str, &str)] = &[
+    ("cpus-per-numa", "32"),
+    ("gpus", "8"),
+    ("gpus-per-numa-max", "2"),
+    ("interconnect", "nvswitch"),
+    ("memory-per-numa-gib", "125"),
+    ("numa-nodes", "4"),
+    ("nvlink-group-max", "8"),
+];

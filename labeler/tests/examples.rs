@@ -1,0 +1,133 @@
+//! The deployment examples in examples/labeler/ must stay hardened and minimal:
+//! parsed here so that docs cannot drift from what is safe.
+
+use rstest::rstest;
+use serde_json::{json, Value};
+use std::path::Path;
+
+fn documents(file: &str) -> Vec<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/labeler")
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_saphyr::from_multiple::<Value>(&text).unwrap()
+}
+
+fn of_kind<'a>(docs: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    docs.iter().filter(|d| d["kind"] == kind).collect()
+}
+
+fn only<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
+    let found = of_kind(docs, kind);
+    assert_eq!(found.len(), 1, "expected exactly one {kind}");
+    found[0]
+}
+
+fn args(container: &Value) -> Vec<&str> {
+    container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect()
+}
+
+/// Mount paths that are writable (not `readOnly: true`).
+fn writable_mounts(container: &Value) -> Vec<&str> {
+    container["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["readOnly"] != true)
+        .map(|m| m["mountPath"].as_str().unwrap())
+        .collect()
+}
+
+#[rstest]
+#[case::nfd_sink("daemonset-nfd.yaml", "--sink=nfd", &["/etc/kubernetes/node-feature-discovery/features.d"])]
+#[case::kubernetes_sink("daemonset-kubernetes.yaml", "--sink=kubernetes", &[])]
+fn daemonset_is_hardened(#[case] file: &str, #[case] sink_arg: &str, #[case] writable: &[&str]) {
+    let docs = documents(file);
+    let pod = &only(&docs, "DaemonSet")["spec"]["template"]["spec"];
+    for host_namespace in ["hostNetwork", "hostPID", "hostIPC"] {
+        assert!(
+            pod[host_namespace].is_null() || pod[host_namespace] == false,
+            "{host_namespace}"
+        );
+    }
+    assert!(
+        pod["nodeSelector"]
+            .as_object()
+            .is_some_and(|s| !s.is_empty()),
+        "GPU nodeSelector"
+    );
+    assert_eq!(
+        pod["securityContext"]["seccompProfile"]["type"],
+        "RuntimeDefault"
+    );
+    let containers = pod["containers"].as_array().unwrap();
+    assert_eq!(containers.len(), 1);
+    let container = &containers[0];
+    let security = &container["securityContext"];
+    assert!(security["privileged"].is_null() || security["privileged"] == false);
+    assert_eq!(security["allowPrivilegeEscalation"], false);
+    assert_eq!(security["readOnlyRootFilesystem"], true);
+    assert_eq!(security["capabilities"]["drop"], json!(["ALL"]));
+    assert!(
+        security["capabilities"]["add"].is_null(),
+        "no capability is added"
+    );
+    assert!(args(container).contains(&sink_arg));
+    assert_eq!(writable_mounts(container), writable);
+    // Every volume is a hostPath the container reads (or the features.d it writes).
+    for volume in pod["volumes"].as_array().unwrap() {
+        assert!(volume["hostPath"]["path"].is_string(), "{volume}");
+    }
+}
+
+#[test]
+fn nfd_daemonset_needs_no_credentials() {
+    let docs = documents("daemonset-nfd.yaml");
+    let pod = &only(&docs, "DaemonSet")["spec"]["template"]["spec"];
+    assert_eq!(pod["automountServiceAccountToken"], false);
+    assert!(of_kind(&docs, "ClusterRole").is_empty() && of_kind(&docs, "Role").is_empty());
+}
+
+#[test]
+fn kubernetes_daemonset_runs_as_non_root_with_get_and_patch_on_nodes_only() {
+    let docs = documents("daemonset-kubernetes.yaml");
+    let pod = &only(&docs, "DaemonSet")["spec"]["template"]["spec"];
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    let account = only(&docs, "ServiceAccount");
+    assert_eq!(pod["serviceAccountName"], account["metadata"]["name"]);
+
+    let role = only(&docs, "ClusterRole");
+    assert_eq!(
+        role["rules"],
+        json!([{ "apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"] }])
+    );
+    let binding = only(&docs, "ClusterRoleBinding");
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    assert_eq!(
+        binding["subjects"],
+        json!([{ "kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": account["metadata"]["namespace"] }])
+    );
+    // The node name comes from the downward API.
+    let env = pod["containers"][0]["env"].as_array().unwrap();
+    let node_name = env
+        .iter()
+        .find(|e| e["name"] == "NODE_NAME")
+        .expect("NODE_NAME env");
+    assert_eq!(
+        node_name["valueFrom"]["fieldRef"]["fieldPath"],
+        "spec.nodeName"
+    );
+}
+
+#[test]
+fn dockerfile_is_multi_stage_and_non_root() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/labeler/Dockerfile");
+    let text = std::fs::read_to_string(path).unwrap();
+    assert_eq!(text.lines().filter(|l| l.starts_with("FROM ")).count(), 2);
+    assert!(text.lines().any(|l| l.trim() == "USER 65532:65532"));
+}
