@@ -125,6 +125,53 @@ pub fn can_align(node: &NodeTopology, n: u32, alignment: Alignment) -> bool {
     n == 0 || terms_match(&aligned_terms(n, alignment), node)
 }
 
+/// Terms (ORed) selecting nodes that can both admit a pod needing `n` GPUs and
+/// host them at `alignment`: the hard requirement of `affinity: required`.
+/// Empty when `n` is 0.
+pub fn required_terms(n: u32, alignment: Alignment) -> Vec<Term> {
+    conjoin(&aligned_terms(n, alignment), &admit_terms(n))
+}
+
+/// Can `node` admit a pod needing `n` GPUs and host them at `alignment`?
+pub fn can_host(node: &NodeTopology, n: u32, alignment: Alignment) -> bool {
+    n == 0 || terms_match(&required_terms(n, alignment), node)
+}
+
+/// The AND of two ORs of terms, as an OR of terms: every pair of terms joined,
+/// duplicates within a term dropped, and terms that merely add requirements to
+/// another term left out (they select a subset of it). An empty side is "no
+/// requirement", as [`admit_terms`] returns for 0 GPUs.
+pub fn conjoin(left: &[Term], right: &[Term]) -> Vec<Term> {
+    if left.is_empty() {
+        return right.to_vec();
+    }
+    if right.is_empty() {
+        return left.to_vec();
+    }
+    let mut joined: Vec<Term> = Vec::new();
+    for a in left {
+        for b in right {
+            let mut term = a.clone();
+            term.extend(b.iter().filter(|r| !a.contains(r)).cloned());
+            joined.push(term);
+        }
+    }
+    let implies = |wide: &Term, narrow: &Term| narrow.iter().all(|r| wide.contains(r));
+    let mut kept: Vec<Term> = Vec::new();
+    for (index, term) in joined.iter().enumerate() {
+        // Redundant when another term asks for less (the first of equals stays).
+        let redundant = joined.iter().enumerate().any(|(other_index, other)| {
+            other_index != index
+                && implies(term, other)
+                && (!implies(other, term) || other_index < index)
+        });
+        if !redundant {
+            kept.push(term.clone());
+        }
+    }
+    kept
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +229,57 @@ mod tests {
             assert_eq!(alignment.as_str().parse::<Alignment>(), Ok(alignment));
         }
         assert!("socket".parse::<Alignment>().is_err());
+    }
+
+    fn at_least(key: LabelKey, count: u32) -> Requirement {
+        Requirement::AtLeast { key, count }
+    }
+
+    #[test]
+    fn required_numa_terms_collapse_to_one() {
+        assert_eq!(
+            required_terms(4, Alignment::Numa),
+            vec![vec![
+                at_least(LabelKey::GpusPerNumaMax, 4),
+                at_least(LabelKey::Gpus, 4)
+            ]]
+        );
+    }
+
+    #[test]
+    fn required_nvlink_terms_keep_the_single_numa_node_guard() {
+        let terms = required_terms(8, Alignment::Nvlink);
+        assert_eq!(terms.len(), 2);
+        for term in &terms {
+            assert!(term.contains(&at_least(LabelKey::NvlinkGroupMax, 8)));
+            assert!(term.contains(&at_least(LabelKey::Gpus, 8)));
+        }
+    }
+
+    #[rstest]
+    #[case::numa_fits(node(8, 4, 8, SNN), 4, Alignment::Numa, true)]
+    #[case::numa_too_small(node(8, 2, 8, BEST_EFFORT), 4, Alignment::Numa, false)]
+    #[case::nvlink_on_best_effort(node(8, 4, 8, BEST_EFFORT), 8, Alignment::Nvlink, true)]
+    #[case::nvlink_but_single_numa_node_refuses(node(8, 4, 8, SNN), 8, Alignment::Nvlink, false)]
+    #[case::node_alignment_is_admission(node(8, 4, 8, None), 8, Alignment::Node, true)]
+    #[case::nothing_needed(NodeTopology::default(), 0, Alignment::Numa, true)]
+    fn hosting(
+        #[case] node: NodeTopology,
+        #[case] n: u32,
+        #[case] alignment: Alignment,
+        #[case] expected: bool,
+    ) {
+        assert_eq!(can_host(&node, n, alignment), expected);
+        // Hosting implies both admission and alignment.
+        if expected {
+            assert!(can_admit(&node, n) && can_align(&node, n, alignment));
+        }
+    }
+
+    #[test]
+    fn conjoin_with_an_empty_side_is_the_other_side() {
+        let terms = admit_terms(2);
+        assert_eq!(conjoin(&[], &terms), terms);
+        assert_eq!(conjoin(&terms, &[]), terms);
     }
 }

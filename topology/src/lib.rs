@@ -13,7 +13,9 @@ pub mod fit;
 pub mod labels;
 pub mod selector;
 
-pub use fit::{admit_terms, aligned_terms, can_admit, can_align, Alignment};
+pub use fit::{
+    admit_terms, aligned_terms, can_admit, can_align, can_host, conjoin, required_terms, Alignment,
+};
 pub use labels::{
     CpuManagerPolicy, Interconnect, LabelError, LabelKey, LabelPrefix, NodeTopology,
     TopologyManagerPolicy, TopologyManagerScope, DEFAULT_LABEL_PREFIX,

@@ -1,0 +1,388 @@
+//! Node affinity: which node-selector terms a GPU pod gets, and merging them
+//! into the pod's own affinity without dropping or reordering anything.
+//!
+//! The required terms are ANDed into every existing `nodeSelectorTerm`
+//! (expanding the OR where our requirement is itself an OR). Merging is
+//! idempotent: a term that already carries one of our terms is left alone, and
+//! a preferred term already present is not added again.
+
+use crate::settings::{AffinityMode, TopologyConfig};
+use gpu_topology::fit::required_terms;
+use gpu_topology::{admit_terms, aligned_terms, LabelPrefix, Term};
+use serde_json::{json, Map, Value};
+
+/// The affinity a GPU pod needs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AffinityRequirement {
+    /// ORed terms the node must match.
+    pub required: Vec<Term>,
+    /// Terms the scheduler should prefer, each with `weight`.
+    pub preferred: Vec<Term>,
+    pub weight: i64,
+}
+
+impl AffinityRequirement {
+    /// What a pod needing `n` GPUs gets under `topology`.
+    pub fn for_demand(n: u32, topology: &TopologyConfig) -> Self {
+        let weight = topology.preferred_weight;
+        match topology.affinity {
+            AffinityMode::Off => AffinityRequirement::default(),
+            AffinityMode::Required => AffinityRequirement {
+                required: required_terms(n, topology.alignment),
+                preferred: Vec::new(),
+                weight,
+            },
+            AffinityMode::Preferred => {
+                let required = admit_terms(n);
+                // A preference every admissible node meets anyway (node
+                // alignment: `gpus >= n`) would only add noise.
+                let preferred = aligned_terms(n, topology.alignment)
+                    .into_iter()
+                    .filter(|term| !required.iter().all(|r| contains_all(r, term)))
+                    .collect();
+                AffinityRequirement {
+                    required,
+                    preferred,
+                    weight,
+                }
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.required.is_empty() && self.preferred.is_empty()
+    }
+}
+
+fn contains_all(wide: &Term, narrow: &Term) -> bool {
+    narrow.iter().all(|r| wide.contains(r))
+}
+
+/// `matchExpressions` for `term`, as node affinity spells them.
+fn render(term: &Term, prefix: &LabelPrefix) -> Vec<Value> {
+    term.iter()
+        .map(|requirement| {
+            json!({
+                "key": requirement.key(prefix),
+                "operator": requirement.operator().as_str(),
+                "values": requirement.values(),
+            })
+        })
+        .collect()
+}
+
+/// Merges `requirement` into the PodSpec `spec`.
+pub fn merge(
+    spec: &mut Value,
+    requirement: &AffinityRequirement,
+    prefix: &LabelPrefix,
+) -> Result<(), String> {
+    if requirement.is_empty() {
+        return Ok(());
+    }
+    let required: Vec<Vec<Value>> = requirement
+        .required
+        .iter()
+        .map(|t| render(t, prefix))
+        .collect();
+    let preferred: Vec<Vec<Value>> = requirement
+        .preferred
+        .iter()
+        .map(|t| render(t, prefix))
+        .collect();
+    let node_affinity = object_at(spec, "affinity", "spec")
+        .and_then(|affinity| object_at(affinity, "nodeAffinity", "spec.affinity"))?;
+    if !required.is_empty() {
+        let path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
+        let selector = object_at(
+            node_affinity,
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "spec.affinity.nodeAffinity",
+        )?;
+        let terms = array_at(selector, "nodeSelectorTerms", path)?;
+        and_into_terms(terms, &required)?;
+    }
+    if !preferred.is_empty() {
+        let preferences = array_at(
+            node_affinity,
+            "preferredDuringSchedulingIgnoredDuringExecution",
+            "spec.affinity.nodeAffinity",
+        )?;
+        add_preferences(preferences, &preferred, requirement.weight);
+    }
+    Ok(())
+}
+
+/// ANDs the OR of `required` into the OR of `terms`.
+fn and_into_terms(terms: &mut Vec<Value>, required: &[Vec<Value>]) -> Result<(), String> {
+    if terms.is_empty() {
+        terms.extend(
+            required
+                .iter()
+                .map(|expressions| json!({ "matchExpressions": expressions })),
+        );
+        return Ok(());
+    }
+    // Terms ANDed with our first term keep the user's terms' places; those for
+    // our further terms follow, in the user's order. The patch is then only adds.
+    let mut merged = Vec::with_capacity(terms.len() * required.len());
+    for (pass, expressions) in required.iter().enumerate() {
+        for (index, term) in terms.iter().enumerate() {
+            let Some(fields) = term.as_object() else {
+                return Err(format!(
+                    "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{index}] is not an object"
+                ));
+            };
+            let existing = match fields.get("matchExpressions") {
+                None | Some(Value::Null) => &[][..],
+                Some(Value::Array(expressions)) => expressions.as_slice(),
+                Some(_) => {
+                    return Err(format!(
+                        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{index}].matchExpressions is not a list"
+                    ))
+                }
+            };
+            let already_ours = required
+                .iter()
+                .any(|ours| ours.iter().all(|e| existing.contains(e)));
+            if already_ours || matches_nothing(fields) {
+                // Kept once, as is. An empty term matches no node; ANDing
+                // into it would widen it.
+                if pass == 0 {
+                    merged.push(term.clone());
+                }
+                continue;
+            }
+            let mut expanded = fields.clone();
+            let mut all = existing.to_vec();
+            all.extend(
+                expressions
+                    .iter()
+                    .filter(|e| !existing.contains(e))
+                    .cloned(),
+            );
+            expanded.insert("matchExpressions".to_owned(), Value::Array(all));
+            merged.push(Value::Object(expanded));
+        }
+    }
+    *terms = merged;
+    Ok(())
+}
+
+/// A node-selector term without expressions or fields selects no node.
+fn matches_nothing(term: &Map<String, Value>) -> bool {
+    let empty = |key| {
+        term.get(key)
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty)
+    };
+    empty("matchExpressions") && empty("matchFields")
+}
+
+/// Appends each of `preferred` unless a preference already asks for it.
+fn add_preferences(preferences: &mut Vec<Value>, preferred: &[Vec<Value>], weight: i64) {
+    for expressions in preferred {
+        let present = preferences.iter().any(|preference| {
+            preference
+                .pointer("/preference/matchExpressions")
+                .and_then(Value::as_array)
+                .is_some_and(|existing| expressions.iter().all(|e| existing.contains(e)))
+        });
+        if !present {
+            preferences.push(json!({
+                "weight": weight,
+                "preference": { "matchExpressions": expressions },
+            }));
+        }
+    }
+}
+
+/// The object at `parent[key]`, created when absent or null.
+fn object_at<'a>(parent: &'a mut Value, key: &str, path: &str) -> Result<&'a mut Value, String> {
+    let child = slot(parent, key, path, || Value::Object(Map::new()))?;
+    if child.is_object() {
+        Ok(child)
+    } else {
+        Err(format!("{path}.{key} is not an object"))
+    }
+}
+
+/// The array at `parent[key]`, created when absent or null.
+fn array_at<'a>(
+    parent: &'a mut Value,
+    key: &str,
+    path: &str,
+) -> Result<&'a mut Vec<Value>, String> {
+    slot(parent, key, path, || Value::Array(Vec::new()))?
+        .as_array_mut()
+        .ok_or_else(|| format!("{path}.{key} is not a list"))
+}
+
+fn slot<'a>(
+    parent: &'a mut Value,
+    key: &str,
+    path: &str,
+    empty: impl Fn() -> Value,
+) -> Result<&'a mut Value, String> {
+    let fields = parent
+        .as_object_mut()
+        .ok_or_else(|| format!("{path} is not an object"))?;
+    let child = fields.entry(key).or_insert_with(&empty);
+    if child.is_null() {
+        *child = empty();
+    }
+    Ok(child)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::Config;
+    use gpu_topology::Alignment;
+    use rstest::rstest;
+
+    fn topology(affinity: AffinityMode, alignment: Alignment) -> TopologyConfig {
+        TopologyConfig {
+            affinity,
+            alignment,
+            ..Config::default().topology
+        }
+    }
+
+    fn expression(key: &str, operator: &str, value: &str) -> Value {
+        json!({"key": format!("gpu-topology.io/{key}"), "operator": operator, "values": [value]})
+    }
+
+    fn merged(spec: Value, requirement: &AffinityRequirement) -> Value {
+        let mut spec = spec;
+        merge(&mut spec, requirement, &LabelPrefix::default()).unwrap();
+        spec
+    }
+
+    fn required_terms_of(spec: &Value) -> Vec<Value> {
+        spec.pointer("/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn preferred_mode_requires_admission_and_prefers_alignment() {
+        let requirement = AffinityRequirement::for_demand(4, &Config::default().topology);
+        let spec = merged(json!({}), &requirement);
+        assert_eq!(
+            required_terms_of(&spec),
+            vec![
+                json!({"matchExpressions": [
+                    expression("gpus", "Gt", "3"),
+                    expression("topology-manager-policy", "NotIn", "single-numa-node")]}),
+                json!({"matchExpressions": [
+                    expression("gpus", "Gt", "3"),
+                    expression("gpus-per-numa-max", "Gt", "3")]}),
+            ]
+        );
+        assert_eq!(
+            spec["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"],
+            json!([{"weight": 100, "preference": {"matchExpressions": [expression("gpus-per-numa-max", "Gt", "3")]}}])
+        );
+    }
+
+    #[rstest]
+    #[case::numa(Alignment::Numa, 1)]
+    #[case::nvlink(Alignment::Nvlink, 2)]
+    #[case::node(Alignment::Node, 2)]
+    fn required_mode_terms(#[case] alignment: Alignment, #[case] terms: usize) {
+        let requirement =
+            AffinityRequirement::for_demand(8, &topology(AffinityMode::Required, alignment));
+        assert_eq!(requirement.required.len(), terms);
+        assert!(requirement.preferred.is_empty());
+    }
+
+    #[test]
+    fn node_alignment_adds_no_redundant_preference() {
+        let requirement =
+            AffinityRequirement::for_demand(8, &topology(AffinityMode::Preferred, Alignment::Node));
+        assert!(requirement.preferred.is_empty());
+    }
+
+    #[test]
+    fn off_mode_changes_nothing() {
+        let requirement =
+            AffinityRequirement::for_demand(8, &topology(AffinityMode::Off, Alignment::Numa));
+        assert_eq!(merged(json!({"x": 1}), &requirement), json!({"x": 1}));
+    }
+
+    #[test]
+    fn ands_into_every_user_term_expanding_ors() {
+        let user_a = json!({"key": "zone", "operator": "In", "values": ["a"]});
+        let user_b = json!({"key": "zone", "operator": "In", "values": ["b"]});
+        let spec = json!({"affinity": {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [user_a]},
+                {"matchExpressions": [user_b], "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}
+            ]}},
+            "podAntiAffinity": {"x": 1}
+        }});
+        let requirement = AffinityRequirement::for_demand(2, &Config::default().topology);
+        let after = merged(spec, &requirement);
+        let terms = required_terms_of(&after);
+        assert_eq!(terms.len(), 4, "2 user terms x 2 admit terms");
+        // User terms keep their order (then repeat for our second term), user
+        // expressions come first, matchFields are kept.
+        assert_eq!(terms[0]["matchExpressions"][0], user_a);
+        assert_eq!(terms[1]["matchExpressions"][0], user_b);
+        assert_eq!(terms[2]["matchExpressions"][0], user_a);
+        assert_eq!(terms[3]["matchExpressions"][0], user_b);
+        assert!(terms[1]["matchFields"].is_array() && terms[3]["matchFields"].is_array());
+        assert_eq!(after["affinity"]["podAntiAffinity"], json!({"x": 1}));
+    }
+
+    #[test]
+    fn a_term_that_matches_nothing_stays_empty() {
+        let spec = json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [{}, {"matchExpressions": []}]}}}});
+        let requirement = AffinityRequirement::for_demand(1, &Config::default().topology);
+        let after = merged(spec, &requirement);
+        assert_eq!(
+            required_terms_of(&after),
+            vec![json!({}), json!({"matchExpressions": []})]
+        );
+    }
+
+    #[rstest]
+    #[case::numa_preferred(topology(AffinityMode::Preferred, Alignment::Numa))]
+    #[case::nvlink_required(topology(AffinityMode::Required, Alignment::Nvlink))]
+    fn merging_twice_adds_nothing(#[case] topology: TopologyConfig) {
+        let spec = json!({"affinity": {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]},
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 5, "preference": {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}}]
+        }}});
+        let requirement = AffinityRequirement::for_demand(4, &topology);
+        let once = merged(spec, &requirement);
+        let twice = merged(once.clone(), &requirement);
+        assert_eq!(once, twice);
+        // The user's preference stays first.
+        assert_eq!(
+            once["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
+                ["weight"],
+            5
+        );
+    }
+
+    #[rstest]
+    #[case::affinity_not_an_object(json!({"affinity": "x"}), "spec.affinity is not an object")]
+    #[case::terms_not_a_list(
+        json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": 3}}}}),
+        "nodeSelectorTerms is not a list")]
+    #[case::term_not_an_object(
+        json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [3]}}}}),
+        "nodeSelectorTerms[0] is not an object")]
+    fn malformed_affinity_is_an_error(#[case] spec: Value, #[case] expected: &str) {
+        let mut spec = spec;
+        let requirement = AffinityRequirement::for_demand(1, &Config::default().topology);
+        let error = merge(&mut spec, &requirement, &LabelPrefix::default()).unwrap_err();
+        assert!(error.contains(expected), "{error}");
+    }
+}

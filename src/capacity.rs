@@ -1,0 +1,145 @@
+//! Static capacity: rejecting GPU counts that no node of the fleet can host,
+//! per the operator's `capacity` settings.
+
+use crate::demand::PodDemand;
+use crate::settings::{AffinityMode, CapacitySettings, TopologyConfig};
+use gpu_topology::{Alignment, TopologyManagerScope};
+
+/// Why GPUs must sit on one NUMA node, when they must.
+fn numa_reason(capacity: &CapacitySettings, topology: &TopologyConfig) -> Option<&'static str> {
+    if capacity.single_numa_node {
+        Some("the kubelets run topologyManagerPolicy single-numa-node (capacity.singleNumaNode)")
+    } else if topology.affinity == AffinityMode::Required && topology.alignment == Alignment::Numa {
+        Some("the policy requires NUMA alignment (topology.affinity: required, topology.alignment: numa)")
+    } else {
+        None
+    }
+}
+
+/// Rejects a demand above the static capacity, with a message naming the
+/// containers, the count, the limit and what would fit.
+pub fn check(
+    demand: &PodDemand,
+    capacity: &CapacitySettings,
+    topology: &TopologyConfig,
+) -> Result<(), String> {
+    let n = demand.gpus(topology.scope);
+    if let Some(max) = capacity.max_gpus_per_node.filter(|max| n > *max) {
+        return Err(too_many(
+            demand,
+            topology.scope,
+            &format!("the largest GPU node has {max} (capacity.maxGpusPerNode)"),
+            max,
+        ));
+    }
+    if let (Some(max), Some(reason)) = (
+        capacity.max_gpus_per_numa_node.filter(|max| n > *max),
+        numa_reason(capacity, topology),
+    ) {
+        return Err(too_many(
+            demand,
+            topology.scope,
+            &format!(
+                "the GPUs must share one NUMA node because {reason}, and a NUMA node has at most {max} (capacity.maxGpusPerNumaNode)"
+            ),
+            max,
+        ));
+    }
+    Ok(())
+}
+
+/// The rejection message for a demand above what any node offers:
+/// `<demand> cannot fit: <offer>. Request at most <fits> GPUs ...`.
+/// Reusable wherever a fit check fails (static or cluster-aware).
+pub fn too_many(demand: &PodDemand, scope: TopologyManagerScope, offer: &str, fits: u32) -> String {
+    let unit = match scope {
+        TopologyManagerScope::Pod => "per pod",
+        TopologyManagerScope::Container => "per container",
+    };
+    format!(
+        "GPU pod cannot be placed: it needs {demand} but {offer}. Request at most {fits} GPU{s} {unit}, or split the work across several pods.",
+        demand = demand.describe(scope),
+        s = if fits == 1 { "" } else { "s" }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::Config;
+    use rstest::rstest;
+    use serde_json::json;
+
+    fn demand(counts: &[u32]) -> PodDemand {
+        let containers: Vec<_> = counts
+            .iter()
+            .enumerate()
+            .map(|(i, n)| json!({"name": format!("worker-{i}"), "resources": {"limits": {"nvidia.com/gpu": n.to_string()}}}))
+            .collect();
+        PodDemand::from_pod_spec(
+            &json!({ "containers": containers }),
+            &["nvidia.com/gpu".to_owned()],
+        )
+        .unwrap()
+    }
+
+    fn capacity(
+        per_node: Option<u32>,
+        per_numa: Option<u32>,
+        single_numa_node: bool,
+    ) -> CapacitySettings {
+        CapacitySettings {
+            max_gpus_per_node: per_node,
+            max_gpus_per_numa_node: per_numa,
+            single_numa_node,
+        }
+    }
+
+    fn topology(
+        scope: TopologyManagerScope,
+        affinity: AffinityMode,
+        alignment: Alignment,
+    ) -> TopologyConfig {
+        TopologyConfig {
+            scope,
+            affinity,
+            alignment,
+            ..Config::default().topology
+        }
+    }
+
+    const POD: TopologyManagerScope = TopologyManagerScope::Pod;
+    const CONTAINER: TopologyManagerScope = TopologyManagerScope::Container;
+    const PREFERRED: AffinityMode = AffinityMode::Preferred;
+    const REQUIRED: AffinityMode = AffinityMode::Required;
+
+    #[rstest]
+    #[case::fits_a_node(&[8], capacity(Some(8), Some(4), false), topology(POD, PREFERRED, Alignment::Numa), None)]
+    #[case::above_node(&[4, 6], capacity(Some(8), None, false), topology(POD, PREFERRED, Alignment::Numa),
+        Some("it needs 10 GPUs (container \"worker-0\": 4 nvidia.com/gpu; container \"worker-1\": 6 nvidia.com/gpu) but the largest GPU node has 8 (capacity.maxGpusPerNode). Request at most 8 GPUs per pod"))]
+    #[case::container_scope_counts_the_largest(&[6, 6], capacity(Some(8), None, false), topology(CONTAINER, PREFERRED, Alignment::Numa), None)]
+    #[case::above_numa_but_relaxable(&[8], capacity(Some(8), Some(4), false), topology(POD, PREFERRED, Alignment::Numa), None)]
+    #[case::above_numa_with_required_numa(&[8], capacity(Some(8), Some(4), false), topology(POD, REQUIRED, Alignment::Numa),
+        Some("requires NUMA alignment (topology.affinity: required, topology.alignment: numa), and a NUMA node has at most 4 (capacity.maxGpusPerNumaNode). Request at most 4 GPUs per pod"))]
+    #[case::above_numa_required_nvlink_is_relaxable(&[8], capacity(Some(8), Some(4), false), topology(POD, REQUIRED, Alignment::Nvlink), None)]
+    #[case::above_numa_with_single_numa_node(&[3, 3], capacity(Some(8), Some(4), true), topology(POD, PREFERRED, Alignment::Node),
+        Some("topologyManagerPolicy single-numa-node (capacity.singleNumaNode)"))]
+    #[case::single_numa_node_per_container(&[3, 3], capacity(Some(8), Some(4), true), topology(CONTAINER, PREFERRED, Alignment::Numa), None)]
+    #[case::single_numa_node_container_too_big(&[6], capacity(None, Some(4), true), topology(CONTAINER, PREFERRED, Alignment::Numa),
+        Some("it needs 6 GPUs in one container (container \"worker-0\": 6 nvidia.com/gpu)"))]
+    fn static_capacity(
+        #[case] counts: &[u32],
+        #[case] capacity: CapacitySettings,
+        #[case] topology: TopologyConfig,
+        #[case] expected: Option<&str>,
+    ) {
+        let outcome = check(&demand(counts), &capacity, &topology);
+        match expected {
+            None => assert_eq!(outcome, Ok(())),
+            Some(part) => {
+                let message = outcome.unwrap_err();
+                assert!(message.contains(part), "{message}");
+            }
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! Reading containers and their resources out of a raw PodSpec JSON value.
+//!
+//! Works on the PodSpec of a Pod (`.spec`) and of any pod template
+//! (`.spec.template.spec`) alike. Malformed input is an error naming the
+//! field, never a panic. Ephemeral containers are not read: they have no
+//! resources and no part in QoS or topology.
+
+use serde_json::Value;
+use std::fmt;
+
+/// Init containers with this restart policy are sidecars (KEP-753): they keep
+/// running next to the app containers.
+const RESTARTABLE: &str = "Always";
+
+/// Where a container sits in the pod, which decides how it counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ContainerKind {
+    /// A regular init container: runs to completion before the app starts.
+    Init,
+    /// A restartable init container (`restartPolicy: Always`), a native sidecar.
+    Sidecar,
+    /// An app container (`spec.containers`).
+    App,
+}
+
+impl ContainerKind {
+    /// The PodSpec field that lists this kind of container.
+    pub const fn list_field(self) -> &'static str {
+        match self {
+            ContainerKind::Init | ContainerKind::Sidecar => "initContainers",
+            ContainerKind::App => "containers",
+        }
+    }
+
+    const fn describe(self) -> &'static str {
+        match self {
+            ContainerKind::Init => "init container",
+            ContainerKind::Sidecar => "sidecar container",
+            ContainerKind::App => "container",
+        }
+    }
+}
+
+/// Identifies one container of a PodSpec.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ContainerRef {
+    pub kind: ContainerKind,
+    /// Position in its list (`initContainers` or `containers`).
+    pub index: usize,
+    pub name: String,
+}
+
+impl fmt::Display for ContainerRef {
+    /// `container "trainer"`, `init container "setup"`, ...
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {:?}", self.kind.describe(), self.name)
+    }
+}
+
+/// `resources.requests` or `resources.limits`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Section {
+    Requests,
+    Limits,
+}
+
+impl Section {
+    pub const fn field(self) -> &'static str {
+        match self {
+            Section::Requests => "requests",
+            Section::Limits => "limits",
+        }
+    }
+}
+
+/// A container of the spec, with its JSON.
+pub struct Container<'a> {
+    pub id: ContainerRef,
+    pub json: &'a Value,
+}
+
+impl Container<'_> {
+    /// The quantity string at `resources.<section>.<resource>`, if set. Other
+    /// JSON (`cpu: 2` from a hand-written manifest) reads as its text, so that
+    /// garbage fails quantity parsing with a message instead of being ignored.
+    pub fn resource(&self, section: Section, resource: &str) -> Option<String> {
+        resources_value(self.json.get("resources"), section, resource)
+    }
+}
+
+/// The quantity string at `<section>.<resource>` of a `resources` object.
+pub fn resources_value(
+    resources: Option<&Value>,
+    section: Section,
+    resource: &str,
+) -> Option<String> {
+    match resources?.get(section.field())?.get(resource)? {
+        Value::Null => None,
+        Value::String(text) => Some(text.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// The init containers (in order) and then the app containers of `spec`.
+pub fn containers(spec: &Value) -> Result<Vec<Container<'_>>, String> {
+    let mut all = Vec::new();
+    for field in ["initContainers", "containers"] {
+        let list = match spec.get(field) {
+            None | Some(Value::Null) => continue,
+            Some(Value::Array(list)) => list,
+            Some(_) => return Err(format!("spec.{field} is not a list")),
+        };
+        for (index, json) in list.iter().enumerate() {
+            if !json.is_object() {
+                return Err(format!("spec.{field}[{index}] is not an object"));
+            }
+            let restartable =
+                json.get("restartPolicy").and_then(Value::as_str) == Some(RESTARTABLE);
+            let kind = match (field, restartable) {
+                ("containers", _) => ContainerKind::App,
+                (_, true) => ContainerKind::Sidecar,
+                (_, false) => ContainerKind::Init,
+            };
+            let name = json
+                .get("name")
+                .and_then(Value::as_str)
+                .map_or_else(|| format!("#{index}"), str::to_owned);
+            all.push(Container {
+                id: ContainerRef { kind, index, name },
+                json,
+            });
+        }
+    }
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    #[test]
+    fn lists_init_then_app_containers_with_their_kind() {
+        let spec = json!({
+            "containers": [{"name": "app"}],
+            "initContainers": [{"name": "setup"}, {"name": "proxy", "restartPolicy": "Always"}],
+            "ephemeralContainers": [{"name": "debug"}]
+        });
+        let found: Vec<_> = containers(&spec)
+            .unwrap()
+            .into_iter()
+            .map(|c| c.id.to_string())
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "init container \"setup\"",
+                "sidecar container \"proxy\"",
+                "container \"app\""
+            ]
+        );
+    }
+
+    #[rstest]
+    #[case::containers_not_a_list(json!({"containers": {}}), "spec.containers is not a list")]
+    #[case::container_not_an_object(json!({"containers": [1]}), "spec.containers[0] is not an object")]
+    #[case::init_not_a_list(json!({"initContainers": "x"}), "spec.initContainers is not a list")]
+    fn malformed_specs_are_errors(#[case] spec: Value, #[case] expected: &str) {
+        assert_eq!(containers(&spec).err().unwrap(), expected);
+    }
+
+    #[rstest]
+    #[case::string(json!({"limits": {"cpu": "2"}}), Section::Limits, Some("2"))]
+    #[case::number(json!({"limits": {"cpu": 1.5}}), Section::Limits, Some("1.5"))]
+    #[case::absent(json!({"requests": {"cpu": "2"}}), Section::Limits, None)]
+    #[case::null_section(json!({"limits": null}), Section::Limits, None)]
+    #[case::null_value(json!({"limits": {"cpu": null}}), Section::Limits, None)]
+    #[case::wrong_type_kept_for_the_error(json!({"limits": {"cpu": true}}), Section::Limits, Some("true"))]
+    fn reads_quantity_text(
+        #[case] resources: Value,
+        #[case] section: Section,
+        #[case] expected: Option<&str>,
+    ) {
+        assert_eq!(
+            resources_value(Some(&resources), section, "cpu").as_deref(),
+            expected
+        );
+    }
+}

@@ -1,0 +1,388 @@
+//! Kubernetes resource quantities (`"500m"`, `"2"`, `"32Gi"`, `"1e3"`), parsed
+//! into exact integers and written back in Kubernetes' canonical form.
+//!
+//! Values are held as nano-units in an `i128`: exact for every CPU and memory
+//! value Kubernetes accepts (it rounds anything finer than a nano up, and so do
+//! we). No floats anywhere, so comparisons never wobble.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+/// Nano-units per unit: Kubernetes never keeps more precision than `n`.
+const NANOS_PER_UNIT: i128 = 1_000_000_000;
+/// Longest quantity string we parse; real ones are a handful of characters.
+const MAX_QUANTITY_LEN: usize = 64;
+/// 10^38 is the largest power of ten an `i128` holds.
+const MAX_POW10: u32 = 38;
+
+/// How a quantity was written, which decides how it is written back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Powers of 1024: `Ki`, `Mi`, `Gi`, ...
+    BinarySi,
+    /// Powers of 1000 (`m`, `k`, `M`, ...) and exponents (`1e3`).
+    DecimalSi,
+}
+
+/// A non-negative resource quantity, exact to the nano-unit.
+#[derive(Debug, Clone, Copy)]
+pub struct Quantity {
+    nanos: i128,
+    format: Format,
+}
+
+/// Why a string is not a quantity. The message reads after `"<value>" `.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuantityError {
+    NotAQuantity,
+    Negative,
+    OutOfRange,
+}
+
+impl fmt::Display for QuantityError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            QuantityError::NotAQuantity => "is not a Kubernetes quantity",
+            QuantityError::Negative => "is negative",
+            QuantityError::OutOfRange => "is out of range",
+        })
+    }
+}
+
+impl std::error::Error for QuantityError {}
+
+/// Decimal SI suffixes and their power of ten.
+const DECIMAL_SUFFIXES: [(&str, i32); 10] = [
+    ("n", -9),
+    ("u", -6),
+    ("m", -3),
+    ("", 0),
+    ("k", 3),
+    ("M", 6),
+    ("G", 9),
+    ("T", 12),
+    ("P", 15),
+    ("E", 18),
+];
+
+/// Binary SI suffixes and their power of 1024.
+const BINARY_SUFFIXES: [(&str, u32); 6] = [
+    ("Ki", 1),
+    ("Mi", 2),
+    ("Gi", 3),
+    ("Ti", 4),
+    ("Pi", 5),
+    ("Ei", 6),
+];
+
+impl Quantity {
+    /// Parses a quantity with Kubernetes' grammar. Negative values are refused:
+    /// a resource amount is never negative.
+    pub fn parse(text: &str) -> Result<Self, QuantityError> {
+        if text.is_empty() || text.len() > MAX_QUANTITY_LEN {
+            return Err(QuantityError::NotAQuantity);
+        }
+        let (negative, unsigned) = split_sign(text);
+        let number_len = unsigned
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(unsigned.len());
+        let (number, suffix) = unsigned.split_at(number_len);
+        let (mantissa, fraction_digits) = parse_number(number)?;
+        let (pow10, pow1024, format) = parse_suffix(suffix)?;
+        if negative && mantissa != 0 {
+            return Err(QuantityError::Negative);
+        }
+        let scale = i64::from(pow10) - i64::from(fraction_digits) + 9;
+        let binary = 1024_i128
+            .checked_pow(pow1024)
+            .ok_or(QuantityError::OutOfRange)?;
+        let scaled = mantissa
+            .checked_mul(binary)
+            .ok_or(QuantityError::OutOfRange)?;
+        let nanos = scale_by_pow10(scaled, scale)?;
+        Ok(Quantity { nanos, format })
+    }
+
+    /// `units` whole units (cores, bytes), written in decimal.
+    pub fn from_units(units: u64) -> Self {
+        Quantity {
+            nanos: i128::from(units) * NANOS_PER_UNIT,
+            format: Format::DecimalSi,
+        }
+    }
+
+    pub fn is_zero(&self) -> bool {
+        self.nanos == 0
+    }
+
+    /// The value as a whole number of units, when it is one (GPU counts).
+    pub fn whole_units(&self) -> Option<u64> {
+        if self.nanos % NANOS_PER_UNIT != 0 {
+            return None;
+        }
+        u64::try_from(self.nanos / NANOS_PER_UNIT).ok()
+    }
+
+    /// Rounded up to whole units: `1500m` becomes `2`.
+    pub fn ceil_units(&self) -> Self {
+        let units = self.nanos.div_euclid(NANOS_PER_UNIT)
+            + i128::from(self.nanos.rem_euclid(NANOS_PER_UNIT) != 0);
+        Quantity {
+            nanos: units * NANOS_PER_UNIT,
+            format: self.format,
+        }
+    }
+
+    pub fn is_whole(&self) -> bool {
+        self.nanos % NANOS_PER_UNIT == 0
+    }
+
+    /// `self` times `factor`, keeping the format (`32Gi` x 2 = `64Gi`).
+    pub fn checked_mul(&self, factor: u64) -> Option<Self> {
+        Some(Quantity {
+            nanos: self.nanos.checked_mul(i128::from(factor))?,
+            format: self.format,
+        })
+    }
+
+    /// The canonical string Kubernetes itself would write for this value.
+    pub fn canonical(&self) -> String {
+        let whole = self.nanos % NANOS_PER_UNIT == 0;
+        let units = self.nanos / NANOS_PER_UNIT;
+        // Kubernetes shows small or fractional binary values in decimal.
+        if self.format == Format::BinarySi && whole && units >= 1024 {
+            let (mut value, mut suffix) = (units, "");
+            for (name, _) in BINARY_SUFFIXES {
+                if value % 1024 != 0 {
+                    break;
+                }
+                value /= 1024;
+                suffix = name;
+            }
+            return format!("{value}{suffix}");
+        }
+        // Largest power of 1000 that divides the value, from nano upwards.
+        let (mut value, mut suffix) = (self.nanos, DECIMAL_SUFFIXES[0].0);
+        for (name, _) in DECIMAL_SUFFIXES.iter().skip(1) {
+            if value == 0 || value % 1000 != 0 {
+                break;
+            }
+            value /= 1000;
+            suffix = name;
+        }
+        if value == 0 {
+            suffix = "";
+        }
+        format!("{value}{suffix}")
+    }
+}
+
+impl PartialEq for Quantity {
+    fn eq(&self, other: &Self) -> bool {
+        self.nanos == other.nanos
+    }
+}
+
+impl Eq for Quantity {}
+
+impl PartialOrd for Quantity {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Quantity {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.nanos.cmp(&other.nanos)
+    }
+}
+
+impl fmt::Display for Quantity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.canonical())
+    }
+}
+
+fn split_sign(text: &str) -> (bool, &str) {
+    if let Some(rest) = text.strip_prefix('-') {
+        (true, rest)
+    } else {
+        (false, text.strip_prefix('+').unwrap_or(text))
+    }
+}
+
+/// `"12.50"` -> (1250, 2). At least one digit, at most one dot.
+fn parse_number(number: &str) -> Result<(i128, u32), QuantityError> {
+    let (integer, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if integer.is_empty() && fraction.is_empty() {
+        return Err(QuantityError::NotAQuantity);
+    }
+    if fraction.contains('.') {
+        return Err(QuantityError::NotAQuantity);
+    }
+    let mut mantissa: i128 = 0;
+    for digit in integer.bytes().chain(fraction.bytes()) {
+        mantissa = mantissa
+            .checked_mul(10)
+            .and_then(|m| m.checked_add(i128::from(digit - b'0')))
+            .ok_or(QuantityError::OutOfRange)?;
+    }
+    let fraction_digits = u32::try_from(fraction.len()).map_err(|_| QuantityError::OutOfRange)?;
+    Ok((mantissa, fraction_digits))
+}
+
+/// The suffix's power of ten, power of 1024 and format.
+fn parse_suffix(suffix: &str) -> Result<(i32, u32, Format), QuantityError> {
+    if let Some((_, pow1024)) = BINARY_SUFFIXES.iter().find(|(name, _)| *name == suffix) {
+        return Ok((0, *pow1024, Format::BinarySi));
+    }
+    if let Some((_, pow10)) = DECIMAL_SUFFIXES.iter().find(|(name, _)| *name == suffix) {
+        return Ok((*pow10, 0, Format::DecimalSi));
+    }
+    // Decimal exponent: "e3", "E-2", "e+6".
+    let exponent = suffix
+        .strip_prefix(['e', 'E'])
+        .ok_or(QuantityError::NotAQuantity)?;
+    let (negative, digits) = split_sign(exponent);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(QuantityError::NotAQuantity);
+    }
+    let magnitude: i32 = digits.parse().map_err(|_| QuantityError::OutOfRange)?;
+    Ok((
+        if negative { -magnitude } else { magnitude },
+        0,
+        Format::DecimalSi,
+    ))
+}
+
+/// `value * 10^scale`, rounding up when `scale` is negative (Kubernetes rounds
+/// precision finer than a nano up).
+fn scale_by_pow10(value: i128, scale: i64) -> Result<i128, QuantityError> {
+    if value == 0 {
+        return Ok(0);
+    }
+    let magnitude = u32::try_from(scale.unsigned_abs()).map_err(|_| QuantityError::OutOfRange)?;
+    if scale >= 0 {
+        return 10_i128
+            .checked_pow(magnitude)
+            .and_then(|factor| value.checked_mul(factor))
+            .ok_or(QuantityError::OutOfRange);
+    }
+    if magnitude > MAX_POW10 {
+        // The divisor exceeds any i128 value: a positive value rounds up to 1.
+        return Ok(1);
+    }
+    let divisor = 10_i128.pow(magnitude);
+    Ok(value / divisor + i128::from(value % divisor != 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::whole_cores("2", "2")]
+    #[case::millicores("500m", "500m")]
+    #[case::fraction_becomes_millis("0.5", "500m")]
+    #[case::millis_that_are_whole("2000m", "2")]
+    #[case::fraction_with_trailing_dot("1.", "1")]
+    #[case::leading_dot(".25", "250m")]
+    #[case::plus_sign("+3", "3")]
+    #[case::gibibytes("32Gi", "32Gi")]
+    #[case::binary_carried_up("1024Mi", "1Gi")]
+    #[case::binary_not_multiple("1536", "1536")]
+    #[case::binary_fractional_shown_decimal("1.5Ki", "1536")]
+    #[case::binary_not_a_power_of_1024("1000Mi", "1000Mi")]
+    #[case::below_1024_shown_decimal("0.5Ki", "512")]
+    #[case::one_kibibyte("1Ki", "1Ki")]
+    #[case::megabytes("500M", "500M")]
+    #[case::kilo_carried_up("1000k", "1M")]
+    #[case::exponent("1e3", "1k")]
+    #[case::negative_exponent("5e-1", "500m")]
+    #[case::micro("100u", "100u")]
+    #[case::nano("1n", "1n")]
+    #[case::sub_nano_rounds_up("0.1n", "1n")]
+    #[case::zero("0", "0")]
+    #[case::zero_with_suffix("0Gi", "0")]
+    #[case::negative_zero("-0", "0")]
+    #[case::exa("1E", "1E")]
+    #[case::exbibyte("1Ei", "1Ei")]
+    fn parses_and_writes_canonical_form(#[case] input: &str, #[case] canonical: &str) {
+        let quantity = Quantity::parse(input).unwrap();
+        assert_eq!(quantity.canonical(), canonical);
+        // Canonical forms round-trip to themselves.
+        assert_eq!(Quantity::parse(canonical).unwrap().canonical(), canonical);
+        assert_eq!(Quantity::parse(canonical).unwrap(), quantity);
+    }
+
+    #[rstest]
+    #[case::empty("", QuantityError::NotAQuantity)]
+    #[case::word("abc", QuantityError::NotAQuantity)]
+    #[case::unknown_suffix("2x", QuantityError::NotAQuantity)]
+    #[case::lowercase_binary("2gi", QuantityError::NotAQuantity)]
+    #[case::only_dot(".", QuantityError::NotAQuantity)]
+    #[case::two_dots("1.2.3", QuantityError::NotAQuantity)]
+    #[case::space(" 2", QuantityError::NotAQuantity)]
+    #[case::trailing_space("2 ", QuantityError::NotAQuantity)]
+    #[case::bare_exponent("1e", QuantityError::NotAQuantity)]
+    #[case::double_sign("--1", QuantityError::NotAQuantity)]
+    #[case::suffix_only("Gi", QuantityError::NotAQuantity)]
+    #[case::negative("-1", QuantityError::Negative)]
+    #[case::huge_exponent("1e99999", QuantityError::OutOfRange)]
+    #[case::exponent_overflows_i32("1e99999999999", QuantityError::OutOfRange)]
+    #[case::too_many_digits("9999999999999999999999999999999999999999", QuantityError::OutOfRange)]
+    fn rejects_garbage_without_panicking(#[case] input: &str, #[case] expected: QuantityError) {
+        assert_eq!(Quantity::parse(input), Err(expected));
+    }
+
+    #[test]
+    fn rejects_overlong_input() {
+        assert_eq!(
+            Quantity::parse(&"1".repeat(MAX_QUANTITY_LEN + 1)),
+            Err(QuantityError::NotAQuantity)
+        );
+    }
+
+    #[rstest]
+    #[case::fractional_up("1500m", "2")]
+    #[case::tiny_up("1m", "1")]
+    #[case::whole_stays("3", "3")]
+    #[case::zero_stays("0", "0")]
+    fn rounds_up_to_whole_units(#[case] input: &str, #[case] expected: &str) {
+        assert_eq!(
+            Quantity::parse(input).unwrap().ceil_units().canonical(),
+            expected
+        );
+    }
+
+    #[rstest]
+    #[case::cores("8", 2, "16")]
+    #[case::binary_memory("32Gi", 4, "128Gi")]
+    #[case::millis("250m", 4, "1")]
+    #[case::decimal_memory("500M", 2, "1G")]
+    fn multiplies_exactly(#[case] input: &str, #[case] factor: u64, #[case] expected: &str) {
+        let product = Quantity::parse(input).unwrap().checked_mul(factor).unwrap();
+        assert_eq!(product.canonical(), expected);
+    }
+
+    #[rstest]
+    #[case::same_value_different_spelling("1", "1000m", Ordering::Equal)]
+    #[case::binary_vs_decimal("1Ki", "1k", Ordering::Greater)]
+    #[case::millis_below_core("999m", "1", Ordering::Less)]
+    fn compares_by_value(#[case] left: &str, #[case] right: &str, #[case] expected: Ordering) {
+        let (left, right) = (
+            Quantity::parse(left).unwrap(),
+            Quantity::parse(right).unwrap(),
+        );
+        assert_eq!(left.cmp(&right), expected);
+    }
+
+    #[rstest]
+    #[case::whole("4", Some(4))]
+    #[case::fractional("1.5", None)]
+    #[case::millis_whole("2000m", Some(2))]
+    fn whole_units_only_for_integers(#[case] input: &str, #[case] expected: Option<u64>) {
+        assert_eq!(Quantity::parse(input).unwrap().whole_units(), expected);
+    }
+}

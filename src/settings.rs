@@ -1,0 +1,555 @@
+//! Policy settings: what the operator writes (camelCase, unknown keys refused)
+//! and its validated form, [`Config`], that evaluation uses.
+//!
+//! Every validation error names the key it is about, e.g.
+//! `qos.cpuPerGpu: "abc" is not a Kubernetes quantity`.
+
+use crate::names::{is_dns_label, is_extended_resource_name};
+use crate::quantity::{Quantity, QuantityError};
+use gpu_topology::{Alignment, LabelPrefix, TopologyManagerScope};
+use kubewarden_policy_sdk::settings::{SettingsValidationResponse, Validatable};
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeSet;
+use std::str::FromStr;
+
+/// GPU resources counted when the operator configures none.
+pub const DEFAULT_GPU_RESOURCES: [&str; 4] = [
+    "nvidia.com/gpu",
+    "amd.com/gpu",
+    "gpu.intel.com/i915",
+    "gpu.intel.com/xe",
+];
+/// Half of the smallest per-GPU share of common multi-GPU machines (12 vCPU and
+/// 48 GiB per GPU), so defaults fit within one NUMA node's share with room for
+/// system-reserved CPUs; also fits 1-GPU nodes with 8 vCPU / 32 GiB.
+pub const DEFAULT_CPU_PER_GPU: &str = "4";
+pub const DEFAULT_MEMORY_PER_GPU: &str = "16Gi";
+/// Typical footprint of log shippers, metrics exporters and proxies.
+pub const DEFAULT_SIDECAR_CPU: &str = "250m";
+pub const DEFAULT_SIDECAR_MEMORY: &str = "256Mi";
+/// Node-affinity weights range over 1..=100; the default makes alignment the
+/// strongest preference.
+pub const MIN_PREFERRED_WEIGHT: i64 = 1;
+pub const MAX_PREFERRED_WEIGHT: i64 = 100;
+pub const DEFAULT_PREFERRED_WEIGHT: i64 = MAX_PREFERRED_WEIGHT;
+
+/// Settings exactly as written in the policy's `settings:`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct Settings {
+    pub gpu_resources: Vec<String>,
+    pub label_prefix: String,
+    pub exempt_namespaces: Vec<String>,
+    pub qos: QosSettings,
+    pub topology: TopologySettings,
+    pub capacity: Option<CapacitySettings>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            gpu_resources: DEFAULT_GPU_RESOURCES.map(str::to_owned).to_vec(),
+            label_prefix: gpu_topology::DEFAULT_LABEL_PREFIX.to_owned(),
+            exempt_namespaces: Vec::new(),
+            qos: QosSettings::default(),
+            topology: TopologySettings::default(),
+            capacity: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QosMode {
+    /// Make GPU pods Guaranteed by editing their resources.
+    #[default]
+    Mutate,
+    /// Reject GPU pods that are not Guaranteed.
+    Validate,
+    /// Leave resources alone.
+    Off,
+}
+
+/// The `qos` settings, with quantities as written (`Q` = [`QuantityText`]) or
+/// parsed (`Q` = [`Quantity`], in [`Config`]).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(
+    default,
+    deny_unknown_fields,
+    rename_all = "camelCase",
+    bound(deserialize = "Q: Deserialize<'de>, Qos<Q>: Default")
+)]
+pub struct Qos<Q> {
+    pub mode: QosMode,
+    /// `null` means no default: such containers are rejected with what to set.
+    pub cpu_per_gpu: Option<Q>,
+    pub memory_per_gpu: Option<Q>,
+    pub sidecar_cpu: Option<Q>,
+    pub sidecar_memory: Option<Q>,
+    pub whole_cpus: bool,
+}
+
+pub type QosSettings = Qos<QuantityText>;
+pub type QosConfig = Qos<Quantity>;
+
+impl Default for QosSettings {
+    fn default() -> Self {
+        let text = |value: &str| Some(QuantityText(value.to_owned()));
+        QosSettings {
+            mode: QosMode::Mutate,
+            cpu_per_gpu: text(DEFAULT_CPU_PER_GPU),
+            memory_per_gpu: text(DEFAULT_MEMORY_PER_GPU),
+            sidecar_cpu: text(DEFAULT_SIDECAR_CPU),
+            sidecar_memory: text(DEFAULT_SIDECAR_MEMORY),
+            whole_cpus: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AffinityMode {
+    /// Only nodes that can align the GPUs.
+    Required,
+    /// Only nodes that can admit the pod; aligned nodes preferred.
+    #[default]
+    Preferred,
+    /// No node affinity.
+    Off,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct TopologySettings {
+    /// The kubelet's `topologyManagerScope`: how GPU demand is counted.
+    #[serde(deserialize_with = "word")]
+    pub scope: TopologyManagerScope,
+    /// `None` when not written; [`Alignment::Numa`] applies then.
+    #[serde(deserialize_with = "optional_word")]
+    pub alignment: Option<Alignment>,
+    pub affinity: AffinityMode,
+    /// `None` when not written; [`DEFAULT_PREFERRED_WEIGHT`] applies then.
+    pub preferred_weight: Option<i64>,
+}
+
+impl Default for TopologySettings {
+    fn default() -> Self {
+        TopologySettings {
+            scope: TopologyManagerScope::Pod,
+            alignment: None,
+            affinity: AffinityMode::Preferred,
+            preferred_weight: None,
+        }
+    }
+}
+
+impl Word for TopologyManagerScope {
+    const EXPECTED: &'static str = TopologyManagerScope::EXPECTED;
+}
+
+impl Word for Alignment {
+    const EXPECTED: &'static str = "one of numa, nvlink, node";
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct CapacitySettings {
+    pub max_gpus_per_node: Option<u32>,
+    pub max_gpus_per_numa_node: Option<u32>,
+    /// True when every kubelet runs `topologyManagerPolicy: single-numa-node`.
+    pub single_numa_node: bool,
+}
+
+/// A quantity as written: a string, or a YAML number such as `8`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuantityText(pub String);
+
+impl<'de> Deserialize<'de> for QuantityText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match serde_json::Value::deserialize(deserializer)? {
+            serde_json::Value::String(text) => Ok(QuantityText(text)),
+            serde_json::Value::Number(number) => Ok(QuantityText(number.to_string())),
+            other => Err(serde::de::Error::custom(format!(
+                "expected a quantity string such as \"4\" or \"16Gi\", got {other}"
+            ))),
+        }
+    }
+}
+
+/// A setting spelled as one word from a fixed list.
+pub trait Word: FromStr<Err = ()> {
+    /// The accepted words, for the error message.
+    const EXPECTED: &'static str;
+}
+
+fn word<'de, D: Deserializer<'de>, T: Word>(deserializer: D) -> Result<T, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    text.parse().map_err(|()| {
+        serde::de::Error::custom(format!("{text:?} is not valid: expected {}", T::EXPECTED))
+    })
+}
+
+fn optional_word<'de, D: Deserializer<'de>, T: Word>(
+    deserializer: D,
+) -> Result<Option<T>, D::Error> {
+    Option::<String>::deserialize(deserializer)?
+        .map(|text| {
+            text.parse().map_err(|()| {
+                serde::de::Error::custom(format!("{text:?} is not valid: expected {}", T::EXPECTED))
+            })
+        })
+        .transpose()
+}
+
+/// The validated settings that evaluation works from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub gpu_resources: Vec<String>,
+    pub label_prefix: LabelPrefix,
+    pub exempt_namespaces: BTreeSet<String>,
+    pub qos: QosConfig,
+    pub topology: TopologyConfig,
+    pub capacity: Option<CapacitySettings>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TopologyConfig {
+    pub scope: TopologyManagerScope,
+    pub alignment: Alignment,
+    pub affinity: AffinityMode,
+    pub preferred_weight: i64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        // The defaults are valid by construction; a test keeps it so.
+        Settings::default()
+            .config()
+            .unwrap_or_else(|errors| unreachable!("default settings are invalid: {errors}"))
+    }
+}
+
+/// Parses the settings JSON, naming the key of any type or unknown-key error.
+pub fn parse_settings(payload: &[u8]) -> Result<Settings, String> {
+    let value: serde_json::Value = serde_json::from_slice(payload)
+        .map_err(|error| format!("settings are not JSON: {error}"))?;
+    settings_from_value(value)
+}
+
+/// Reads settings from their JSON value; `null` (no settings) means defaults.
+pub fn settings_from_value(value: serde_json::Value) -> Result<Settings, String> {
+    if value.is_null() {
+        return Ok(Settings::default());
+    }
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let path = error.path().to_string();
+        if path == "." {
+            error.inner().to_string()
+        } else {
+            format!("{path}: {}", error.inner())
+        }
+    })
+}
+
+/// The answer to `validate_settings`: invalid settings are a `valid: false`
+/// response with the reason, never a trap.
+pub fn validation_response(payload: &[u8]) -> SettingsValidationResponse {
+    match parse_settings(payload).and_then(|settings| settings.config().map(|_| ())) {
+        Ok(()) => SettingsValidationResponse {
+            valid: true,
+            message: None,
+        },
+        Err(message) => SettingsValidationResponse {
+            valid: false,
+            message: Some(message),
+        },
+    }
+}
+
+impl Validatable for Settings {
+    fn validate(&self) -> Result<(), String> {
+        self.config().map(|_| ())
+    }
+}
+
+/// What a quantity setting holds.
+#[derive(Clone, Copy)]
+enum Unit {
+    Cpu,
+    Memory,
+}
+
+impl Settings {
+    /// Validates every key and returns the evaluation view, or all problems
+    /// joined by "; ", each naming its key.
+    pub fn config(&self) -> Result<Config, String> {
+        let mut errors = Vec::new();
+        self.check_gpu_resources(&mut errors);
+        let label_prefix = LabelPrefix::new(&self.label_prefix)
+            .map_err(|error| errors.push(format!("labelPrefix: {error}")))
+            .ok();
+        for namespace in &self.exempt_namespaces {
+            if !is_dns_label(namespace) {
+                errors.push(format!(
+                    "exemptNamespaces: {namespace:?} is not a valid namespace name (lowercase letters, digits and '-', at most 63 characters)"
+                ));
+            }
+        }
+        let qos = &self.qos;
+        let mut quantity = |key: &str, text: &Option<QuantityText>, unit| {
+            text.as_ref()
+                .and_then(|text| check_quantity(key, &text.0, unit, &mut errors))
+        };
+        let qos_config = QosConfig {
+            mode: qos.mode,
+            cpu_per_gpu: quantity("qos.cpuPerGpu", &qos.cpu_per_gpu, Unit::Cpu),
+            memory_per_gpu: quantity("qos.memoryPerGpu", &qos.memory_per_gpu, Unit::Memory),
+            sidecar_cpu: quantity("qos.sidecarCpu", &qos.sidecar_cpu, Unit::Cpu),
+            sidecar_memory: quantity("qos.sidecarMemory", &qos.sidecar_memory, Unit::Memory),
+            whole_cpus: qos.whole_cpus,
+        };
+        self.check_topology(&mut errors);
+        if let Some(capacity) = &self.capacity {
+            check_capacity(capacity, &mut errors);
+        }
+        match label_prefix {
+            Some(label_prefix) if errors.is_empty() => Ok(Config {
+                gpu_resources: self.gpu_resources.clone(),
+                label_prefix,
+                exempt_namespaces: self.exempt_namespaces.iter().cloned().collect(),
+                qos: qos_config,
+                topology: TopologyConfig {
+                    scope: self.topology.scope,
+                    alignment: self.topology.alignment.unwrap_or_default(),
+                    affinity: self.topology.affinity,
+                    preferred_weight: self
+                        .topology
+                        .preferred_weight
+                        .unwrap_or(DEFAULT_PREFERRED_WEIGHT),
+                },
+                capacity: self.capacity.clone(),
+            }),
+            _ => Err(errors.join("; ")),
+        }
+    }
+
+    fn check_gpu_resources(&self, errors: &mut Vec<String>) {
+        if self.gpu_resources.is_empty() {
+            errors.push(
+                "gpuResources: must list at least one extended resource, e.g. nvidia.com/gpu"
+                    .to_owned(),
+            );
+        }
+        let mut seen = BTreeSet::new();
+        for name in &self.gpu_resources {
+            if !is_extended_resource_name(name) {
+                errors.push(format!(
+                    "gpuResources: {name:?} is not an extended resource name (domain/name outside kubernetes.io, e.g. nvidia.com/gpu)"
+                ));
+            } else if !seen.insert(name) {
+                errors.push(format!("gpuResources: {name:?} is listed twice"));
+            }
+        }
+    }
+
+    fn check_topology(&self, errors: &mut Vec<String>) {
+        let topology = &self.topology;
+        if let Some(weight) = topology.preferred_weight {
+            if !(MIN_PREFERRED_WEIGHT..=MAX_PREFERRED_WEIGHT).contains(&weight) {
+                errors.push(format!(
+                    "topology.preferredWeight: {weight} is out of range: node-affinity weights are {MIN_PREFERRED_WEIGHT} to {MAX_PREFERRED_WEIGHT}"
+                ));
+            } else if topology.affinity != AffinityMode::Preferred {
+                errors.push(format!(
+                    "topology.preferredWeight: {weight} has no effect unless topology.affinity is preferred; remove it"
+                ));
+            }
+        }
+        if let (Some(alignment), AffinityMode::Off) = (topology.alignment, topology.affinity) {
+            errors.push(format!(
+                "topology.alignment: {alignment:?} has no effect with topology.affinity: off; remove it or set topology.affinity to required or preferred",
+                alignment = alignment.as_str()
+            ));
+        }
+    }
+}
+
+fn check_capacity(capacity: &CapacitySettings, errors: &mut Vec<String>) {
+    for (key, value) in [
+        ("capacity.maxGpusPerNode", capacity.max_gpus_per_node),
+        (
+            "capacity.maxGpusPerNumaNode",
+            capacity.max_gpus_per_numa_node,
+        ),
+    ] {
+        if value == Some(0) {
+            errors.push(format!("{key}: must be at least 1"));
+        }
+    }
+    if let (Some(per_node), Some(per_numa)) =
+        (capacity.max_gpus_per_node, capacity.max_gpus_per_numa_node)
+    {
+        if per_numa > per_node {
+            errors.push(format!(
+                "capacity.maxGpusPerNumaNode: {per_numa} is more than capacity.maxGpusPerNode {per_node}: a NUMA node cannot hold more GPUs than its node"
+            ));
+        }
+    }
+    if capacity.single_numa_node && capacity.max_gpus_per_numa_node.is_none() {
+        errors.push(
+            "capacity.singleNumaNode: true needs capacity.maxGpusPerNumaNode to know what fits on one NUMA node"
+                .to_owned(),
+        );
+    }
+}
+
+/// Parses a quantity setting; CPU and memory must be positive, memory whole bytes.
+fn check_quantity(key: &str, text: &str, unit: Unit, errors: &mut Vec<String>) -> Option<Quantity> {
+    let problem = match (Quantity::parse(text), unit) {
+        (Ok(quantity), _) if quantity.is_zero() => "must be more than zero".to_owned(),
+        (Ok(quantity), Unit::Memory) if !quantity.is_whole() => {
+            "is not a whole number of bytes (\"m\" means milli: use Mi for mebibytes)".to_owned()
+        }
+        (Ok(quantity), _) => return Some(quantity),
+        (Err(QuantityError::Negative), _) => "must not be negative".to_owned(),
+        (Err(error), _) => error.to_string(),
+    };
+    errors.push(format!("{key}: {text:?} {problem}"));
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    fn validate(settings: serde_json::Value) -> Result<Config, String> {
+        parse_settings(settings.to_string().as_bytes())?.config()
+    }
+
+    #[test]
+    fn empty_settings_take_the_documented_defaults() {
+        let config = validate(json!({})).unwrap();
+        assert_eq!(config, Config::default());
+        assert_eq!(config.gpu_resources, DEFAULT_GPU_RESOURCES.to_vec());
+        assert_eq!(config.label_prefix.as_str(), "gpu-topology.io");
+        assert_eq!(config.qos.mode, QosMode::Mutate);
+        assert_eq!(config.qos.cpu_per_gpu, Some(Quantity::parse("4").unwrap()));
+        assert_eq!(
+            config.qos.memory_per_gpu,
+            Some(Quantity::parse("16Gi").unwrap())
+        );
+        assert_eq!(
+            config.qos.sidecar_cpu,
+            Some(Quantity::parse("250m").unwrap())
+        );
+        assert_eq!(
+            config.qos.sidecar_memory,
+            Some(Quantity::parse("256Mi").unwrap())
+        );
+        assert!(config.qos.whole_cpus);
+        assert_eq!(config.topology.scope, TopologyManagerScope::Pod);
+        assert_eq!(config.topology.alignment, Alignment::Numa);
+        assert_eq!(config.topology.affinity, AffinityMode::Preferred);
+        assert_eq!(config.topology.preferred_weight, 100);
+        assert_eq!(config.capacity, None);
+    }
+
+    #[test]
+    fn a_full_valid_configuration_is_read() {
+        let config = validate(json!({
+            "gpuResources": ["nvidia.com/gpu", "example.com/accelerator"],
+            "labelPrefix": "topology.example.com",
+            "exemptNamespaces": ["kube-system", "gpu-operator"],
+            "qos": {"mode": "validate", "cpuPerGpu": 8, "memoryPerGpu": "32Gi",
+                    "sidecarCpu": "0.5", "sidecarMemory": null, "wholeCpus": false},
+            "topology": {"scope": "container", "alignment": "nvlink", "affinity": "preferred",
+                         "preferredWeight": 50},
+            "capacity": {"maxGpusPerNode": 8, "maxGpusPerNumaNode": 4, "singleNumaNode": true}
+        }))
+        .unwrap();
+        assert_eq!(config.qos.mode, QosMode::Validate);
+        assert_eq!(config.qos.cpu_per_gpu, Some(Quantity::parse("8").unwrap()));
+        assert_eq!(config.qos.sidecar_memory, None);
+        assert_eq!(config.topology.scope, TopologyManagerScope::Container);
+        assert_eq!(config.topology.alignment, Alignment::Nvlink);
+        assert_eq!(config.topology.preferred_weight, 50);
+        assert_eq!(
+            config.capacity,
+            Some(CapacitySettings {
+                max_gpus_per_node: Some(8),
+                max_gpus_per_numa_node: Some(4),
+                single_numa_node: true,
+            })
+        );
+    }
+
+    #[rstest]
+    #[case::unknown_top_level_key(json!({"gpuResource": []}), "gpuResource: unknown field `gpuResource`")]
+    #[case::unknown_nested_key(json!({"qos": {"cpu": "1"}}), "qos.cpu: unknown field `cpu`")]
+    #[case::empty_gpu_resources(json!({"gpuResources": []}), "gpuResources: must list at least one")]
+    #[case::gpu_resource_without_domain(json!({"gpuResources": ["gpu"]}), "gpuResources: \"gpu\" is not an extended resource name")]
+    #[case::gpu_resource_in_kubernetes_domain(json!({"gpuResources": ["kubernetes.io/gpu"]}), "gpuResources: \"kubernetes.io/gpu\"")]
+    #[case::gpu_resource_bad_name(json!({"gpuResources": ["nvidia.com/-gpu"]}), "gpuResources: \"nvidia.com/-gpu\"")]
+    #[case::gpu_resource_twice(json!({"gpuResources": ["amd.com/gpu", "amd.com/gpu"]}), "gpuResources: \"amd.com/gpu\" is listed twice")]
+    #[case::gpu_resources_not_a_list(json!({"gpuResources": "nvidia.com/gpu"}), "gpuResources: invalid type")]
+    #[case::label_prefix_uppercase(json!({"labelPrefix": "GPU.io"}), "labelPrefix: invalid label prefix \"GPU.io\"")]
+    #[case::exempt_namespace_invalid(json!({"exemptNamespaces": ["Kube_System"]}), "exemptNamespaces: \"Kube_System\" is not a valid namespace name")]
+    #[case::qos_mode_unknown(json!({"qos": {"mode": "enforce"}}), "qos.mode: unknown variant `enforce`")]
+    #[case::cpu_per_gpu_garbage(json!({"qos": {"cpuPerGpu": "abc"}}), "qos.cpuPerGpu: \"abc\" is not a Kubernetes quantity")]
+    #[case::cpu_per_gpu_zero(json!({"qos": {"cpuPerGpu": "0"}}), "qos.cpuPerGpu: \"0\" must be more than zero")]
+    #[case::cpu_per_gpu_negative(json!({"qos": {"cpuPerGpu": -2}}), "qos.cpuPerGpu: \"-2\" must not be negative")]
+    #[case::memory_per_gpu_millibytes(json!({"qos": {"memoryPerGpu": "100m"}}), "qos.memoryPerGpu: \"100m\" is not a whole number of bytes")]
+    #[case::sidecar_cpu_garbage(json!({"qos": {"sidecarCpu": "1 core"}}), "qos.sidecarCpu: \"1 core\" is not a Kubernetes quantity")]
+    #[case::sidecar_memory_out_of_range(json!({"qos": {"sidecarMemory": "1e400"}}), "qos.sidecarMemory: \"1e400\" is out of range")]
+    #[case::quantity_of_wrong_type(json!({"qos": {"sidecarMemory": true}}), "qos.sidecarMemory: expected a quantity string")]
+    #[case::whole_cpus_not_bool(json!({"qos": {"wholeCpus": "yes"}}), "qos.wholeCpus: invalid type")]
+    #[case::scope_unknown(json!({"topology": {"scope": "node"}}), "topology.scope: \"node\" is not valid: expected one of container, pod")]
+    #[case::alignment_unknown(json!({"topology": {"alignment": "socket"}}), "topology.alignment: \"socket\" is not valid: expected one of numa, nvlink, node")]
+    #[case::affinity_unknown(json!({"topology": {"affinity": "soft"}}), "topology.affinity: unknown variant `soft`")]
+    #[case::weight_zero(json!({"topology": {"preferredWeight": 0}}), "topology.preferredWeight: 0 is out of range")]
+    #[case::weight_too_high(json!({"topology": {"preferredWeight": 101}}), "topology.preferredWeight: 101 is out of range")]
+    #[case::weight_not_a_number(json!({"topology": {"preferredWeight": "high"}}), "topology.preferredWeight: invalid type")]
+    #[case::weight_without_preferred(json!({"topology": {"affinity": "required", "preferredWeight": 10}}), "topology.preferredWeight: 10 has no effect unless topology.affinity is preferred")]
+    #[case::alignment_with_affinity_off(json!({"topology": {"affinity": "off", "alignment": "nvlink"}}), "topology.alignment: \"nvlink\" has no effect with topology.affinity: off")]
+    #[case::max_per_node_zero(json!({"capacity": {"maxGpusPerNode": 0}}), "capacity.maxGpusPerNode: must be at least 1")]
+    #[case::max_per_numa_zero(json!({"capacity": {"maxGpusPerNumaNode": 0}}), "capacity.maxGpusPerNumaNode: must be at least 1")]
+    #[case::max_negative(json!({"capacity": {"maxGpusPerNode": -1}}), "capacity.maxGpusPerNode: invalid value: integer `-1`")]
+    #[case::numa_above_node(json!({"capacity": {"maxGpusPerNode": 4, "maxGpusPerNumaNode": 8}}), "capacity.maxGpusPerNumaNode: 8 is more than capacity.maxGpusPerNode 4")]
+    #[case::single_numa_without_numa_size(json!({"capacity": {"singleNumaNode": true}}), "capacity.singleNumaNode: true needs capacity.maxGpusPerNumaNode")]
+    #[case::unknown_capacity_key(json!({"capacity": {"maxGpus": 8}}), "capacity.maxGpus: unknown field `maxGpus`")]
+    fn invalid_settings_name_the_key(#[case] settings: serde_json::Value, #[case] expected: &str) {
+        let message = validate(settings).unwrap_err();
+        assert!(message.contains(expected), "{message:?} lacks {expected:?}");
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let message = validate(json!({
+            "labelPrefix": "Bad Prefix",
+            "qos": {"cpuPerGpu": "x", "memoryPerGpu": "y"}
+        }))
+        .unwrap_err();
+        for key in ["labelPrefix", "qos.cpuPerGpu", "qos.memoryPerGpu"] {
+            assert!(message.contains(key), "{message:?} lacks {key}");
+        }
+    }
+
+    #[rstest]
+    #[case::valid(json!({}), true, None)]
+    #[case::invalid(json!({"qos": {"mode": "x"}}), false, Some("qos.mode"))]
+    #[case::not_json(json!("not an object"), false, Some("invalid type"))]
+    fn validate_settings_answers_without_trapping(
+        #[case] settings: serde_json::Value,
+        #[case] valid: bool,
+        #[case] message_part: Option<&str>,
+    ) {
+        let response = validation_response(settings.to_string().as_bytes());
+        assert_eq!(response.valid, valid);
+        match message_part {
+            Some(part) => assert!(response.message.unwrap().contains(part)),
+            None => assert_eq!(response.message, None),
+        }
+    }
+}
