@@ -14,6 +14,10 @@ const NANOS_PER_UNIT: i128 = 1_000_000_000;
 const MAX_QUANTITY_LEN: usize = 64;
 /// 10^38 is the largest power of ten an `i128` holds.
 const MAX_POW10: u32 = 38;
+/// Largest value accepted, in nano-units: `i64::MAX` whole units, far above any
+/// real CPU or memory amount. The headroom below `i128::MAX` keeps rounding up
+/// (`ceil_units`) free of overflow.
+const MAX_NANOS: i128 = i64::MAX as i128 * NANOS_PER_UNIT;
 
 /// How a quantity was written, which decides how it is written back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +104,9 @@ impl Quantity {
             .checked_mul(binary)
             .ok_or(QuantityError::OutOfRange)?;
         let nanos = scale_by_pow10(scaled, scale)?;
+        if nanos > MAX_NANOS {
+            return Err(QuantityError::OutOfRange);
+        }
         Ok(Quantity { nanos, format })
     }
 
@@ -139,8 +146,9 @@ impl Quantity {
 
     /// `self` times `factor`, keeping the format (`32Gi` x 2 = `64Gi`).
     pub fn checked_mul(&self, factor: u64) -> Option<Self> {
-        Some(Quantity {
-            nanos: self.nanos.checked_mul(i128::from(factor))?,
+        let nanos = self.nanos.checked_mul(i128::from(factor))?;
+        (nanos <= MAX_NANOS).then_some(Quantity {
+            nanos,
             format: self.format,
         })
     }
@@ -332,8 +340,20 @@ mod tests {
     #[case::huge_exponent("1e99999", QuantityError::OutOfRange)]
     #[case::exponent_overflows_i32("1e99999999999", QuantityError::OutOfRange)]
     #[case::too_many_digits("9999999999999999999999999999999999999999", QuantityError::OutOfRange)]
+    #[case::above_i64_max_units("9223372036854775808", QuantityError::OutOfRange)]
+    #[case::near_i128_max_nanos(
+        "170141183460469231731687303715.884105727",
+        QuantityError::OutOfRange
+    )]
     fn rejects_garbage_without_panicking(#[case] input: &str, #[case] expected: QuantityError) {
         assert_eq!(Quantity::parse(input), Err(expected));
+    }
+
+    #[test]
+    fn largest_accepted_value_rounds_up_without_overflow() {
+        let largest = Quantity::parse("9223372036854775806.5").unwrap();
+        assert_eq!(largest.ceil_units().canonical(), "9223372036854775807");
+        assert!(largest.checked_mul(2).is_none());
     }
 
     #[test]
