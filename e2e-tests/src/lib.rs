@@ -1,1 +1,26 @@
+//! Runs the built `policy.wasm` exactly as Kubewarden does: waPC over wasmtime
+//! with WASI, the `kubewarden` host capabilities served from kwctl session
+//! files, and the JSON patch computed the way the host computes it.
+//!
+//! - [`policy`]: load/compile the module once, instantiate, call the waPC
+//!   operations `protocol_version`, `validate_settings`, `validate`;
+//! - [`admission`]: AdmissionReview/AdmissionRequest input, `mutated_object` to
+//!   RFC 6902 patch output;
+//! - [`host`] and [`session`]: the host callback and kwctl's replay format;
+//! - [`scenario`]: the scenario files shared with the kwctl bats suite;
+//! - [`readable`]: patches as `field: before -> after` lines for the demo;
+//! - [`kwctl`]: the same evaluation through a real `kwctl run`.
 
+pub mod admission;
+pub mod host;
+pub mod kwctl;
+pub mod policy;
+pub mod readable;
+pub mod scenario;
+pub mod session;
+
+pub use admission::{admission_request, load_request, Outcome, ValidationResponse};
+pub use host::{ContextAwareResource, HostCapabilities};
+pub use policy::{policy_wasm_path, repo_root, shared_module, Policy, PolicyModule};
+pub use scenario::Scenario;
+pub use session::Session;

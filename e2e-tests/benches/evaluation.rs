@@ -1,0 +1,223 @@
+//! One admission decision through the Wasm harness and natively, side by side.
+//!
+//! `cargo bench -p e2e-tests` (or `make bench`, which builds policy.wasm first):
+//! - `validate/<request>/wasm`: one waPC `validate` call on a warm instance
+//!   (payload serialised once, outside the loop);
+//! - `validate/<request>/wasm+patch`: the same plus the host's JSON diff, i.e.
+//!   everything the harness does to produce the patch;
+//! - `validate/<request>/native`: the policy's own `validate` entry point
+//!   compiled natively (same parsing, decision and response serialisation);
+//! - `breakdown/*`: where the time goes (waPC round trip with an empty payload,
+//!   JSON parsing of the payload, the host diff);
+//! - `module/*`: compiling policy.wasm and instantiating it (wapc_init included).
+//!
+//! After criterion's report a summary table prints the Wasm/native ratio.
+
+use criterion::{criterion_group, BatchSize, Criterion};
+use e2e_tests::policy::validate_payload;
+use e2e_tests::scenario::load_settings;
+use e2e_tests::{
+    load_request, policy_wasm_path, repo_root, HostCapabilities, Outcome, PolicyModule,
+};
+use serde_json::Value;
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Requests measured: a realistic ~5 KB GPU pod as the API server sends it
+/// (managedFields, defaulted fields), a training pod with init containers and
+/// user affinity, and a pod the policy leaves alone.
+const REQUESTS: [(&str, &str); 3] = [
+    (
+        "gpu-pod-5kb",
+        "e2e-tests/benches/requests/inference-pod-5kb.json",
+    ),
+    ("training-pod", "examples/requests/training-pod.json"),
+    ("non-gpu-pod", "examples/requests/non-gpu-pod.json"),
+];
+
+/// Iterations for the summary's own timing (after as many warm-up calls).
+const SUMMARY_ITERATIONS: u32 = 2_000;
+
+struct Case {
+    name: &'static str,
+    request: Value,
+    payload: Vec<u8>,
+}
+
+fn cases() -> Vec<Case> {
+    let root = repo_root();
+    let settings = load_settings(&root.join("examples/settings.yaml")).expect("example settings");
+    REQUESTS
+        .iter()
+        .map(|(name, path)| {
+            let request = load_request(&root.join(path)).expect("bench request");
+            let payload = validate_payload(&request, &settings).expect("payload");
+            Case {
+                name,
+                request,
+                payload,
+            }
+        })
+        .collect()
+}
+
+fn module() -> PolicyModule {
+    PolicyModule::load(&policy_wasm_path()).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+fn wasm_validate(policy: &e2e_tests::Policy, payload: &[u8]) -> e2e_tests::ValidationResponse {
+    policy.validate_raw(payload).expect("wasm validate")
+}
+
+fn native_validate(payload: &[u8]) -> Vec<u8> {
+    gpu_topology_policy::validate(payload).expect("native validate")
+}
+
+fn validate(c: &mut Criterion) {
+    let module = module();
+    let policy = module
+        .instantiate(Arc::new(HostCapabilities::none()))
+        .expect("instance");
+    for case in cases() {
+        let mut group = c.benchmark_group(format!("validate/{}", case.name));
+        group.bench_function("wasm", |b| {
+            b.iter(|| wasm_validate(&policy, black_box(&case.payload)))
+        });
+        group.bench_function("wasm+patch", |b| {
+            b.iter(|| {
+                let response = wasm_validate(&policy, black_box(&case.payload));
+                Outcome::new(&case.request, response)
+            })
+        });
+        group.bench_function("native", |b| {
+            b.iter(|| native_validate(black_box(&case.payload)))
+        });
+        group.finish();
+    }
+}
+
+fn breakdown(c: &mut Criterion) {
+    let module = module();
+    let policy = module
+        .instantiate(Arc::new(HostCapabilities::none()))
+        .expect("instance");
+    let case = cases().remove(0);
+    let response = wasm_validate(&policy, &case.payload);
+    let mut group = c.benchmark_group("breakdown");
+    group.bench_function("wapc-round-trip-empty-payload", |b| {
+        b.iter(|| policy.call("protocol_version", &[]).expect("call"))
+    });
+    group.bench_function("native-parse-payload-json", |b| {
+        b.iter(|| serde_json::from_slice::<Value>(black_box(&case.payload)).expect("json"))
+    });
+    group.bench_function("host-json-diff", |b| {
+        b.iter_batched(
+            || response.clone(),
+            |response| Outcome::new(&case.request, response),
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+fn module_lifecycle(c: &mut Criterion) {
+    let path: PathBuf = policy_wasm_path();
+    let mut group = c.benchmark_group("module");
+    group.sample_size(10);
+    group.bench_function("compile", |b| {
+        b.iter(|| PolicyModule::load(&path).expect("load"))
+    });
+    let module = module();
+    group.bench_function("instantiate", |b| {
+        b.iter(|| {
+            module
+                .instantiate(Arc::new(HostCapabilities::none()))
+                .expect("instance")
+        })
+    });
+    group.finish();
+}
+
+/// Mean time of `f` over [`SUMMARY_ITERATIONS`] calls after a warm-up.
+fn mean<T>(mut f: impl FnMut() -> T) -> Duration {
+    for _ in 0..SUMMARY_ITERATIONS {
+        black_box(f());
+    }
+    let start = Instant::now();
+    for _ in 0..SUMMARY_ITERATIONS {
+        black_box(f());
+    }
+    start.elapsed() / SUMMARY_ITERATIONS
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// The side-by-side table: Wasm, native and their ratio per request.
+fn summary() {
+    let module = module();
+    let policy = module
+        .instantiate(Arc::new(HostCapabilities::none()))
+        .expect("instance");
+    println!(
+        "\nsummary (mean of {SUMMARY_ITERATIONS} calls; policy.wasm {} bytes)",
+        module.size_bytes()
+    );
+    println!(
+        "{:<14} {:>8} {:>12} {:>10} {:>12} {:>14}",
+        "request", "bytes", "wasm µs", "native µs", "wasm/native", "wasm+patch µs"
+    );
+    for case in cases() {
+        let wasm = mean(|| wasm_validate(&policy, &case.payload));
+        let native = mean(|| native_validate(&case.payload));
+        let with_patch =
+            mean(|| Outcome::new(&case.request, wasm_validate(&policy, &case.payload)));
+        println!(
+            "{:<14} {:>8} {:>12.1} {:>10.1} {:>12.2} {:>14.1}",
+            case.name,
+            case.payload.len(),
+            micros(wasm),
+            micros(native),
+            wasm.as_secs_f64() / native.as_secs_f64(),
+            micros(with_patch)
+        );
+    }
+    let round_trip = mean(|| policy.call("protocol_version", &[]).expect("call"));
+    let instantiate = mean(|| {
+        module
+            .instantiate(Arc::new(HostCapabilities::none()))
+            .expect("instance")
+    });
+    let compile_start = Instant::now();
+    black_box(PolicyModule::load(&policy_wasm_path()).expect("load"));
+    println!(
+        "waPC round trip (empty payload): {:.1} µs; instantiate: {:.1} µs; compile: {:.0} ms",
+        micros(round_trip),
+        micros(instantiate),
+        compile_start.elapsed().as_secs_f64() * 1e3
+    );
+}
+
+fn configured() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+}
+
+criterion_group! {
+    name = benches;
+    config = configured();
+    targets = validate, breakdown, module_lifecycle
+}
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    // `cargo test --benches` runs benches in test mode: skip the long summary.
+    if !std::env::args().any(|a| a == "--test") {
+        summary();
+    }
+}
