@@ -89,6 +89,7 @@ mod tests {
         single_numa_node: bool,
     ) -> CapacitySettings {
         CapacitySettings {
+            source: crate::settings::CapacitySource::Static,
             max_gpus_per_node: per_node,
             max_gpus_per_numa_node: per_numa,
             single_numa_node,

@@ -2,17 +2,21 @@
 //! request and settings in, decision out, so it is tested natively.
 
 use crate::affinity::{self, AffinityRequirement};
-use crate::capacity;
 use crate::demand::PodDemand;
+use crate::nodes::{KubewardenHost, NodeLister};
+use crate::placement;
 use crate::qos::{self, Finding, QosPlan, Target};
 use crate::settings::{Config, QosMode};
+use crate::workload;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::Resource;
 use kubewarden_policy_sdk::request::KubernetesAdmissionRequest;
 use serde_json::Value;
 
 /// The admission operation the policy mutates on.
-const CREATE: &str = "CREATE";
+pub const CREATE: &str = "CREATE";
+/// Workloads are also validated when their pod template changes.
+pub const UPDATE: &str = "UPDATE";
 
 /// What to answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,23 +53,46 @@ impl From<Verdict> for Decision {
     }
 }
 
-/// Decides on an admission request. Only Pod CREATE in a non-exempt
-/// namespace is looked at; everything else is accepted untouched.
+/// Decides on an admission request, reading the cluster view through the
+/// Kubewarden host.
 pub fn evaluate(request: &KubernetesAdmissionRequest, config: &Config) -> Decision {
-    let is_pod = request.kind.kind == Pod::KIND
-        && request.kind.group == Pod::GROUP
-        && request.sub_resource.is_empty();
-    if !is_pod
-        || request.operation != CREATE
-        || config.exempt_namespaces.contains(&request.namespace)
-    {
+    evaluate_with(request, config, &KubewardenHost)
+}
+
+/// Decides on an admission request, reading Nodes through `nodes`. In a
+/// non-exempt namespace, Pod CREATE is mutated and workload CREATE/UPDATE is
+/// validated; everything else is accepted untouched.
+pub fn evaluate_with(
+    request: &KubernetesAdmissionRequest,
+    config: &Config,
+    nodes: &dyn NodeLister,
+) -> Decision {
+    if !request.sub_resource.is_empty() || config.exempt_namespaces.contains(&request.namespace) {
         return Decision::accept();
     }
-    evaluate_pod(&request.object, config)
+    let (group, kind) = (request.kind.group.as_str(), request.kind.kind.as_str());
+    if (group, kind) == (Pod::GROUP, Pod::KIND) {
+        return match request.operation.as_str() {
+            CREATE => evaluate_pod(&request.object, config, nodes),
+            _ => Decision::accept(),
+        };
+    }
+    match (workload::find(group, kind), request.operation.as_str()) {
+        (Some(workload), CREATE | UPDATE) => workload::evaluate(request, workload, config, nodes),
+        _ => Decision::accept(),
+    }
+}
+
+/// True when `spec.nodeName` is set: the scheduler, and so node affinity, is
+/// bypassed.
+pub fn is_pinned(spec: &Value) -> bool {
+    spec.get("nodeName")
+        .and_then(Value::as_str)
+        .is_some_and(|name| !name.is_empty())
 }
 
 /// Decides on a Pod being created.
-pub fn evaluate_pod(pod: &Value, config: &Config) -> Decision {
+pub fn evaluate_pod(pod: &Value, config: &Config, nodes: &dyn NodeLister) -> Decision {
     let Some(spec) = pod.get("spec").filter(|spec| spec.is_object()) else {
         return Decision::accept();
     };
@@ -75,20 +102,15 @@ pub fn evaluate_pod(pod: &Value, config: &Config) -> Decision {
         Err(problem) => return Decision::reject(format!("GPU pod is malformed: {problem}")),
     };
     let topology = &config.topology;
-    if let Some(capacity) = &config.capacity {
-        if let Err(message) = capacity::check(&demand, capacity, topology) {
-            return Decision::reject(message);
-        }
-    }
+    let pinned = is_pinned(spec);
+    let mut warnings = match placement::check(&demand, pinned, config, nodes) {
+        Ok(warnings) => warnings,
+        Err(message) => return Decision::reject(message),
+    };
     let edits = match plan_qos(spec, &demand, config) {
         Ok(edits) => edits,
         Err(message) => return Decision::reject(message),
     };
-    let mut warnings = Vec::new();
-    let pinned = spec
-        .get("nodeName")
-        .and_then(Value::as_str)
-        .is_some_and(|name| !name.is_empty());
     let requirement = if pinned {
         warnings.push(
             "spec.nodeName is set, so the scheduler is bypassed: no GPU topology affinity was added"

@@ -9,10 +9,13 @@ pub mod capacity;
 pub mod demand;
 pub mod evaluate;
 pub mod names;
+pub mod nodes;
+pub mod placement;
 pub mod pod;
 pub mod qos;
 pub mod quantity;
 pub mod settings;
+pub mod workload;
 
 use evaluate::{Decision, Verdict};
 use kubewarden_policy_sdk::protocol_version_guest;

@@ -151,13 +151,45 @@ impl Word for Alignment {
     const EXPECTED: &'static str = "one of numa, nvlink, node";
 }
 
+/// Where the fit check learns what the fleet offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CapacitySource {
+    /// The nodes' topology labels, listed through the host; when the host
+    /// does not answer, the static limits if configured, else no check.
+    #[default]
+    Auto,
+    /// The nodes' topology labels only; when the host does not answer, no check.
+    Cluster,
+    /// The static limits only; the host is never called.
+    Static,
+}
+
+impl CapacitySource {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CapacitySource::Auto => "auto",
+            CapacitySource::Cluster => "cluster",
+            CapacitySource::Static => "static",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct CapacitySettings {
+    pub source: CapacitySource,
     pub max_gpus_per_node: Option<u32>,
     pub max_gpus_per_numa_node: Option<u32>,
     /// True when every kubelet runs `topologyManagerPolicy: single-numa-node`.
     pub single_numa_node: bool,
+}
+
+impl CapacitySettings {
+    /// True when a static limit is set (what `static` and the `auto` fallback use).
+    pub fn has_static_limits(&self) -> bool {
+        self.max_gpus_per_node.is_some() || self.max_gpus_per_numa_node.is_some()
+    }
 }
 
 /// A quantity as written: a string, or a YAML number such as `8`.
@@ -209,6 +241,9 @@ pub struct Config {
     pub exempt_namespaces: BTreeSet<String>,
     pub qos: QosConfig,
     pub topology: TopologyConfig,
+    /// Where the fit check reads the fleet from.
+    pub capacity_source: CapacitySource,
+    /// The static limits, when any is configured.
     pub capacity: Option<CapacitySettings>,
 }
 
@@ -327,7 +362,11 @@ impl Settings {
                         .preferred_weight
                         .unwrap_or(DEFAULT_PREFERRED_WEIGHT),
                 },
-                capacity: self.capacity.clone(),
+                capacity_source: self.capacity.as_ref().map(|c| c.source).unwrap_or_default(),
+                capacity: self
+                    .capacity
+                    .clone()
+                    .filter(CapacitySettings::has_static_limits),
             }),
             _ => Err(errors.join("; ")),
         }
@@ -401,6 +440,19 @@ fn check_capacity(capacity: &CapacitySettings, errors: &mut Vec<String>) {
                 .to_owned(),
         );
     }
+    match capacity.source {
+        CapacitySource::Static if !capacity.has_static_limits() => errors.push(
+            "capacity.source: static needs capacity.maxGpusPerNode or capacity.maxGpusPerNumaNode; set one, or use source auto or cluster to read the nodes' labels"
+                .to_owned(),
+        ),
+        CapacitySource::Cluster if capacity.has_static_limits() || capacity.single_numa_node => {
+            errors.push(
+                "capacity.source: cluster never uses the static limits (maxGpusPerNode, maxGpusPerNumaNode, singleNumaNode); remove them, or use source auto to fall back to them when the cluster view is unavailable"
+                    .to_owned(),
+            )
+        }
+        _ => {}
+    }
 }
 
 /// Parses a quantity setting; CPU and memory must be positive, memory whole bytes.
@@ -453,6 +505,7 @@ mod tests {
         assert_eq!(config.topology.alignment, Alignment::Numa);
         assert_eq!(config.topology.affinity, AffinityMode::Preferred);
         assert_eq!(config.topology.preferred_weight, 100);
+        assert_eq!(config.capacity_source, CapacitySource::Auto);
         assert_eq!(config.capacity, None);
     }
 
@@ -475,9 +528,11 @@ mod tests {
         assert_eq!(config.topology.scope, TopologyManagerScope::Container);
         assert_eq!(config.topology.alignment, Alignment::Nvlink);
         assert_eq!(config.topology.preferred_weight, 50);
+        assert_eq!(config.capacity_source, CapacitySource::Auto);
         assert_eq!(
             config.capacity,
             Some(CapacitySettings {
+                source: CapacitySource::Auto,
                 max_gpus_per_node: Some(8),
                 max_gpus_per_numa_node: Some(4),
                 single_numa_node: true,
@@ -518,10 +573,30 @@ mod tests {
     #[case::max_negative(json!({"capacity": {"maxGpusPerNode": -1}}), "capacity.maxGpusPerNode: invalid value: integer `-1`")]
     #[case::numa_above_node(json!({"capacity": {"maxGpusPerNode": 4, "maxGpusPerNumaNode": 8}}), "capacity.maxGpusPerNumaNode: 8 is more than capacity.maxGpusPerNode 4")]
     #[case::single_numa_without_numa_size(json!({"capacity": {"singleNumaNode": true}}), "capacity.singleNumaNode: true needs capacity.maxGpusPerNumaNode")]
+    #[case::static_without_limits(json!({"capacity": {"source": "static"}}), "capacity.source: static needs capacity.maxGpusPerNode or capacity.maxGpusPerNumaNode")]
+    #[case::cluster_with_static_limits(json!({"capacity": {"source": "cluster", "maxGpusPerNode": 8}}), "capacity.source: cluster never uses the static limits")]
+    #[case::cluster_with_single_numa_node(json!({"capacity": {"source": "cluster", "maxGpusPerNumaNode": 4, "singleNumaNode": true}}), "capacity.source: cluster never uses the static limits")]
+    #[case::source_unknown(json!({"capacity": {"source": "nodes"}}), "capacity.source: unknown variant `nodes`")]
     #[case::unknown_capacity_key(json!({"capacity": {"maxGpus": 8}}), "capacity.maxGpus: unknown field `maxGpus`")]
     fn invalid_settings_name_the_key(#[case] settings: serde_json::Value, #[case] expected: &str) {
         let message = validate(settings).unwrap_err();
         assert!(message.contains(expected), "{message:?} lacks {expected:?}");
+    }
+
+    /// (settings, source, static limits kept)
+    #[rstest]
+    #[case::no_capacity(json!({}), CapacitySource::Auto, false)]
+    #[case::auto_with_limits(json!({"capacity": {"maxGpusPerNode": 8}}), CapacitySource::Auto, true)]
+    #[case::cluster_only(json!({"capacity": {"source": "cluster"}}), CapacitySource::Cluster, false)]
+    #[case::static_limits(json!({"capacity": {"source": "static", "maxGpusPerNumaNode": 4}}), CapacitySource::Static, true)]
+    fn capacity_source_and_limits(
+        #[case] settings: serde_json::Value,
+        #[case] source: CapacitySource,
+        #[case] has_limits: bool,
+    ) {
+        let config = validate(settings).unwrap();
+        assert_eq!(config.capacity_source, source);
+        assert_eq!(config.capacity.is_some(), has_limits);
     }
 
     #[test]

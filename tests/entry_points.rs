@@ -14,12 +14,22 @@ fn call_validate(fixture: &str, settings: Value) -> Value {
     serde_json::from_slice(&response).unwrap()
 }
 
-/// (fixture, settings, accepted, mutated, message part, has warnings)
+/// (fixture, settings, accepted, mutated, message part, has warnings).
+/// Natively no host answers the Node listing, so with the default
+/// `capacity.source: auto` a GPU pod's fit is skipped with a warning.
 #[rstest]
-#[case::mutates_a_gpu_pod("training-pod-init-and-sidecar", json!({}), true, true, None, false)]
+#[case::mutates_a_gpu_pod("training-pod-init-and-sidecar", json!({}), true, true, None, true)]
 #[case::null_settings_are_defaults(
     "training-pod-init-and-sidecar",
     Value::Null,
+    true,
+    true,
+    None,
+    true
+)]
+#[case::static_source_never_asks_the_host(
+    "training-pod-init-and-sidecar",
+    json!({"capacity": {"source": "static", "maxGpusPerNode": 8}}),
     true,
     true,
     None,

@@ -1,5 +1,7 @@
 //! policy-metadata.yml and artifacthub-pkg.yml describe the same policy.
 
+use gpu_topology_policy::nodes::node_list_request;
+use gpu_topology_policy::workload::WORKLOADS;
 use serde_yaml::Value;
 
 fn load(file: &str) -> Value {
@@ -30,4 +32,66 @@ fn artifacthub_package_matches_the_policy_metadata() {
         metadata["annotations"]["io.artifacthub.resources"]
     );
     assert_eq!(metadata["executionMode"].as_str(), Some("kubewarden-wapc"));
+}
+
+/// The rules send the policy exactly what it evaluates: Pod CREATE, and
+/// CREATE/UPDATE of every workload kind it validates.
+#[test]
+fn rules_cover_every_validated_workload() {
+    let metadata = load("policy-metadata.yml");
+    let rules = metadata["rules"].as_sequence().unwrap();
+    let covers = |group: &str, resource: &str, operations: &[&str]| {
+        rules.iter().any(|rule| {
+            let has = |key: &str, value: &str| {
+                rule[key]
+                    .as_sequence()
+                    .unwrap()
+                    .iter()
+                    .any(|v| v.as_str() == Some(value))
+            };
+            has("apiGroups", group)
+                && has("apiVersions", "v1")
+                && has("resources", resource)
+                && operations.iter().all(|op| has("operations", op))
+        })
+    };
+    assert!(covers("", "pods", &["CREATE"]));
+    for workload in WORKLOADS {
+        assert!(
+            covers(workload.group, workload.resource, &["CREATE", "UPDATE"]),
+            "{} is missing from the rules",
+            workload.kind
+        );
+    }
+    let resources: usize = rules
+        .iter()
+        .map(|rule| rule["resources"].as_sequence().unwrap().len())
+        .sum();
+    assert_eq!(
+        resources,
+        WORKLOADS.len() + 1,
+        "a rule lists a kind the policy ignores"
+    );
+}
+
+/// Node access is declared where Kubewarden and Artifact Hub read it, and is
+/// what the policy lists.
+#[test]
+fn context_aware_resources_declare_node_access() {
+    let metadata = load("policy-metadata.yml");
+    let package = load("artifacthub-pkg.yml");
+    let expected: Value = serde_yaml::from_str("[{apiVersion: v1, kind: Node}]").unwrap();
+    assert_eq!(metadata["contextAwareResources"], expected);
+    let annotated: Value = serde_yaml::from_str(
+        package["annotations"]["kubewarden/contextAwareResources"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(annotated, expected);
+    let request = node_list_request(&gpu_topology::LabelPrefix::default());
+    assert_eq!(
+        (request.api_version.as_str(), request.kind.as_str()),
+        ("v1", "Node")
+    );
 }

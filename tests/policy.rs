@@ -144,8 +144,14 @@ fn existing_affinity_is_anded_into_every_term_and_kept() {
 fn node_name_pods_get_no_affinity_and_a_warning() {
     let decision = decide("node-name-pod", json!({}));
     assert!(mutated(&decision).pointer("/spec/affinity").is_none());
-    assert_eq!(decision.warnings.len(), 1);
-    assert!(decision.warnings[0].contains("spec.nodeName is set"));
+    assert!(
+        decision
+            .warnings
+            .iter()
+            .any(|w| w.contains("spec.nodeName is set")),
+        "{:?}",
+        decision.warnings
+    );
 }
 
 /// Requests the policy must leave untouched: (fixture, settings, a request

@@ -10,12 +10,14 @@
 //! `wasm32-wasip1` and natively alike.
 
 pub mod fit;
+pub mod fleet;
 pub mod labels;
 pub mod selector;
 
 pub use fit::{
     admit_terms, aligned_terms, can_admit, can_align, can_host, conjoin, required_terms, Alignment,
 };
+pub use fleet::{Fleet, NodeGroup, Offer};
 pub use labels::{
     CpuManagerPolicy, Interconnect, LabelError, LabelKey, LabelPrefix, NodeTopology,
     TopologyManagerPolicy, TopologyManagerScope, DEFAULT_LABEL_PREFIX,

@@ -1,0 +1,411 @@
+//! The cluster-aware fit at scale: one `validate` of an 8-GPU pod through the
+//! Wasm harness while the host answers the Node listing with 10, 500 and
+//! 5,000 labeled nodes, next to the same decision computed natively.
+//!
+//! `cargo bench -p e2e-tests --bench fleet` (or `make bench`, all benches).
+//! The fleets are generated here as kwctl session files
+//! (`target/fleet-sessions/nodes-<n>.yml`, replayable with `kwctl run
+//! --replay-host-capabilities-interactions`) and loaded back from the file.
+//! Each node carries the gpu-topology.io labels (written through the label
+//! contract) and 16 other labels of real GPU nodes, since the field mask keeps
+//! every label. Measured:
+//! - `fleet/<n>/wasm`: the waPC `validate` call; the host serves the list
+//!   from the session (rewound outside the timing);
+//! - `fleet/<n>/wasm-no-cluster-view`: the same call when the host refuses
+//!   Node access (the evaluation without any listing), the baseline;
+//! - `fleet/<n>/native`: the policy's decision compiled natively, the list
+//!   handed over in memory;
+//! - `fleet/<n>/native-list-parse`: only reading the list into the fleet.
+//!
+//! After criterion's report a summary table prints the means per size.
+
+use criterion::{BatchSize, Criterion};
+use e2e_tests::policy::validate_payload;
+use e2e_tests::scenario::load_settings;
+use e2e_tests::session::{HostRequest, RecordedExchange, Response};
+use e2e_tests::{
+    load_request, policy_wasm_path, repo_root, ContextAwareResource, HostCapabilities, Policy,
+    PolicyModule, Session,
+};
+use gpu_topology::{
+    CpuManagerPolicy, Interconnect, LabelPrefix, NodeTopology, TopologyManagerPolicy,
+    TopologyManagerScope,
+};
+use gpu_topology_policy::evaluate::evaluate_with;
+use gpu_topology_policy::nodes::{node_list_request, parse_node_list, NodeLister};
+use gpu_topology_policy::settings::{settings_from_value, Config};
+use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
+use kubewarden_policy_sdk::request::KubernetesAdmissionRequest;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeSet;
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Labeled nodes per generated fleet.
+const FLEET_SIZES: [usize; 3] = [10, 500, 5_000];
+/// The request measured: an 8-GPU training pod, with the examples' settings
+/// (`affinity: preferred`, NUMA alignment).
+const REQUEST: &str = "examples/requests/eight-gpu-pod.json";
+const SETTINGS: &str = "examples/settings.yaml";
+/// Calls per size for the summary's own timing (after as many warm-up calls).
+const SUMMARY_ITERATIONS: u32 = 50;
+
+/// A machine shape of a realistic cloud GPU fleet.
+struct Shape {
+    instance: &'static str,
+    product: &'static str,
+    gpu_memory_mib: u32,
+    cpu_vendor: &'static str,
+    topology: NodeTopology,
+}
+
+#[allow(clippy::too_many_arguments)] // one row of the shape table
+fn topology(
+    gpus: u32,
+    per_numa: u32,
+    numa_nodes: u32,
+    nvlink: u32,
+    cpus_per_numa: u32,
+    memory_per_numa_gib: u32,
+    interconnect: Interconnect,
+    policy: TopologyManagerPolicy,
+) -> NodeTopology {
+    NodeTopology {
+        gpus: Some(gpus),
+        gpus_per_numa_max: Some(per_numa),
+        numa_nodes: Some(numa_nodes),
+        nvlink_group_max: Some(nvlink),
+        pcie_switch_group_max: Some(per_numa.min(2)),
+        cpus_per_numa: Some(cpus_per_numa),
+        memory_per_numa_gib: Some(memory_per_numa_gib),
+        interconnect: Some(interconnect),
+        topology_manager_policy: Some(policy),
+        topology_manager_scope: Some(TopologyManagerScope::Pod),
+        cpu_manager_policy: Some(CpuManagerPolicy::Static),
+    }
+}
+
+/// The fleet's shapes; node `i` gets `SHAPE_CYCLE[i % 20]`: 40% HGX H100 on
+/// single-numa-node, 10% HGX H100 on best-effort, 30% 4×L4, 15% 1×A10G,
+/// 5% 4×A100 PCIe with NVLink bridges.
+fn shapes() -> Vec<Shape> {
+    use Interconnect::*;
+    use TopologyManagerPolicy::*;
+    vec![
+        Shape {
+            instance: "p5.48xlarge",
+            product: "NVIDIA-H100-80GB-HBM3",
+            gpu_memory_mib: 81_559,
+            cpu_vendor: "AuthenticAMD",
+            topology: topology(8, 4, 2, 8, 96, 1000, NvSwitch, SingleNumaNode),
+        },
+        Shape {
+            instance: "p5.48xlarge",
+            product: "NVIDIA-H100-80GB-HBM3",
+            gpu_memory_mib: 81_559,
+            cpu_vendor: "AuthenticAMD",
+            topology: topology(8, 4, 2, 8, 96, 1000, NvSwitch, BestEffort),
+        },
+        Shape {
+            instance: "g6.12xlarge",
+            product: "NVIDIA-L4",
+            gpu_memory_mib: 23_034,
+            cpu_vendor: "AuthenticAMD",
+            topology: topology(4, 4, 1, 1, 48, 187, Pcie, BestEffort),
+        },
+        Shape {
+            instance: "g5.2xlarge",
+            product: "NVIDIA-A10G",
+            gpu_memory_mib: 23_028,
+            cpu_vendor: "AuthenticAMD",
+            topology: topology(1, 1, 1, 1, 8, 31, Pcie, None),
+        },
+        Shape {
+            instance: "Standard_NC96ads_A100_v4",
+            product: "NVIDIA-A100-80GB-PCIe",
+            gpu_memory_mib: 81_920,
+            cpu_vendor: "AuthenticAMD",
+            topology: topology(4, 2, 2, 2, 48, 440, NvLink, BestEffort),
+        },
+    ]
+}
+
+/// Index into [`shapes`] for each of 20 consecutive nodes.
+const SHAPE_CYCLE: [usize; 20] = [0, 2, 0, 3, 2, 0, 1, 2, 0, 3, 0, 2, 4, 0, 2, 3, 1, 0, 2, 0];
+const ZONES: [&str; 3] = ["us-east-1a", "us-east-1b", "us-east-1c"];
+
+/// One node's labels as the masked listing returns them.
+fn node(index: usize, shape: &Shape, prefix: &LabelPrefix) -> Value {
+    let gpus = shape.topology.gpus.unwrap_or(0).to_string();
+    let hostname = format!(
+        "ip-10-{}-{}-{}.ec2.internal",
+        index / 65_536,
+        (index / 256) % 256,
+        index % 256
+    );
+    let mut labels: Map<String, Value> = [
+        ("beta.kubernetes.io/arch", "amd64"),
+        ("beta.kubernetes.io/instance-type", shape.instance),
+        ("beta.kubernetes.io/os", "linux"),
+        ("kubernetes.io/arch", "amd64"),
+        ("kubernetes.io/hostname", &hostname),
+        ("kubernetes.io/os", "linux"),
+        ("node.kubernetes.io/instance-type", shape.instance),
+        ("topology.kubernetes.io/region", "us-east-1"),
+        ("topology.kubernetes.io/zone", ZONES[index % ZONES.len()]),
+        ("nvidia.com/gpu.present", "true"),
+        ("nvidia.com/gpu.product", shape.product),
+        ("nvidia.com/gpu.count", &gpus),
+        ("nvidia.com/gpu.memory", &shape.gpu_memory_mib.to_string()),
+        ("nvidia.com/cuda.driver.major", "550"),
+        (
+            "feature.node.kubernetes.io/cpu-model.vendor_id",
+            shape.cpu_vendor,
+        ),
+        ("node-role.kubernetes.io/gpu", ""),
+    ]
+    .into_iter()
+    .map(|(key, value)| (key.to_owned(), json!(value)))
+    .collect();
+    for (key, value) in shape.topology.to_labels(prefix) {
+        labels.insert(key, json!(value));
+    }
+    json!({"metadata": {"labels": labels}})
+}
+
+/// The `NodeList` the host returns for a fleet of `size` nodes.
+fn node_list(size: usize) -> String {
+    let prefix = LabelPrefix::default();
+    let shapes = shapes();
+    let items: Vec<Value> = (0..size)
+        .map(|i| node(i, &shapes[SHAPE_CYCLE[i % SHAPE_CYCLE.len()]], &prefix))
+        .collect();
+    json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "48213377"}, "items": items})
+        .to_string()
+}
+
+/// The policy's request in the harness's (kwctl's) terms.
+fn recorded_request(request: ListAllResourcesRequest) -> HostRequest {
+    HostRequest::KubernetesListResourceAll {
+        api_version: request.api_version,
+        kind: request.kind,
+        label_selector: request.label_selector,
+        field_selector: request.field_selector,
+        field_masks: request.field_masks,
+    }
+}
+
+/// Writes the fleet's session file and loads it back, as kwctl would.
+fn session_file(size: usize) -> (PathBuf, Session) {
+    let exchange = RecordedExchange {
+        request: recorded_request(node_list_request(&LabelPrefix::default())),
+        response: Response::Success {
+            payload: node_list(size),
+        },
+    };
+    let dir = repo_root().join("target/fleet-sessions");
+    std::fs::create_dir_all(&dir).expect("session directory");
+    let path = dir.join(format!("nodes-{size}.yml"));
+    let yaml = Session::new(vec![exchange])
+        .to_yaml()
+        .expect("session YAML");
+    std::fs::write(&path, yaml).expect("session file");
+    let session = Session::load(&path).expect("session file loads");
+    (path, session)
+}
+
+/// Hands the policy a list already in memory (the native counterpart of the host).
+struct InMemory(Vec<u8>);
+
+impl NodeLister for InMemory {
+    fn list_nodes(&self, _: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+        Ok(self.0.clone())
+    }
+}
+
+struct Fleet {
+    size: usize,
+    list: Vec<u8>,
+    session_bytes: u64,
+    with_nodes: Policy,
+    refused: Policy,
+}
+
+struct Inputs {
+    payload: Vec<u8>,
+    request: KubernetesAdmissionRequest,
+    config: Config,
+}
+
+fn inputs() -> Inputs {
+    let root = repo_root();
+    let request = load_request(&root.join(REQUEST)).expect("bench request");
+    let settings = load_settings(&root.join(SETTINGS)).expect("example settings");
+    let payload = validate_payload(&request, &settings).expect("payload");
+    let config = settings_from_value(settings)
+        .and_then(|s| s.config())
+        .expect("settings");
+    let request = serde_json::from_value(request).expect("admission request");
+    Inputs {
+        payload,
+        request,
+        config,
+    }
+}
+
+fn fleets(module: &PolicyModule) -> Vec<Fleet> {
+    let node_access = BTreeSet::from([ContextAwareResource {
+        api_version: "v1".into(),
+        kind: "Node".into(),
+    }]);
+    FLEET_SIZES
+        .iter()
+        .map(|&size| {
+            let (path, session) = session_file(size);
+            let list = match &session.exchanges()[0].response {
+                Response::Success { payload } => payload.clone().into_bytes(),
+                Response::Error { message } => panic!("generated an error: {message}"),
+            };
+            let capabilities = HostCapabilities::new(node_access.clone(), Some(&session));
+            Fleet {
+                size,
+                list,
+                session_bytes: std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
+                with_nodes: module
+                    .instantiate(Arc::new(capabilities))
+                    .expect("instance"),
+                refused: module
+                    .instantiate(Arc::new(HostCapabilities::none()))
+                    .expect("instance"),
+            }
+        })
+        .collect()
+}
+
+/// One evaluation with the cluster view; the session is rewound first.
+fn wasm_with_nodes(fleet: &Fleet, payload: &[u8]) {
+    fleet.with_nodes.capabilities().reset();
+    let response = fleet
+        .with_nodes
+        .validate_raw(payload)
+        .expect("wasm validate");
+    assert!(response.accepted, "{:?}", response.message);
+    assert!(
+        fleet
+            .with_nodes
+            .capabilities()
+            .calls()
+            .iter()
+            .all(|c| c.error.is_none()),
+        "the host refused the listing: {:?}",
+        fleet.with_nodes.capabilities().calls()
+    );
+}
+
+fn native(inputs: &Inputs, list: &[u8]) {
+    let decision = evaluate_with(&inputs.request, &inputs.config, &InMemory(list.to_vec()));
+    black_box(decision);
+}
+
+fn scale(c: &mut Criterion) {
+    let module = PolicyModule::load(&policy_wasm_path()).unwrap_or_else(|e| panic!("{e:#}"));
+    let inputs = inputs();
+    for fleet in fleets(&module) {
+        let mut group = c.benchmark_group(format!("fleet/{}", fleet.size));
+        group.bench_function("wasm", |b| {
+            b.iter_batched(
+                || fleet.with_nodes.capabilities().reset(),
+                |()| {
+                    fleet
+                        .with_nodes
+                        .validate_raw(&inputs.payload)
+                        .expect("validate")
+                },
+                BatchSize::PerIteration,
+            )
+        });
+        group.bench_function("wasm-no-cluster-view", |b| {
+            b.iter(|| {
+                fleet
+                    .refused
+                    .validate_raw(&inputs.payload)
+                    .expect("validate")
+            })
+        });
+        group.bench_function("native", |b| b.iter(|| native(&inputs, &fleet.list)));
+        group.bench_function("native-list-parse", |b| {
+            b.iter(|| parse_node_list(black_box(&fleet.list), &LabelPrefix::default()))
+        });
+        group.finish();
+    }
+}
+
+/// Mean of `f` over [`SUMMARY_ITERATIONS`] calls after as many warm-up calls.
+fn mean(mut f: impl FnMut()) -> Duration {
+    for _ in 0..SUMMARY_ITERATIONS {
+        f();
+    }
+    let start = Instant::now();
+    for _ in 0..SUMMARY_ITERATIONS {
+        f();
+    }
+    start.elapsed() / SUMMARY_ITERATIONS
+}
+
+fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Means per fleet size, including the session rewind (a clone of the list,
+/// which the real host does not pay) so the numbers err on the slow side.
+fn summary() {
+    let module = PolicyModule::load(&policy_wasm_path()).unwrap_or_else(|e| panic!("{e:#}"));
+    let inputs = inputs();
+    println!("\nsummary (mean of {SUMMARY_ITERATIONS} calls; 8-GPU pod, examples/settings.yaml)");
+    println!(
+        "{:>6} {:>11} {:>12} {:>9} {:>13} {:>10} {:>11}",
+        "nodes", "list bytes", "session bytes", "wasm ms", "wasm no-view", "native ms", "parse ms"
+    );
+    for fleet in fleets(&module) {
+        let wasm = mean(|| wasm_with_nodes(&fleet, &inputs.payload));
+        let refused = mean(|| {
+            black_box(
+                fleet
+                    .refused
+                    .validate_raw(&inputs.payload)
+                    .expect("validate"),
+            );
+        });
+        let native_time = mean(|| native(&inputs, &fleet.list));
+        let parse = mean(|| {
+            black_box(parse_node_list(&fleet.list, &LabelPrefix::default()).expect("parse"));
+        });
+        println!(
+            "{:>6} {:>11} {:>12} {:>9.3} {:>13.3} {:>10.3} {:>11.3}",
+            fleet.size,
+            fleet.list.len(),
+            fleet.session_bytes,
+            millis(wasm),
+            millis(refused),
+            millis(native_time),
+            millis(parse)
+        );
+    }
+}
+
+fn main() {
+    // Large fleets take ~15 ms a call: fewer, longer samples than the default.
+    let mut criterion = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5))
+        .configure_from_args();
+    scale(&mut criterion);
+    criterion.final_summary();
+    // `cargo test --benches` runs benches in test mode: skip the summary.
+    if !std::env::args().any(|a| a == "--test") {
+        summary();
+    }
+}

@@ -1,0 +1,413 @@
+//! The cluster view: the labeled Nodes, listed through Kubewarden's host
+//! capability and read into a [`Fleet`].
+//!
+//! The host call is a thin adapter behind [`NodeLister`], so native tests pass
+//! recorded node lists instead. Reading is built for large clusters: the list
+//! is never deserialised into `k8s_openapi` Nodes nor into a JSON tree. A
+//! streaming reader visits `items[].metadata.labels`, parses the labels under
+//! our prefix through the label contract and skips every other label without
+//! allocating; nodes are grouped by identical topology as they are read.
+
+use gpu_topology::{Fleet, LabelError, LabelKey, LabelPrefix, NodeTopology};
+use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+use std::fmt;
+
+/// The only part of a Node the fit needs; the host prunes the rest, which
+/// keeps the policy-server's cache small on large clusters.
+pub const NODE_FIELD_MASK: &str = "metadata.labels";
+const NODE_API_VERSION: &str = "v1";
+const NODE_KIND: &str = "Node";
+
+/// Lists Nodes: the Kubewarden host in Wasm, recorded lists in native tests.
+pub trait NodeLister {
+    /// The raw `NodeList` JSON answering `request`, or why there is none.
+    fn list_nodes(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, String>;
+}
+
+/// The Kubewarden host's `kubernetes/list_resources_all` capability.
+pub struct KubewardenHost;
+
+impl NodeLister for KubewardenHost {
+    fn list_nodes(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+        let payload = serde_json::to_vec(request).map_err(|error| error.to_string())?;
+        // Called directly rather than through the SDK's `list_all_resources`,
+        // which would deserialise every Node into k8s_openapi structs.
+        wapc_guest::host_call("kubewarden", "kubernetes", "list_resources_all", &payload)
+            .map_err(|error| error.to_string())
+    }
+}
+
+/// The request for every Node that publishes `<prefix>/gpus`, labels only.
+pub fn node_list_request(prefix: &LabelPrefix) -> ListAllResourcesRequest {
+    ListAllResourcesRequest {
+        api_version: NODE_API_VERSION.to_owned(),
+        kind: NODE_KIND.to_owned(),
+        // "Exists": the selector the labeler's nodes all match.
+        label_selector: Some(prefix.key(LabelKey::Gpus)),
+        field_selector: None,
+        field_masks: Some(BTreeSet::from([NODE_FIELD_MASK.to_owned()])),
+    }
+}
+
+/// What the labeled nodes offer, and the nodes left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterView {
+    pub fleet: Fleet,
+    /// Nodes whose labels under our prefix do not parse.
+    pub malformed: u32,
+    /// The first such problem, for the warning.
+    pub first_problem: Option<String>,
+}
+
+impl ClusterView {
+    fn add(&mut self, node: Result<NodeTopology, LabelError>) {
+        match node {
+            // A node without `<prefix>/gpus` is not part of the GPU fleet: the
+            // host may not apply the selector (a replayed session, an old host).
+            Ok(topology) if topology.gpus.is_none() => {}
+            Ok(topology) => self.fleet.add(topology),
+            Err(problem) => {
+                self.malformed = self.malformed.saturating_add(1);
+                self.first_problem
+                    .get_or_insert_with(|| problem.to_string());
+            }
+        }
+    }
+}
+
+/// Lists the labeled nodes and reads them; `Err` says why there is no view
+/// (host refused or failed, or an unreadable answer).
+pub fn read_cluster(lister: &dyn NodeLister, prefix: &LabelPrefix) -> Result<ClusterView, String> {
+    let list = lister.list_nodes(&node_list_request(prefix))?;
+    parse_node_list(&list, prefix)
+}
+
+/// Reads a `NodeList` JSON document into a [`ClusterView`].
+pub fn parse_node_list(list: &[u8], prefix: &LabelPrefix) -> Result<ClusterView, String> {
+    let mut deserializer = serde_json::Deserializer::from_slice(list);
+    let view = ListSeed { prefix }
+        .deserialize(&mut deserializer)
+        .and_then(|view| deserializer.end().map(|()| view))
+        .map_err(|error| format!("the Node list is not readable: {error}"))?;
+    Ok(view)
+}
+
+/// Object keys the reader looks for; every other key is skipped.
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "camelCase")]
+enum Field {
+    Items,
+    Metadata,
+    Labels,
+    #[serde(other)]
+    Other,
+}
+
+struct ListSeed<'p> {
+    prefix: &'p LabelPrefix,
+}
+
+impl<'de> DeserializeSeed<'de> for ListSeed<'_> {
+    type Value = ClusterView;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<ClusterView, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ListSeed<'_> {
+    type Value = ClusterView;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a NodeList object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ClusterView, A::Error> {
+        let mut view = ClusterView::default();
+        while let Some(field) = map.next_key::<Field>()? {
+            match field {
+                Field::Items => map.next_value_seed(ItemsSeed {
+                    prefix: self.prefix,
+                    view: &mut view,
+                })?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(view)
+    }
+}
+
+/// `items`: each Node is read and added to the view as soon as it is parsed.
+struct ItemsSeed<'p, 'v> {
+    prefix: &'p LabelPrefix,
+    view: &'v mut ClusterView,
+}
+
+impl<'de> DeserializeSeed<'de> for ItemsSeed<'_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ItemsSeed<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of Nodes")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
+        while let Some(node) = items.next_element_seed(ObjectSeed {
+            prefix: self.prefix,
+            level: Level::Node,
+        })? {
+            self.view.add(node);
+        }
+        Ok(())
+    }
+}
+
+/// Where in a Node the reader is: `items[i]`, its `metadata` or its `labels`.
+#[derive(Clone, Copy)]
+enum Level {
+    Node,
+    Metadata,
+    Labels,
+}
+
+/// One Node, read down to `metadata.labels`, skipping everything else.
+/// `null` or a missing part reads as a Node without labels.
+struct ObjectSeed<'p> {
+    prefix: &'p LabelPrefix,
+    level: Level,
+}
+
+type NodeResult = Result<NodeTopology, LabelError>;
+
+impl<'de> DeserializeSeed<'de> for ObjectSeed<'_> {
+    type Value = NodeResult;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<NodeResult, D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ObjectSeed<'_> {
+    type Value = NodeResult;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a Node object")
+    }
+    fn visit_none<E>(self) -> Result<NodeResult, E> {
+        Ok(Ok(NodeTopology::default()))
+    }
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<NodeResult, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NodeResult, A::Error> {
+        if let Level::Labels = self.level {
+            return read_labels(self.prefix, map);
+        }
+        let mut node = Ok(NodeTopology::default());
+        while let Some(field) = map.next_key::<Field>()? {
+            let inner = match (self.level, field) {
+                (Level::Node, Field::Metadata) => Level::Metadata,
+                (Level::Metadata, Field::Labels) => Level::Labels,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            node = map.next_value_seed(ObjectSeed {
+                prefix: self.prefix,
+                level: inner,
+            })?;
+        }
+        Ok(node)
+    }
+}
+
+/// `metadata.labels`: our labels parsed through the contract, others skipped
+/// without allocating.
+fn read_labels<'de, A: MapAccess<'de>>(
+    prefix: &LabelPrefix,
+    mut map: A,
+) -> Result<NodeResult, A::Error> {
+    let mut topology = NodeTopology::default();
+    let mut problem = None;
+    while let Some(Text(full_key)) = map.next_key::<Text<'de>>()? {
+        match prefix.parse_key(&full_key) {
+            Some(key) => {
+                let Text(value) = map.next_value::<Text<'de>>()?;
+                if let Err(error) = topology.set(key, &full_key, &value) {
+                    problem.get_or_insert(error);
+                }
+            }
+            None => {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+    }
+    Ok(problem.map_or(Ok(topology), Err))
+}
+
+/// A JSON string, borrowed from the input unless it has escapes.
+struct Text<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+        impl<'de> Visitor<'de> for TextVisitor {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(text)))
+            }
+            fn visit_str<E>(self, text: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(text.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(TextVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpu_topology::TopologyManagerPolicy;
+    use rstest::rstest;
+
+    fn prefix() -> LabelPrefix {
+        LabelPrefix::default()
+    }
+
+    fn parse(list: &str) -> Result<ClusterView, String> {
+        parse_node_list(list.as_bytes(), &prefix())
+    }
+
+    #[test]
+    fn the_request_lists_labeled_nodes_with_labels_only() {
+        let request = node_list_request(&LabelPrefix::new("topology.example.com").unwrap());
+        assert_eq!(
+            serde_json::to_value(&request).unwrap(),
+            serde_json::json!({
+                "api_version": "v1",
+                "kind": "Node",
+                "label_selector": "topology.example.com/gpus",
+                "field_selector": null,
+                "field_masks": ["metadata.labels"]
+            })
+        );
+    }
+
+    #[test]
+    fn reads_our_labels_and_groups_identical_nodes() {
+        let view = parse(
+            r#"{"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "7"}, "items": [
+                {"metadata": {"name": "a", "labels": {"kubernetes.io/hostname": "a",
+                    "gpu-topology.io/gpus": "8", "gpu-topology.io/gpus-per-numa-max": "4",
+                    "gpu-topology.io/topology-manager-policy": "single-numa-node"}}},
+                {"metadata": {"labels": {"gpu-topology.io/topology-manager-policy": "single-numa-node",
+                    "gpu-topology.io/gpus-per-numa-max": "4", "gpu-topology.io/gpus": "8",
+                    "gpu-topology.io/some-future-key": {"not": "a string"}}}, "spec": {"taints": []}},
+                {"metadata": {"labels": {"gpu-topology.io/gpus": "2"}}}
+            ]}"#,
+        )
+        .unwrap();
+        assert_eq!(view.malformed, 0);
+        let groups = view.fleet.groups();
+        assert_eq!(groups.len(), 2);
+        assert_eq!(groups[0].nodes, 2);
+        assert_eq!(groups[0].topology.gpus_per_numa_max, Some(4));
+        assert_eq!(
+            groups[0].topology.topology_manager_policy,
+            Some(TopologyManagerPolicy::SingleNumaNode)
+        );
+        assert_eq!(groups[1].topology.gpus, Some(2));
+    }
+
+    #[test]
+    fn escaped_strings_are_read_like_plain_ones() {
+        let view =
+            parse(r#"{"items": [{"metadata": {"labels": {"gpu-topology.io\/gpus": "\u0038"}}}]}"#)
+                .unwrap();
+        assert_eq!(view.fleet.groups()[0].topology.gpus, Some(8));
+    }
+
+    /// (list, nodes in the fleet, malformed nodes, problem fragment)
+    #[rstest]
+    #[case::no_items(r#"{"kind": "NodeList"}"#, 0, 0, None)]
+    #[case::empty_items(r#"{"items": []}"#, 0, 0, None)]
+    #[case::node_without_our_gpus_label(
+        r#"{"items": [{"metadata": {"labels": {"gpu-topology.io/numa-nodes": "2"}}}]}"#,
+        0,
+        0,
+        None
+    )]
+    #[case::null_labels_and_metadata(
+        r#"{"items": [{"metadata": {"labels": null}}, {"metadata": null}, {}]}"#,
+        0,
+        0,
+        None
+    )]
+    #[case::malformed_value_skips_the_node(
+        r#"{"items": [{"metadata": {"labels": {"gpu-topology.io/gpus": "eight"}}},
+                      {"metadata": {"labels": {"gpu-topology.io/gpus": "4"}}}]}"#,
+        1,
+        1,
+        Some("label gpu-topology.io/gpus=\"eight\" is invalid")
+    )]
+    #[case::unknown_policy_word(
+        r#"{"items": [{"metadata": {"labels": {"gpu-topology.io/gpus": "4",
+            "gpu-topology.io/topology-manager-policy": "strict"}}}]}"#,
+        0,
+        1,
+        Some("gpu-topology.io/topology-manager-policy=\"strict\"")
+    )]
+    fn reads_lists_without_failing_on_nodes(
+        #[case] list: &str,
+        #[case] nodes: u32,
+        #[case] malformed: u32,
+        #[case] problem: Option<&str>,
+    ) {
+        let view = parse(list).unwrap();
+        assert_eq!(view.fleet.nodes(), nodes);
+        assert_eq!(view.malformed, malformed);
+        match problem {
+            Some(part) => assert!(view.first_problem.unwrap().contains(part)),
+            None => assert_eq!(view.first_problem, None),
+        }
+    }
+
+    #[rstest]
+    #[case::not_json("<html>502 Bad Gateway</html>")]
+    #[case::not_an_object(r#"["a"]"#)]
+    #[case::items_not_a_list(r#"{"items": {}}"#)]
+    #[case::label_value_not_a_string(
+        r#"{"items": [{"metadata": {"labels": {"gpu-topology.io/gpus": 8}}}]}"#
+    )]
+    #[case::trailing_garbage(r#"{"items": []} {"#)]
+    #[case::truncated(r#"{"items": [{"metadata": {"labels": {"gpu-topology.io/gpus": "8""#)]
+    fn unreadable_lists_are_errors(#[case] list: &str) {
+        let error = parse(list).unwrap_err();
+        assert!(
+            error.starts_with("the Node list is not readable"),
+            "{error}"
+        );
+    }
+
+    struct Refusing;
+    impl NodeLister for Refusing {
+        fn list_nodes(&self, _: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+            Err("Policy has not been granted access to Kubernetes v1/Node resources".to_owned())
+        }
+    }
+
+    #[test]
+    fn a_refusing_host_is_an_error_naming_the_reason() {
+        let error = read_cluster(&Refusing, &prefix()).unwrap_err();
+        assert!(error.contains("not been granted access"), "{error}");
+    }
+}

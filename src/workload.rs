@@ -1,0 +1,152 @@
+//! Workload controllers: Deployments, StatefulSets, ReplicaSets, DaemonSets,
+//! Jobs and CronJobs are validated, never mutated, by their pod template's GPU
+//! demand. A template no node can place is rejected at `kubectl apply` with the
+//! same message its pods would get, instead of the controller failing to
+//! create pods in a loop that users only find in events. Guaranteed QoS and
+//! affinity are still applied to each Pod when it is created.
+
+use crate::demand::PodDemand;
+use crate::evaluate::{is_pinned, Decision, UPDATE};
+use crate::nodes::NodeLister;
+use crate::placement;
+use crate::settings::Config;
+use kubewarden_policy_sdk::request::KubernetesAdmissionRequest;
+use serde_json::Value;
+
+/// A workload kind and where its PodSpec sits (a JSON pointer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkloadKind {
+    pub group: &'static str,
+    pub kind: &'static str,
+    /// The resource name in admission rules, e.g. `deployments`.
+    pub resource: &'static str,
+    pub pod_spec: &'static str,
+}
+
+const TEMPLATE: &str = "/spec/template/spec";
+
+/// The workload kinds the policy validates (see `rules` in policy-metadata.yml).
+pub const WORKLOADS: [WorkloadKind; 6] = [
+    WorkloadKind {
+        group: "apps",
+        kind: "Deployment",
+        resource: "deployments",
+        pod_spec: TEMPLATE,
+    },
+    WorkloadKind {
+        group: "apps",
+        kind: "StatefulSet",
+        resource: "statefulsets",
+        pod_spec: TEMPLATE,
+    },
+    WorkloadKind {
+        group: "apps",
+        kind: "ReplicaSet",
+        resource: "replicasets",
+        pod_spec: TEMPLATE,
+    },
+    WorkloadKind {
+        group: "apps",
+        kind: "DaemonSet",
+        resource: "daemonsets",
+        pod_spec: TEMPLATE,
+    },
+    WorkloadKind {
+        group: "batch",
+        kind: "Job",
+        resource: "jobs",
+        pod_spec: TEMPLATE,
+    },
+    WorkloadKind {
+        group: "batch",
+        kind: "CronJob",
+        resource: "cronjobs",
+        pod_spec: "/spec/jobTemplate/spec/template/spec",
+    },
+];
+
+/// The workload kind for an API group and kind, if the policy validates it.
+pub fn find(group: &str, kind: &str) -> Option<&'static WorkloadKind> {
+    WORKLOADS
+        .iter()
+        .find(|workload| workload.group == group && workload.kind == kind)
+}
+
+/// Validates a workload being created or updated: accepted untouched unless
+/// its pod template is malformed or no node can place its pods.
+pub fn evaluate(
+    request: &KubernetesAdmissionRequest,
+    workload: &WorkloadKind,
+    config: &Config,
+    nodes: &dyn NodeLister,
+) -> Decision {
+    let Some(spec) = request
+        .object
+        .pointer(workload.pod_spec)
+        .filter(|spec| spec.is_object())
+    else {
+        return Decision::accept();
+    };
+    // An update that leaves the template alone (scaling, labels, finalizers)
+    // is never blocked, so a broken workload can still be scaled down or deleted.
+    if request.operation == UPDATE && request.old_object.pointer(workload.pod_spec) == Some(spec) {
+        return Decision::accept();
+    }
+    let who = describe(request, workload);
+    let demand = match PodDemand::from_pod_spec(spec, &config.gpu_resources) {
+        Ok(demand) if demand.is_gpu_pod() => demand,
+        Ok(_) => return Decision::accept(),
+        Err(problem) => {
+            return Decision::reject(format!(
+                "{who}: its GPU pod template is malformed: {problem}"
+            ))
+        }
+    };
+    match placement::check(&demand, is_pinned(spec), config, nodes) {
+        Ok(warnings) => Decision {
+            warnings: warnings
+                .into_iter()
+                .map(|w| format!("{who}: {w}"))
+                .collect(),
+            ..Decision::accept()
+        },
+        Err(message) => Decision::reject(format!("{who}: {message}")),
+    }
+}
+
+/// `Deployment "llama-70b"` (or its generateName), for messages.
+fn describe(request: &KubernetesAdmissionRequest, workload: &WorkloadKind) -> String {
+    let name = Some(request.name.as_str())
+        .filter(|name| !name.is_empty())
+        .or_else(|| {
+            request
+                .object
+                .pointer("/metadata/generateName")
+                .and_then(Value::as_str)
+        });
+    match name {
+        Some(name) => format!("{} {name:?}", workload.kind),
+        None => workload.kind.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::deployment("apps", "Deployment", Some(TEMPLATE))]
+    #[case::cron_job("batch", "CronJob", Some("/spec/jobTemplate/spec/template/spec"))]
+    #[case::job("batch", "Job", Some(TEMPLATE))]
+    #[case::wrong_group("extensions", "Deployment", None)]
+    #[case::pod_is_not_a_workload("", "Pod", None)]
+    #[case::custom_resource("ray.io", "RayCluster", None)]
+    fn finds_workload_kinds(
+        #[case] group: &str,
+        #[case] kind: &str,
+        #[case] pod_spec: Option<&str>,
+    ) {
+        assert_eq!(find(group, kind).map(|w| w.pod_spec), pod_spec);
+    }
+}

@@ -1,0 +1,296 @@
+//! The cluster-aware fit and workload validation, natively: the e2e session
+//! files (kwctl's replay format) are served by a fake lister that also checks
+//! the policy asks exactly what was recorded.
+
+mod common;
+
+use common::{config, mutated, rejection, request};
+use gpu_topology_policy::evaluate::{evaluate_with, Decision, Verdict};
+use gpu_topology_policy::nodes::NodeLister;
+use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
+use rstest::rstest;
+use serde_json::{json, Value};
+use serde_yaml::Value as Yaml;
+use std::cell::Cell;
+use std::path::PathBuf;
+
+/// Serves the one Node listing recorded in a session file.
+struct SessionLister {
+    recorded_request: Yaml,
+    response: Result<Vec<u8>, String>,
+    calls: Cell<u32>,
+}
+
+impl SessionLister {
+    fn load(name: &str) -> Self {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("e2e-tests/scenarios/sessions")
+            .join(format!("{name}.yml"));
+        let session: Yaml = serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let exchange = &session[0];
+        let inner: Yaml = serde_yaml::from_str(exchange["request"].as_str().unwrap()).unwrap();
+        let Yaml::Tagged(tagged) = inner else {
+            panic!("{name}: the request is not tagged")
+        };
+        assert_eq!(tagged.tag, "KubernetesListResourceAll");
+        let response = &exchange["response"];
+        let response = match response["type"].as_str() {
+            Some("Success") => Ok(response["payload"].as_str().unwrap().as_bytes().to_vec()),
+            _ => Err(response["message"].as_str().unwrap().to_owned()),
+        };
+        Self {
+            recorded_request: tagged.value,
+            response,
+            calls: Cell::new(0),
+        }
+    }
+}
+
+impl NodeLister for SessionLister {
+    fn list_nodes(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+        self.calls.set(self.calls.get() + 1);
+        assert_eq!(
+            serde_yaml::to_value(request).unwrap(),
+            self.recorded_request,
+            "the policy's request differs from the recorded one"
+        );
+        self.response.clone()
+    }
+}
+
+/// A host that did not grant the policy access to Nodes.
+struct Refused;
+
+impl NodeLister for Refused {
+    fn list_nodes(&self, _: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+        Err("Policy has not been granted access to Kubernetes v1/Node resources.".to_owned())
+    }
+}
+
+fn decide(fixture: &str, settings: Value, lister: &dyn NodeLister) -> Decision {
+    evaluate_with(&request(fixture), &config(settings), lister)
+}
+
+fn topology(affinity: &str, alignment: &str) -> Value {
+    json!({"topology": {"affinity": affinity, "alignment": alignment}})
+}
+
+fn preferred() -> Value {
+    json!({})
+}
+
+/// (fixture, settings, session, fragments of the rejection message)
+#[rstest]
+#[case::numa_required_no_fit("eight-gpu-pod", topology("required", "numa"), "hgx-mixed-fleet", &[
+    "it needs 8 GPUs (container \"finetune\": 8 nvidia.com/gpu) NUMA-aligned, but none of the 5 labeled GPU nodes can host it",
+    "largest NUMA-aligned offer: 4 GPUs on 5 nodes; largest node offer: 8 GPUs on 1 node; 2 nodes run topologyManagerPolicy single-numa-node",
+    "Request at most 4 GPUs per pod, or set topology.affinity: preferred so the GPUs may span NUMA nodes.",
+])]
+#[case::nvlink_required_no_fit("training-pod-init-and-sidecar", topology("required", "nvlink"), "a100-pcie-nvlink-bridge-fleet", &[
+    "NVLink-aligned, but none of the 2 labeled GPU nodes can host it: largest NVLink-aligned offer: 2 GPUs on 2 nodes; largest node offer: 4 GPUs on 2 nodes.",
+    "Request at most 2 GPUs per pod, or set topology.affinity: preferred so the GPUs may span NVLink groups.",
+])]
+#[case::node_required_no_fit("eight-gpu-pod", topology("required", "node"), "four-gpu-pcie-fleet", &[
+    "8 nvidia.com/gpu) on one node, but none of the 3 labeled GPU nodes can host it: largest node offer: 4 GPUs on 3 nodes.",
+    "Request at most 4 GPUs per pod, or split the work across several pods.",
+])]
+#[case::preferred_no_node_admits("eight-gpu-pod", preferred(), "hgx-single-numa-node-fleet", &[
+    "none of the 3 labeled GPU nodes can admit it: largest node offer: 4 GPUs on 3 nodes; 3 nodes run topologyManagerPolicy single-numa-node",
+    "Request at most 4 GPUs per pod",
+])]
+#[case::no_labeled_nodes("inference-deployment-pod", preferred(), "no-labeled-nodes", &[
+    "it needs 1 GPU (container \"vllm\": 1 nvidia.com/gpu), but no node publishes gpu-topology.io labels: is the labeler deployed?",
+    "set topology.affinity: off",
+])]
+#[case::deployment_template_cannot_fit("deployment-create", topology("required", "numa"), "a100-pcie-nvlink-bridge-fleet", &[
+    "Deployment \"llama-3-70b\": GPU pod cannot be placed: it needs 4 GPUs",
+    "largest NUMA-aligned offer: 2 GPUs on 2 nodes",
+])]
+#[case::cron_job_template_cannot_fit("cronjob-create", preferred(), "four-gpu-pcie-fleet", &[
+    "CronJob \"nightly-eval\": GPU pod cannot be placed: it needs 8 GPUs (container \"lm-eval\": 8 nvidia.com/gpu), but none of the 3 labeled GPU nodes can admit it",
+])]
+fn rejected_with_the_best_offers(
+    #[case] fixture: &str,
+    #[case] settings: Value,
+    #[case] session: &str,
+    #[case] fragments: &[&str],
+) {
+    let lister = SessionLister::load(session);
+    let decision = decide(fixture, settings, &lister);
+    let message = rejection(&decision);
+    for fragment in fragments {
+        assert!(message.contains(fragment), "{message}\nlacks: {fragment}");
+    }
+    assert_eq!(lister.calls.get(), 1);
+}
+
+/// (fixture, settings, session, fragment of a warning, if one is expected)
+#[rstest]
+#[case::four_gpus_fit_numa("training-pod-init-and-sidecar", preferred(), "hgx-mixed-fleet",
+    Some("1 node with malformed gpu-topology.io labels left out of the GPU fit check (e.g. label gpu-topology.io/topology-manager-policy=\"SingleNUMANode\" is invalid"))]
+#[case::eight_gpus_admitted_by_the_best_effort_node(
+    "eight-gpu-pod",
+    preferred(),
+    "hgx-mixed-fleet",
+    None
+)]
+#[case::eight_gpus_nvlink_required_on_the_best_effort_node(
+    "eight-gpu-pod",
+    topology("required", "nvlink"),
+    "hgx-mixed-fleet",
+    None
+)]
+#[case::affinity_off_without_labels_warns("inference-deployment-pod", json!({"topology": {"affinity": "off"}}), "no-labeled-nodes",
+    Some("GPU fit not checked: no node publishes gpu-topology.io labels: is the labeler deployed?"))]
+#[case::pinned_pod_without_labels_warns(
+    "node-name-pod",
+    preferred(),
+    "no-labeled-nodes",
+    Some("GPU fit not checked: no node publishes gpu-topology.io labels")
+)]
+#[case::host_error_without_static_capacity("training-pod-init-and-sidecar", preferred(), "host-error",
+    Some("GPU fit not checked: the cluster view (Node labels) is unavailable: Cannot list v1/Node resources"))]
+#[case::host_error_falls_back_to_static_capacity("training-pod-init-and-sidecar", json!({"capacity": {"maxGpusPerNode": 8}}), "host-error",
+    Some("GPU fit checked against the static capacity settings: the cluster view (Node labels) is unavailable"))]
+fn accepted(
+    #[case] fixture: &str,
+    #[case] settings: Value,
+    #[case] session: &str,
+    #[case] warning: Option<&str>,
+) {
+    let lister = SessionLister::load(session);
+    let decision = decide(fixture, settings, &lister);
+    assert!(
+        !matches!(decision.verdict, Verdict::Reject(_)),
+        "{decision:?}"
+    );
+    if let Some(fragment) = warning {
+        assert!(
+            decision.warnings.iter().any(|w| w.contains(fragment)),
+            "{:?} lacks {fragment}",
+            decision.warnings
+        );
+    }
+    assert_eq!(lister.calls.get(), 1);
+}
+
+#[test]
+fn a_pod_that_fits_is_still_mutated() {
+    let lister = SessionLister::load("hgx-mixed-fleet");
+    let decision = decide("training-pod-init-and-sidecar", preferred(), &lister);
+    assert!(mutated(&decision)
+        .pointer("/spec/affinity/nodeAffinity")
+        .is_some());
+}
+
+/// (settings, accepted, warning fragment): a host that refuses access.
+#[rstest]
+#[case::auto_without_static_skips("{}", true, "GPU fit not checked: the cluster view (Node labels) is unavailable: Policy has not been granted access")]
+#[case::cluster_skips(
+    r#"{"capacity": {"source": "cluster"}}"#,
+    true,
+    "Grant the policy read access to v1 Nodes (contextAwareResources)"
+)]
+#[case::auto_falls_back_to_static_fit(
+    r#"{"capacity": {"maxGpusPerNode": 8, "maxGpusPerNumaNode": 4}}"#,
+    true,
+    "GPU fit checked against the static capacity settings"
+)]
+#[case::auto_falls_back_to_static_reject(r#"{"capacity": {"maxGpusPerNode": 4}}"#, false, "")]
+fn host_refused(#[case] settings: &str, #[case] accepted: bool, #[case] warning: &str) {
+    let decision = decide(
+        "eight-gpu-pod",
+        serde_json::from_str(settings).unwrap(),
+        &Refused,
+    );
+    if accepted {
+        assert!(decision.warnings.iter().any(|w| w.contains(warning)));
+    } else {
+        assert!(rejection(&decision).contains("capacity.maxGpusPerNode"));
+    }
+}
+
+/// A lister that fails the test when called.
+struct MustNotList;
+
+impl NodeLister for MustNotList {
+    fn list_nodes(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+        panic!("the policy listed Nodes when it must not: {request:?}")
+    }
+}
+
+#[rstest]
+#[case::static_source("eight-gpu-pod", json!({"capacity": {"source": "static", "maxGpusPerNode": 8}}))]
+#[case::cpu_only_pod("cpu-only-pod", json!({}))]
+#[case::pod_update("eight-gpu-pod", json!({}))]
+fn no_listing_when_not_needed(#[case] fixture: &str, #[case] settings: Value) {
+    let mut request = request(fixture);
+    if fixture == "eight-gpu-pod" && settings == json!({}) {
+        request.operation = "UPDATE".to_owned();
+    }
+    let decision = evaluate_with(&request, &config(settings), &MustNotList);
+    assert!(decision.warnings.is_empty(), "{:?}", decision.warnings);
+}
+
+/// Workloads are validated, never mutated; an update that leaves the pod
+/// template alone is never blocked, so a broken workload can be scaled down.
+#[rstest]
+#[case::deployment_that_fits_is_not_mutated(
+    "deployment-create",
+    "CREATE",
+    false,
+    "hgx-mixed-fleet",
+    true
+)]
+#[case::deployment_template_change_is_checked(
+    "deployment-create",
+    "UPDATE",
+    false,
+    "four-gpu-pcie-fleet",
+    true
+)]
+#[case::cron_job_update_with_new_template_is_rejected(
+    "cronjob-create",
+    "UPDATE",
+    false,
+    "four-gpu-pcie-fleet",
+    false
+)]
+#[case::cron_job_update_keeping_the_template_is_accepted(
+    "cronjob-create",
+    "UPDATE",
+    true,
+    "four-gpu-pcie-fleet",
+    true
+)]
+fn workloads(
+    #[case] fixture: &str,
+    #[case] operation: &str,
+    #[case] same_template: bool,
+    #[case] session: &str,
+    #[case] accepted: bool,
+) {
+    let mut request = request(fixture);
+    request.operation = operation.to_owned();
+    let mut old = request.object.clone();
+    if !same_template {
+        // The previous version asked for 1 GPU.
+        for pointer in [
+            "/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu",
+            "/spec/jobTemplate/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu",
+        ] {
+            if let Some(count) = old.pointer_mut(pointer) {
+                *count = json!("1");
+            }
+        }
+    }
+    request.old_object = old;
+    let lister = SessionLister::load(session);
+    let decision = evaluate_with(&request, &config(json!({})), &lister);
+    match decision.verdict {
+        Verdict::Accept => assert!(accepted, "{decision:?}"),
+        Verdict::Reject(message) => assert!(!accepted, "{message}"),
+        Verdict::Mutate(_) => panic!("a workload was mutated"),
+    }
+    assert_eq!(lister.calls.get(), u32::from(!same_template));
+}
