@@ -58,7 +58,12 @@ pub fn check(
     let view = match read_cluster(lister, &config.label_prefix) {
         Ok(view) => view,
         Err(problem) => {
-            let unavailable = format!("the cluster view (Node labels) is unavailable: {problem}");
+            // The host's messages end in a full stop; ours continue the sentence.
+            let problem = problem.to_string();
+            let unavailable = format!(
+                "the cluster view (Node labels) is unavailable: {}",
+                problem.trim_end_matches('.')
+            );
             return match (&config.capacity_source, &config.capacity) {
                 (CapacitySource::Auto, Some(limits)) => static_check(limits).map(|_| {
                     vec![format!(
