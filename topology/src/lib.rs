@@ -13,6 +13,7 @@ pub mod fit;
 pub mod fleet;
 pub mod labels;
 pub mod selector;
+pub mod summary;
 
 pub use fit::{
     admit_terms, aligned_terms, can_admit, can_align, can_host, conjoin, required_terms, Alignment,
@@ -23,3 +24,4 @@ pub use labels::{
     TopologyManagerPolicy, TopologyManagerScope, DEFAULT_LABEL_PREFIX,
 };
 pub use selector::{term_matches, terms_match, Operator, Requirement, Term};
+pub use summary::{FleetSummary, SummaryError, SUMMARY_FORMAT};
