@@ -33,6 +33,9 @@ def matches($e):
     ($expect.warning | fragments[] as $f
      | select([($response.warnings // [])[] | contains($f)] | any | not)
      | "no warning contains \($f | tojson)"),
+    (if $expect.noWarnings == true and (($response.warnings // []) | length) > 0
+     then "expected no warning, got \($response.warnings | tojson)"
+     else empty end),
     (if $expect.patch != null then
        ($expect.patch[] as $e | select([$actual[] | matches($e)] | any | not)
         | "missing patch operation \($e | tojson)"),

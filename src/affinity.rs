@@ -9,7 +9,7 @@
 use crate::settings::{AffinityMode, TopologyConfig};
 use gpu_topology::fit::required_terms;
 use gpu_topology::{admit_terms, aligned_terms, LabelPrefix, Term};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 /// The affinity a GPU pod needs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -62,11 +62,15 @@ fn contains_all(wide: &Term, narrow: &Term) -> bool {
 fn render(term: &Term, prefix: &LabelPrefix) -> Vec<Value> {
     term.iter()
         .map(|requirement| {
-            json!({
-                "key": requirement.key(prefix),
-                "operator": requirement.operator().as_str(),
-                "values": requirement.values(),
-            })
+            let values = requirement.values().into_iter().map(Value::String);
+            Value::Object(Map::from_iter([
+                ("key".to_owned(), Value::String(requirement.key(prefix))),
+                (
+                    "operator".to_owned(),
+                    requirement.operator().as_str().into(),
+                ),
+                ("values".to_owned(), Value::Array(values.collect())),
+            ]))
         })
         .collect()
 }
@@ -100,7 +104,7 @@ pub fn merge(
             "spec.affinity.nodeAffinity",
         )?;
         let terms = array_at(selector, "nodeSelectorTerms", path)?;
-        and_into_terms(terms, &required)?;
+        and_into_terms(terms, required)?;
     }
     if !preferred.is_empty() {
         let preferences = array_at(
@@ -108,19 +112,24 @@ pub fn merge(
             "preferredDuringSchedulingIgnoredDuringExecution",
             "spec.affinity.nodeAffinity",
         )?;
-        add_preferences(preferences, &preferred, requirement.weight);
+        add_preferences(preferences, preferred, requirement.weight);
     }
     Ok(())
 }
 
+/// `{"matchExpressions": expressions}`. Built by moving the rendered values:
+/// `json!` would serialise them into a copy.
+fn match_expressions(expressions: Vec<Value>) -> Value {
+    Value::Object(Map::from_iter([(
+        "matchExpressions".to_owned(),
+        Value::Array(expressions),
+    )]))
+}
+
 /// ANDs the OR of `required` into the OR of `terms`.
-fn and_into_terms(terms: &mut Vec<Value>, required: &[Vec<Value>]) -> Result<(), String> {
+fn and_into_terms(terms: &mut Vec<Value>, required: Vec<Vec<Value>>) -> Result<(), String> {
     if terms.is_empty() {
-        terms.extend(
-            required
-                .iter()
-                .map(|expressions| json!({ "matchExpressions": expressions })),
-        );
+        terms.extend(required.into_iter().map(match_expressions));
         return Ok(());
     }
     // Terms ANDed with our first term keep the user's terms' places; those for
@@ -153,7 +162,12 @@ fn and_into_terms(terms: &mut Vec<Value>, required: &[Vec<Value>]) -> Result<(),
                 }
                 continue;
             }
-            let mut expanded = fields.clone();
+            // The term's other fields (matchFields, newer ones) are kept.
+            let mut expanded: Map<String, Value> = fields
+                .iter()
+                .filter(|(key, _)| key.as_str() != "matchExpressions")
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect();
             let mut all = existing.to_vec();
             all.extend(
                 expressions
@@ -180,7 +194,7 @@ fn matches_nothing(term: &Map<String, Value>) -> bool {
 }
 
 /// Appends each of `preferred` unless a preference already asks for it.
-fn add_preferences(preferences: &mut Vec<Value>, preferred: &[Vec<Value>], weight: i64) {
+fn add_preferences(preferences: &mut Vec<Value>, preferred: Vec<Vec<Value>>, weight: i64) {
     for expressions in preferred {
         let present = preferences.iter().any(|preference| {
             preference
@@ -189,10 +203,10 @@ fn add_preferences(preferences: &mut Vec<Value>, preferred: &[Vec<Value>], weigh
                 .is_some_and(|existing| expressions.iter().all(|e| existing.contains(e)))
         });
         if !present {
-            preferences.push(json!({
-                "weight": weight,
-                "preference": { "matchExpressions": expressions },
-            }));
+            preferences.push(Value::Object(Map::from_iter([
+                ("weight".to_owned(), Value::from(weight)),
+                ("preference".to_owned(), match_expressions(expressions)),
+            ])));
         }
     }
 }
@@ -240,6 +254,7 @@ mod tests {
     use crate::settings::Config;
     use gpu_topology::Alignment;
     use rstest::rstest;
+    use serde_json::json;
 
     fn topology(affinity: AffinityMode, alignment: Alignment) -> TopologyConfig {
         TopologyConfig {

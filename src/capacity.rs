@@ -93,6 +93,7 @@ mod tests {
             max_gpus_per_node: per_node,
             max_gpus_per_numa_node: per_numa,
             single_numa_node,
+            fleet_summary: None,
         }
     }
 

@@ -2,39 +2,42 @@
 //! request and settings in, decision out, so it is tested natively.
 
 use crate::affinity::{self, AffinityRequirement};
+use crate::cluster::{ClusterReader, KubewardenHost};
 use crate::demand::PodDemand;
-use crate::nodes::{KubewardenHost, NodeLister};
 use crate::placement;
+use crate::pod_text::PodText;
 use crate::qos::{self, Finding, QosPlan, Target};
+use crate::request::AdmissionRequest;
 use crate::settings::{Config, QosMode};
 use crate::workload;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::Resource;
-use kubewarden_policy_sdk::request::KubernetesAdmissionRequest;
 use serde_json::Value;
+use std::fmt;
 
 /// The admission operation the policy mutates on.
 pub const CREATE: &str = "CREATE";
 /// Workloads are also validated when their pod template changes.
 pub const UPDATE: &str = "UPDATE";
 
-/// What to answer.
+/// What to answer. `Object` is the mutated object: JSON text in the answer,
+/// a JSON tree while the pod decision is being made.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Verdict {
+pub enum Verdict<Object = MutatedObject> {
     Accept,
     /// Accept the object as changed here.
-    Mutate(Value),
+    Mutate(Object),
     Reject(String),
 }
 
 /// A verdict with non-fatal notes for the requesting client.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Decision {
-    pub verdict: Verdict,
+pub struct Decision<Object = MutatedObject> {
+    pub verdict: Verdict<Object>,
     pub warnings: Vec<String>,
 }
 
-impl Decision {
+impl<Object> Decision<Object> {
     pub fn accept() -> Self {
         Verdict::Accept.into()
     }
@@ -42,10 +45,26 @@ impl Decision {
     pub fn reject(message: String) -> Self {
         Verdict::Reject(message).into()
     }
+
+    /// The same decision with the mutated object converted by `convert`.
+    fn try_map<Other>(
+        self,
+        convert: impl FnOnce(Object) -> Result<Other, String>,
+    ) -> Result<Decision<Other>, String> {
+        let verdict = match self.verdict {
+            Verdict::Accept => Verdict::Accept,
+            Verdict::Mutate(object) => Verdict::Mutate(convert(object)?),
+            Verdict::Reject(message) => Verdict::Reject(message),
+        };
+        Ok(Decision {
+            verdict,
+            warnings: self.warnings,
+        })
+    }
 }
 
-impl From<Verdict> for Decision {
-    fn from(verdict: Verdict) -> Self {
+impl<Object> From<Verdict<Object>> for Decision<Object> {
+    fn from(verdict: Verdict<Object>) -> Self {
         Decision {
             verdict,
             warnings: Vec::new(),
@@ -53,34 +72,91 @@ impl From<Verdict> for Decision {
     }
 }
 
+/// The mutated object as JSON text, which the answer carries as it is. It is
+/// JSON by construction: the admitted text with serialised values spliced in
+/// at value boundaries ([`PodText::rewrite`]), or a serialised tree.
+#[derive(Clone, PartialEq)]
+pub struct MutatedObject(String);
+
+impl MutatedObject {
+    pub fn from_value(value: &Value) -> Result<Self, String> {
+        serde_json::to_string(value)
+            .map(Self)
+            .map_err(|error| format!("the mutated object cannot be written: {error}"))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The object as a JSON tree (tests and tools; the answer uses the text).
+    pub fn to_value(&self) -> Result<Value, serde_json::Error> {
+        serde_json::from_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for MutatedObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Decides on an admission request, reading the cluster view through the
 /// Kubewarden host.
-pub fn evaluate(request: &KubernetesAdmissionRequest, config: &Config) -> Decision {
+pub fn evaluate(request: &AdmissionRequest, config: &Config) -> Decision {
     evaluate_with(request, config, &KubewardenHost)
 }
 
-/// Decides on an admission request, reading Nodes through `nodes`. In a
+/// Decides on an admission request, reading the cluster through `cluster`. In a
 /// non-exempt namespace, Pod CREATE is mutated and workload CREATE/UPDATE is
 /// validated; everything else is accepted untouched.
 pub fn evaluate_with(
-    request: &KubernetesAdmissionRequest,
+    request: &AdmissionRequest,
     config: &Config,
-    nodes: &dyn NodeLister,
+    cluster: &dyn ClusterReader,
 ) -> Decision {
-    if !request.sub_resource.is_empty() || config.exempt_namespaces.contains(&request.namespace) {
+    if !request.sub_resource.is_empty()
+        || config
+            .exempt_namespaces
+            .contains(request.namespace.as_ref())
+    {
         return Decision::accept();
     }
-    let (group, kind) = (request.kind.group.as_str(), request.kind.kind.as_str());
+    let (group, kind) = (request.kind.group.as_ref(), request.kind.kind.as_ref());
+    let operation = request.operation.as_ref();
     if (group, kind) == (Pod::GROUP, Pod::KIND) {
-        return match request.operation.as_str() {
-            CREATE => evaluate_pod(&request.object, config, nodes),
+        return match operation {
+            CREATE => evaluate_pod_text(request.object_text(), config, cluster),
             _ => Decision::accept(),
         };
     }
-    match (workload::find(group, kind), request.operation.as_str()) {
-        (Some(workload), CREATE | UPDATE) => workload::evaluate(request, workload, config, nodes),
+    match (workload::find(group, kind), operation) {
+        (Some(workload), CREATE | UPDATE) => workload::evaluate(request, workload, config, cluster),
         _ => Decision::accept(),
     }
+}
+
+/// Decides on a Pod, given as the JSON text of the request, being created.
+///
+/// The decision is made on the few fields the policy reads ([`PodText`]) and
+/// a mutation rewrites only the values it changes, so every other byte of
+/// the pod is answered as it came. A pod text that reader does not handle is
+/// decided on its whole JSON tree instead, with the same outcome.
+pub fn evaluate_pod_text(text: &str, config: &Config, cluster: &dyn ClusterReader) -> Decision {
+    if let Some(pod) = PodText::read(text) {
+        let decision = evaluate_pod(pod.reduced(), config, cluster)
+            .try_map(|changed| pod.rewrite(&changed).map(MutatedObject));
+        if let Ok(decision) = decision {
+            return decision;
+        }
+    }
+    let pod: Value = match serde_json::from_str(text) {
+        Ok(pod) => pod,
+        Err(error) => return Decision::reject(format!("the Pod cannot be read: {error}")),
+    };
+    evaluate_pod(&pod, config, cluster)
+        .try_map(|changed| MutatedObject::from_value(&changed))
+        .unwrap_or_else(Decision::reject)
 }
 
 /// True when `spec.nodeName` is set: the scheduler, and so node affinity, is
@@ -91,8 +167,9 @@ pub fn is_pinned(spec: &Value) -> bool {
         .is_some_and(|name| !name.is_empty())
 }
 
-/// Decides on a Pod being created.
-pub fn evaluate_pod(pod: &Value, config: &Config, nodes: &dyn NodeLister) -> Decision {
+/// Decides on a Pod being created, given as a JSON tree (the whole pod, or
+/// the reduced pod of [`PodText`]); a mutation is the changed tree.
+pub fn evaluate_pod(pod: &Value, config: &Config, cluster: &dyn ClusterReader) -> Decision<Value> {
     let Some(spec) = pod.get("spec").filter(|spec| spec.is_object()) else {
         return Decision::accept();
     };
@@ -103,7 +180,7 @@ pub fn evaluate_pod(pod: &Value, config: &Config, nodes: &dyn NodeLister) -> Dec
     };
     let topology = &config.topology;
     let pinned = is_pinned(spec);
-    let mut warnings = match placement::check(&demand, pinned, config, nodes) {
+    let mut warnings = match placement::check(&demand, pinned, config, cluster) {
         Ok(warnings) => warnings,
         Err(message) => return Decision::reject(message),
     };

@@ -5,6 +5,8 @@ use gpu_topology::LabelPrefix;
 /// Kubernetes limits a DNS label (a namespace name) and a qualified name's
 /// name part to 63 characters.
 const MAX_NAME_LEN: usize = 63;
+/// Kubernetes limits a DNS subdomain (most object names) to 253 characters.
+const MAX_SUBDOMAIN_LEN: usize = 253;
 /// Extended resources may not live in the kubernetes.io domain, which is
 /// reserved for native resources.
 const RESERVED_DOMAIN: &str = "kubernetes.io";
@@ -19,6 +21,12 @@ pub fn is_dns_label(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !name.starts_with('-')
         && !name.ends_with('-')
+}
+
+/// An RFC 1123 DNS subdomain, as most object names (ConfigMaps) must be: DNS
+/// labels joined by '.', at most 253 characters.
+pub fn is_dns_subdomain(name: &str) -> bool {
+    name.len() <= MAX_SUBDOMAIN_LEN && name.split('.').all(is_dns_label)
 }
 
 /// An extended resource name: `domain/name` with a DNS-subdomain domain outside
@@ -81,5 +89,19 @@ mod tests {
     #[case::empty("", false)]
     fn namespace_names(#[case] name: &str, #[case] expected: bool) {
         assert_eq!(is_dns_label(name), expected);
+    }
+
+    #[rstest]
+    #[case::label("gpu-topology-fleet", true)]
+    #[case::dotted("fleet.gpu-topology.io", true)]
+    #[case::empty_part("a..b", false)]
+    #[case::leading_dot(".a", false)]
+    #[case::uppercase("Fleet", false)]
+    #[case::slash("a/b", false)]
+    #[case::empty("", false)]
+    #[case::longest(&format!("{}a", "a.".repeat(126)), true)]
+    #[case::too_long(&format!("{}a", "a.".repeat(127)), false)]
+    fn object_names(#[case] name: &str, #[case] expected: bool) {
+        assert_eq!(is_dns_subdomain(name), expected);
     }
 }

@@ -1,13 +1,14 @@
 //! The cluster view: the labeled Nodes, listed through Kubewarden's host
 //! capability and read into a [`Fleet`].
 //!
-//! The host call is a thin adapter behind [`NodeLister`], so native tests pass
-//! recorded node lists instead. Reading is built for large clusters: the list
+//! The host call goes through [`ClusterReader`], so native tests pass recorded
+//! node lists instead. Reading is built for large clusters: the list
 //! is never deserialised into `k8s_openapi` Nodes nor into a JSON tree. A
 //! streaming reader visits `items[].metadata.labels`, parses the labels under
 //! our prefix through the label contract and skips every other label without
 //! allocating; nodes are grouped by identical topology as they are read.
 
+use crate::cluster::ClusterReader;
 use gpu_topology::{Fleet, LabelError, LabelKey, LabelPrefix, NodeTopology};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -21,25 +22,6 @@ use std::fmt;
 pub const NODE_FIELD_MASK: &str = "metadata.labels";
 const NODE_API_VERSION: &str = "v1";
 const NODE_KIND: &str = "Node";
-
-/// Lists Nodes: the Kubewarden host in Wasm, recorded lists in native tests.
-pub trait NodeLister {
-    /// The raw `NodeList` JSON answering `request`, or why there is none.
-    fn list_nodes(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, String>;
-}
-
-/// The Kubewarden host's `kubernetes/list_resources_all` capability.
-pub struct KubewardenHost;
-
-impl NodeLister for KubewardenHost {
-    fn list_nodes(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
-        let payload = serde_json::to_vec(request).map_err(|error| error.to_string())?;
-        // Called directly rather than through the SDK's `list_all_resources`,
-        // which would deserialise every Node into k8s_openapi structs.
-        wapc_guest::host_call("kubewarden", "kubernetes", "list_resources_all", &payload)
-            .map_err(|error| error.to_string())
-    }
-}
 
 /// The request for every Node that publishes `<prefix>/gpus`, labels only.
 pub fn node_list_request(prefix: &LabelPrefix) -> ListAllResourcesRequest {
@@ -81,8 +63,11 @@ impl ClusterView {
 
 /// Lists the labeled nodes and reads them; `Err` says why there is no view
 /// (host refused or failed, or an unreadable answer).
-pub fn read_cluster(lister: &dyn NodeLister, prefix: &LabelPrefix) -> Result<ClusterView, String> {
-    let list = lister.list_nodes(&node_list_request(prefix))?;
+pub fn read_cluster(
+    cluster: &dyn ClusterReader,
+    prefix: &LabelPrefix,
+) -> Result<ClusterView, String> {
+    let list = cluster.list_all_resources(&node_list_request(prefix))?;
     parse_node_list(&list, prefix)
 }
 
@@ -277,6 +262,7 @@ impl<'de> Deserialize<'de> for Text<'de> {
 mod tests {
     use super::*;
     use gpu_topology::TopologyManagerPolicy;
+    use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
     use rstest::rstest;
 
     fn prefix() -> LabelPrefix {
@@ -399,9 +385,12 @@ mod tests {
     }
 
     struct Refusing;
-    impl NodeLister for Refusing {
-        fn list_nodes(&self, _: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+    impl ClusterReader for Refusing {
+        fn list_all_resources(&self, _: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
             Err("Policy has not been granted access to Kubernetes v1/Node resources".to_owned())
+        }
+        fn get_resource(&self, _: &GetResourceRequest) -> Result<Vec<u8>, String> {
+            unreachable!("only Nodes are listed here")
         }
     }
 

@@ -11,8 +11,10 @@
 //!   nodes `gpus-per-numa-max >= n`).
 
 use crate::capacity;
+use crate::cluster::ClusterReader;
 use crate::demand::PodDemand;
-use crate::nodes::{read_cluster, ClusterView, NodeLister};
+use crate::fleet_summary;
+use crate::nodes::{read_cluster, ClusterView};
 use crate::settings::{AffinityMode, CapacitySource, Config};
 use gpu_topology::{Alignment, Fleet, LabelPrefix, Offer, TopologyManagerScope};
 
@@ -45,7 +47,7 @@ pub fn check(
     demand: &PodDemand,
     pinned: bool,
     config: &Config,
-    lister: &dyn NodeLister,
+    cluster: &dyn ClusterReader,
 ) -> FitResult {
     let static_check =
         |limits| capacity::check(demand, limits, &config.topology).map(|()| Vec::<String>::new());
@@ -55,7 +57,8 @@ pub fn check(
             .as_ref()
             .map_or(Ok(Vec::new()), static_check);
     }
-    let view = match read_cluster(lister, &config.label_prefix) {
+    let mut notes = Vec::new();
+    let view = match read_fleet(cluster, config, &mut notes) {
         Ok(view) => view,
         Err(problem) => {
             // The host's messages end in a full stop; ours continue the sentence.
@@ -85,6 +88,24 @@ pub fn check(
         &config.label_prefix,
         affinity_needs_labels,
     )
+    .map(|warnings| notes.into_iter().chain(warnings).collect())
+}
+
+/// The cluster view: the fleet summary when one is configured and fresh,
+/// else the Node list. A summary passed over is noted in `notes`; `Err` says
+/// why the Node list did not answer either.
+fn read_fleet(
+    cluster: &dyn ClusterReader,
+    config: &Config,
+    notes: &mut Vec<String>,
+) -> Result<ClusterView, String> {
+    if let Some(summary) = &config.fleet_summary {
+        match fleet_summary::read_summary(cluster, summary, fleet_summary::now()) {
+            Ok(view) => return Ok(view),
+            Err(problem) => notes.push(format!("GPU fit read from the Node list: {problem}")),
+        }
+    }
+    read_cluster(cluster, &config.label_prefix)
 }
 
 /// The cluster check over a view already read. Pure.
@@ -97,9 +118,13 @@ pub fn check_fleet(
     affinity_needs_labels: bool,
 ) -> FitResult {
     let mut warnings = Vec::new();
-    if let Some(problem) = &view.first_problem {
+    if view.malformed > 0 {
+        let example = view
+            .first_problem
+            .as_ref()
+            .map_or_else(String::new, |problem| format!(" (e.g. {problem})"));
         warnings.push(format!(
-            "{} with malformed {prefix} labels left out of the GPU fit check (e.g. {problem}); fix the node labeler there",
+            "{} with malformed {prefix} labels left out of the GPU fit check{example}; fix the node labeler there",
             nodes(view.malformed)
         ));
     }

@@ -4,7 +4,7 @@
 //! Every validation error names the key it is about, e.g.
 //! `qos.cpuPerGpu: "abc" is not a Kubernetes quantity`.
 
-use crate::names::{is_dns_label, is_extended_resource_name};
+use crate::names::{is_dns_label, is_dns_subdomain, is_extended_resource_name};
 use crate::quantity::{Quantity, QuantityError};
 use gpu_topology::{Alignment, LabelPrefix, TopologyManagerScope};
 use kubewarden_policy_sdk::settings::{SettingsValidationResponse, Validatable};
@@ -183,6 +183,36 @@ pub struct CapacitySettings {
     pub max_gpus_per_numa_node: Option<u32>,
     /// True when every kubelet runs `topologyManagerPolicy: single-numa-node`.
     pub single_numa_node: bool,
+    /// Where `gpu-topology-labeler summarize` publishes the fleet summary;
+    /// `None`: the fit reads the Node list.
+    pub fleet_summary: Option<FleetSummarySettings>,
+}
+
+/// The fleet summary ConfigMap, read instead of listing every Node.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct FleetSummarySettings {
+    pub namespace: String,
+    pub name: String,
+    /// Older summaries are not trusted: the Node list is read instead.
+    pub max_age_seconds: u64,
+}
+
+/// Where the example summarizer Deployment writes (examples/labeler/fleet-summary.yaml).
+pub const DEFAULT_SUMMARY_NAMESPACE: &str = "kube-system";
+pub const DEFAULT_SUMMARY_NAME: &str = "gpu-topology-fleet";
+/// Five summarizer intervals (60 s by default): one missed pass is tolerated,
+/// a stopped summarizer is noticed within minutes.
+pub const DEFAULT_SUMMARY_MAX_AGE_SECONDS: u64 = 300;
+
+impl Default for FleetSummarySettings {
+    fn default() -> Self {
+        FleetSummarySettings {
+            namespace: DEFAULT_SUMMARY_NAMESPACE.to_owned(),
+            name: DEFAULT_SUMMARY_NAME.to_owned(),
+            max_age_seconds: DEFAULT_SUMMARY_MAX_AGE_SECONDS,
+        }
+    }
 }
 
 impl CapacitySettings {
@@ -245,6 +275,8 @@ pub struct Config {
     pub capacity_source: CapacitySource,
     /// The static limits, when any is configured.
     pub capacity: Option<CapacitySettings>,
+    /// The fleet summary to read before listing Nodes, when configured.
+    pub fleet_summary: Option<FleetSummarySettings>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -367,6 +399,7 @@ impl Settings {
                     .capacity
                     .clone()
                     .filter(CapacitySettings::has_static_limits),
+                fleet_summary: self.capacity.as_ref().and_then(|c| c.fleet_summary.clone()),
             }),
             _ => Err(errors.join("; ")),
         }
@@ -453,6 +486,40 @@ fn check_capacity(capacity: &CapacitySettings, errors: &mut Vec<String>) {
         }
         _ => {}
     }
+    if let Some(summary) = &capacity.fleet_summary {
+        check_fleet_summary(summary, capacity.source, errors);
+    }
+}
+
+fn check_fleet_summary(
+    summary: &FleetSummarySettings,
+    source: CapacitySource,
+    errors: &mut Vec<String>,
+) {
+    if source == CapacitySource::Static {
+        errors.push(
+            "capacity.fleetSummary: has no effect with capacity.source: static; remove it, or use source auto or cluster"
+                .to_owned(),
+        );
+    }
+    if !is_dns_label(&summary.namespace) {
+        errors.push(format!(
+            "capacity.fleetSummary.namespace: {:?} is not a valid namespace name (lowercase letters, digits and '-', at most 63 characters)",
+            summary.namespace
+        ));
+    }
+    if !is_dns_subdomain(&summary.name) {
+        errors.push(format!(
+            "capacity.fleetSummary.name: {:?} is not a valid ConfigMap name (lowercase letters, digits, '-' and '.', at most 253 characters)",
+            summary.name
+        ));
+    }
+    if summary.max_age_seconds == 0 {
+        errors.push(
+            "capacity.fleetSummary.maxAgeSeconds: must be at least 1; use several summarizer intervals (default 300)"
+                .to_owned(),
+        );
+    }
 }
 
 /// Parses a quantity setting; CPU and memory must be positive, memory whole bytes.
@@ -536,8 +603,23 @@ mod tests {
                 max_gpus_per_node: Some(8),
                 max_gpus_per_numa_node: Some(4),
                 single_numa_node: true,
+                fleet_summary: None,
             })
         );
+    }
+
+    #[test]
+    fn fleet_summary_defaults_to_the_example_summarizer() {
+        let config = validate(json!({"capacity": {"fleetSummary": {}}})).unwrap();
+        assert_eq!(
+            config.fleet_summary,
+            Some(FleetSummarySettings {
+                namespace: "kube-system".into(),
+                name: "gpu-topology-fleet".into(),
+                max_age_seconds: 300,
+            })
+        );
+        assert_eq!(validate(json!({})).unwrap().fleet_summary, None);
     }
 
     #[rstest]
@@ -567,6 +649,12 @@ mod tests {
     #[case::weight_too_high(json!({"topology": {"preferredWeight": 101}}), "topology.preferredWeight: 101 is out of range")]
     #[case::weight_not_a_number(json!({"topology": {"preferredWeight": "high"}}), "topology.preferredWeight: invalid type")]
     #[case::weight_without_preferred(json!({"topology": {"affinity": "required", "preferredWeight": 10}}), "topology.preferredWeight: 10 has no effect unless topology.affinity is preferred")]
+    #[case::summary_with_static_source(json!({"capacity": {"source": "static", "maxGpusPerNode": 8, "fleetSummary": {}}}), "capacity.fleetSummary: has no effect with capacity.source: static")]
+    #[case::summary_namespace_invalid(json!({"capacity": {"fleetSummary": {"namespace": "Kube"}}}), "capacity.fleetSummary.namespace: \"Kube\" is not a valid namespace name")]
+    #[case::summary_name_invalid(json!({"capacity": {"fleetSummary": {"name": "fleet/x"}}}), "capacity.fleetSummary.name: \"fleet/x\" is not a valid ConfigMap name")]
+    #[case::summary_max_age_zero(json!({"capacity": {"fleetSummary": {"maxAgeSeconds": 0}}}), "capacity.fleetSummary.maxAgeSeconds: must be at least 1")]
+    #[case::summary_max_age_negative(json!({"capacity": {"fleetSummary": {"maxAgeSeconds": -5}}}), "capacity.fleetSummary.maxAgeSeconds: invalid value")]
+    #[case::summary_unknown_key(json!({"capacity": {"fleetSummary": {"ttl": 5}}}), "capacity.fleetSummary.ttl: unknown field `ttl`")]
     #[case::alignment_with_affinity_off(json!({"topology": {"affinity": "off", "alignment": "nvlink"}}), "topology.alignment: \"nvlink\" has no effect with topology.affinity: off")]
     #[case::max_per_node_zero(json!({"capacity": {"maxGpusPerNode": 0}}), "capacity.maxGpusPerNode: must be at least 1")]
     #[case::max_per_numa_zero(json!({"capacity": {"maxGpusPerNumaNode": 0}}), "capacity.maxGpusPerNumaNode: must be at least 1")]

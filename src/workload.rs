@@ -5,12 +5,12 @@
 //! create pods in a loop that users only find in events. Guaranteed QoS and
 //! affinity are still applied to each Pod when it is created.
 
+use crate::cluster::ClusterReader;
 use crate::demand::PodDemand;
 use crate::evaluate::{is_pinned, Decision, UPDATE};
-use crate::nodes::NodeLister;
 use crate::placement;
+use crate::request::AdmissionRequest;
 use crate::settings::Config;
-use kubewarden_policy_sdk::request::KubernetesAdmissionRequest;
 use serde_json::Value;
 
 /// A workload kind and where its PodSpec sits (a JSON pointer).
@@ -75,13 +75,17 @@ pub fn find(group: &str, kind: &str) -> Option<&'static WorkloadKind> {
 /// Validates a workload being created or updated: accepted untouched unless
 /// its pod template is malformed or no node can place its pods.
 pub fn evaluate(
-    request: &KubernetesAdmissionRequest,
+    request: &AdmissionRequest,
     workload: &WorkloadKind,
     config: &Config,
-    nodes: &dyn NodeLister,
+    cluster: &dyn ClusterReader,
 ) -> Decision {
-    let Some(spec) = request
-        .object
+    // Workloads are validated only, and far rarer than Pods: read as trees.
+    let object = match read(request.object_text()) {
+        Ok(object) => object,
+        Err(message) => return Decision::reject(message),
+    };
+    let Some(spec) = object
         .pointer(workload.pod_spec)
         .filter(|spec| spec.is_object())
     else {
@@ -89,10 +93,13 @@ pub fn evaluate(
     };
     // An update that leaves the template alone (scaling, labels, finalizers)
     // is never blocked, so a broken workload can still be scaled down or deleted.
-    if request.operation == UPDATE && request.old_object.pointer(workload.pod_spec) == Some(spec) {
-        return Decision::accept();
+    if request.operation == UPDATE {
+        let old = read(request.old_object_text()).unwrap_or_default();
+        if old.pointer(workload.pod_spec) == Some(spec) {
+            return Decision::accept();
+        }
     }
-    let who = describe(request, workload);
+    let who = describe(&request.name, &object, workload);
     let demand = match PodDemand::from_pod_spec(spec, &config.gpu_resources) {
         Ok(demand) if demand.is_gpu_pod() => demand,
         Ok(_) => return Decision::accept(),
@@ -102,7 +109,7 @@ pub fn evaluate(
             ))
         }
     };
-    match placement::check(&demand, is_pinned(spec), config, nodes) {
+    match placement::check(&demand, is_pinned(spec), config, cluster) {
         Ok(warnings) => Decision {
             warnings: warnings
                 .into_iter()
@@ -114,16 +121,17 @@ pub fn evaluate(
     }
 }
 
+fn read(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|error| format!("the object cannot be read: {error}"))
+}
+
 /// `Deployment "llama-70b"` (or its generateName), for messages.
-fn describe(request: &KubernetesAdmissionRequest, workload: &WorkloadKind) -> String {
-    let name = Some(request.name.as_str())
-        .filter(|name| !name.is_empty())
-        .or_else(|| {
-            request
-                .object
-                .pointer("/metadata/generateName")
-                .and_then(Value::as_str)
-        });
+fn describe(name: &str, object: &Value, workload: &WorkloadKind) -> String {
+    let name = Some(name).filter(|name| !name.is_empty()).or_else(|| {
+        object
+            .pointer("/metadata/generateName")
+            .and_then(Value::as_str)
+    });
     match name {
         Some(name) => format!("{} {name:?}", workload.kind),
         None => workload.kind.to_owned(),

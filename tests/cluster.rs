@@ -4,10 +4,12 @@
 
 mod common;
 
-use common::{config, mutated, rejection, request};
-use gpu_topology_policy::evaluate::{evaluate_with, Decision, Verdict};
-use gpu_topology_policy::nodes::NodeLister;
-use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
+use common::{config, evaluate_request, mutated, rejection, request};
+use gpu_topology_policy::cluster::ClusterReader;
+use gpu_topology_policy::evaluate::{Decision, Verdict};
+use kubewarden_policy_sdk::host_capabilities::kubernetes::{
+    GetResourceRequest, ListAllResourcesRequest,
+};
 use rstest::rstest;
 use serde_json::{json, Value};
 use serde_yaml::Value as Yaml;
@@ -46,8 +48,12 @@ impl SessionLister {
     }
 }
 
-impl NodeLister for SessionLister {
-    fn list_nodes(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+impl ClusterReader for SessionLister {
+    fn get_resource(&self, request: &GetResourceRequest) -> Result<Vec<u8>, String> {
+        panic!("these sessions record Node lists only: {request:?}")
+    }
+
+    fn list_all_resources(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
         self.calls.set(self.calls.get() + 1);
         assert_eq!(
             serde_yaml::to_value(request).unwrap(),
@@ -61,14 +67,18 @@ impl NodeLister for SessionLister {
 /// A host that did not grant the policy access to Nodes.
 struct Refused;
 
-impl NodeLister for Refused {
-    fn list_nodes(&self, _: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+impl ClusterReader for Refused {
+    fn list_all_resources(&self, _: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
         Err("Policy has not been granted access to Kubernetes v1/Node resources.".to_owned())
+    }
+
+    fn get_resource(&self, _: &GetResourceRequest) -> Result<Vec<u8>, String> {
+        Err("Policy has not been granted access to Kubernetes v1/ConfigMap resources.".to_owned())
     }
 }
 
-fn decide(fixture: &str, settings: Value, lister: &dyn NodeLister) -> Decision {
-    evaluate_with(&request(fixture), &config(settings), lister)
+fn decide(fixture: &str, settings: Value, lister: &dyn ClusterReader) -> Decision {
+    evaluate_request(&request(fixture), &config(settings), lister)
 }
 
 fn topology(affinity: &str, alignment: &str) -> Value {
@@ -213,9 +223,13 @@ fn host_refused(#[case] settings: &str, #[case] accepted: bool, #[case] warning:
 /// A lister that fails the test when called.
 struct MustNotList;
 
-impl NodeLister for MustNotList {
-    fn list_nodes(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+impl ClusterReader for MustNotList {
+    fn list_all_resources(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
         panic!("the policy listed Nodes when it must not: {request:?}")
+    }
+
+    fn get_resource(&self, request: &GetResourceRequest) -> Result<Vec<u8>, String> {
+        panic!("the policy read the cluster when it must not: {request:?}")
     }
 }
 
@@ -226,9 +240,9 @@ impl NodeLister for MustNotList {
 fn no_listing_when_not_needed(#[case] fixture: &str, #[case] settings: Value) {
     let mut request = request(fixture);
     if fixture == "eight-gpu-pod" && settings == json!({}) {
-        request.operation = "UPDATE".to_owned();
+        request["operation"] = json!("UPDATE");
     }
-    let decision = evaluate_with(&request, &config(settings), &MustNotList);
+    let decision = evaluate_request(&request, &config(settings), &MustNotList);
     assert!(decision.warnings.is_empty(), "{:?}", decision.warnings);
 }
 
@@ -271,8 +285,8 @@ fn workloads(
     #[case] accepted: bool,
 ) {
     let mut request = request(fixture);
-    request.operation = operation.to_owned();
-    let mut old = request.object.clone();
+    request["operation"] = json!(operation);
+    let mut old = request["object"].clone();
     if !same_template {
         // The previous version asked for 1 GPU.
         for pointer in [
@@ -284,9 +298,9 @@ fn workloads(
             }
         }
     }
-    request.old_object = old;
+    request["oldObject"] = old;
     let lister = SessionLister::load(session);
-    let decision = evaluate_with(&request, &config(json!({})), &lister);
+    let decision = evaluate_request(&request, &config(json!({})), &lister);
     match decision.verdict {
         Verdict::Accept => assert!(accepted, "{decision:?}"),
         Verdict::Reject(message) => assert!(!accepted, "{message}"),

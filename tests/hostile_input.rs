@@ -3,10 +3,13 @@
 //! the admitted object replaced, one at a time, by hostile values (wrong types,
 //! huge and negative numbers, malformed quantities), under several settings,
 //! and requires an answer (a response or an error) every time, never a panic.
+//! Each hostile pod is also decided both from its text and on its whole JSON
+//! tree, which must agree: the fast reader may hand a pod to the tree, never
+//! decide it differently.
 
 mod common;
 
-use common::review;
+use common::{config, review, text_and_tree_disagree};
 use gpu_topology_policy::validate;
 use serde_json::{json, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -84,11 +87,13 @@ fn validate_never_panics_on_hostile_objects() {
     let hostile = hostile_values();
     let mut calls = 0usize;
     let mut panics = Vec::new();
+    let mut disagreements = Vec::new();
     for fixture in fixtures {
         let request = review(fixture)["request"].clone();
         let mut paths = Vec::new();
         pointers(&request["object"], "/object".to_owned(), &mut paths);
         for settings in settings_variants() {
+            let config = config(settings.clone());
             for path in &paths {
                 for value in &hostile {
                     let mut mutated = request.clone();
@@ -97,10 +102,19 @@ fn validate_never_panics_on_hostile_objects() {
                     }
                     let payload = json!({"settings": settings, "request": mutated}).to_string();
                     calls += 1;
-                    if catch_unwind(AssertUnwindSafe(|| validate(payload.as_bytes()))).is_err() {
-                        panics.push(format!(
-                            "{fixture} {path} = {value} with settings {settings}"
-                        ));
+                    let case = format!("{fixture} {path} = {value} with settings {settings}");
+                    match catch_unwind(AssertUnwindSafe(|| validate(payload.as_bytes()))) {
+                        Err(_) => panics.push(case),
+                        // The answer is written by hand around the mutated
+                        // text: it must be JSON every time.
+                        Ok(Ok(answer)) if serde_json::from_slice::<Value>(&answer).is_err() => {
+                            disagreements.push(format!("{case}: the answer is not JSON"))
+                        }
+                        Ok(_) => {
+                            if let Some(why) = text_and_tree_disagree(&mutated["object"], &config) {
+                                disagreements.push(format!("{case}:\n{why}"));
+                            }
+                        }
                     }
                 }
             }
@@ -114,6 +128,17 @@ fn validate_never_panics_on_hostile_objects() {
         panics
             .iter()
             .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(
+        disagreements.is_empty(),
+        "{} of {calls} pods were decided differently from text and tree, e.g.:\n{}",
+        disagreements.len(),
+        disagreements
+            .iter()
+            .take(5)
             .cloned()
             .collect::<Vec<_>>()
             .join("\n")

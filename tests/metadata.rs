@@ -1,6 +1,8 @@
 //! policy-metadata.yml and artifacthub-pkg.yml describe the same policy.
 
+use gpu_topology_policy::fleet_summary::summary_request;
 use gpu_topology_policy::nodes::node_list_request;
+use gpu_topology_policy::settings::FleetSummarySettings;
 use gpu_topology_policy::workload::WORKLOADS;
 use serde_yaml::Value;
 
@@ -77,10 +79,12 @@ fn rules_cover_every_validated_workload() {
 /// Node access is declared where Kubewarden and Artifact Hub read it, and is
 /// what the policy lists.
 #[test]
-fn context_aware_resources_declare_node_access() {
+fn context_aware_resources_declare_node_and_summary_access() {
     let metadata = load("policy-metadata.yml");
     let package = load("artifacthub-pkg.yml");
-    let expected: Value = serde_yaml::from_str("[{apiVersion: v1, kind: Node}]").unwrap();
+    let expected: Value =
+        serde_yaml::from_str("[{apiVersion: v1, kind: Node}, {apiVersion: v1, kind: ConfigMap}]")
+            .unwrap();
     assert_eq!(metadata["contextAwareResources"], expected);
     let annotated: Value = serde_yaml::from_str(
         package["annotations"]["kubewarden/contextAwareResources"]
@@ -93,5 +97,10 @@ fn context_aware_resources_declare_node_access() {
     assert_eq!(
         (request.api_version.as_str(), request.kind.as_str()),
         ("v1", "Node")
+    );
+    let request = summary_request(&FleetSummarySettings::default());
+    assert_eq!(
+        (request.api_version.as_str(), request.kind.as_str()),
+        ("v1", "ConfigMap")
     );
 }

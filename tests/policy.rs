@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use gpu_topology_policy::evaluate::{evaluate, Verdict};
+use gpu_topology_policy::evaluate::Verdict;
 use rstest::rstest;
 use serde_json::{json, Value};
 
@@ -65,7 +65,7 @@ use serde_json::{json, Value};
 ])]
 fn default_settings_mutate_gpu_pods(#[case] fixture: &str, #[case] expected: Vec<(&str, Value)>) {
     let decision = decide(fixture, json!({}));
-    let object = mutated(&decision);
+    let object = &mutated(&decision);
     for (pointer, value) in expected {
         assert_eq!(
             object.pointer(pointer).cloned().unwrap_or(Value::Null),
@@ -89,7 +89,7 @@ fn preferred_affinity_admits_and_prefers_numa_alignment(
     #[case] gt_value: &str,
 ) {
     let decision = decide(fixture, json!({}));
-    let object = mutated(&decision);
+    let object = &mutated(&decision);
     assert_eq!(
         required_terms(object),
         vec![
@@ -107,9 +107,9 @@ fn preferred_affinity_admits_and_prefers_numa_alignment(
 
 #[test]
 fn existing_affinity_is_anded_into_every_term_and_kept() {
-    let original = request("existing-affinity-pod").object;
+    let original = request("existing-affinity-pod")["object"].clone();
     let decision = decide("existing-affinity-pod", json!({}));
-    let object = mutated(&decision);
+    let object = &mutated(&decision);
     let user_terms = required_terms(&original);
     let terms = required_terms(object);
     assert_eq!(terms.len(), 4, "2 user terms x 2 admission terms");
@@ -175,8 +175,7 @@ fn accepted_untouched(
     if let Some((field, value)) = change {
         review["request"][field] = value;
     }
-    let request = serde_json::from_value(review["request"].clone()).unwrap();
-    let decision = evaluate(&request, &config(settings));
+    let decision = evaluate(&review["request"], &config(settings));
     assert_eq!(decision.verdict, Verdict::Accept);
 }
 
@@ -214,8 +213,8 @@ fn rejections_name_what_to_fix(
 #[case::numa_capacity_relaxed_when_preferred("eight-gpu-pod", json!({"capacity": {"maxGpusPerNode": 8, "maxGpusPerNumaNode": 4}}))]
 fn validate_mode_and_capacity_accept_what_fits(#[case] fixture: &str, #[case] settings: Value) {
     let decision = decide(fixture, settings);
-    let object = mutated(&decision);
-    let original = request(fixture).object;
+    let object = &mutated(&decision);
+    let original = request(fixture)["object"].clone();
     // Only affinity is added; resources stay as written.
     assert_eq!(object["spec"]["containers"], original["spec"]["containers"]);
     assert!(!required_terms(object).is_empty());
@@ -223,12 +222,12 @@ fn validate_mode_and_capacity_accept_what_fits(#[case] fixture: &str, #[case] se
 
 #[test]
 fn qos_off_adds_affinity_only() {
-    let original = request("training-pod-init-and-sidecar").object;
+    let original = request("training-pod-init-and-sidecar")["object"].clone();
     let decision = decide(
         "training-pod-init-and-sidecar",
         json!({"qos": {"mode": "off"}}),
     );
-    let object = mutated(&decision);
+    let object = &mutated(&decision);
     assert_eq!(object["spec"]["containers"], original["spec"]["containers"]);
     assert_eq!(
         object["spec"]["initContainers"],
@@ -256,7 +255,7 @@ fn affinity_modes(
     #[case] preferred: Vec<Value>,
 ) {
     let decision = decide("eight-gpu-pod", settings);
-    let object = mutated(&decision);
+    let object = &mutated(&decision);
     assert_eq!(required_terms(object), required);
     assert_eq!(preferences(object), preferred);
 }
@@ -267,7 +266,7 @@ fn container_scope_counts_the_largest_container() {
         "multi-container-pod",
         json!({"topology": {"scope": "container"}}),
     );
-    let terms = required_terms(mutated(&decision));
+    let terms = required_terms(&mutated(&decision));
     assert_eq!(terms[0]["matchExpressions"][0], gt("gpus", "0"));
 }
 
@@ -277,7 +276,7 @@ fn label_prefix_is_configurable() {
         "eight-gpu-pod",
         json!({"labelPrefix": "topology.example.com"}),
     );
-    let terms = required_terms(mutated(&decision));
+    let terms = required_terms(&mutated(&decision));
     assert_eq!(
         terms[0]["matchExpressions"][0]["key"],
         "topology.example.com/gpus"
@@ -290,7 +289,7 @@ fn mig_profiles_count_when_configured() {
         "mig-slice-pod",
         json!({"gpuResources": ["nvidia.com/mig-1g.10gb"]}),
     );
-    let object = mutated(&decision);
+    let object = &mutated(&decision);
     // The container's CPU request (500m) had no limit: it is copied and rounded up.
     assert_eq!(
         object["spec"]["containers"][0]["resources"]["limits"]["cpu"],
@@ -323,7 +322,8 @@ fn mutations_are_minimal_and_idempotent(
         let Verdict::Mutate(object) = &decision.verdict else {
             continue;
         };
-        for (op, path) in patch_ops(&request.object, object) {
+        let object = object.to_value().unwrap();
+        for (op, path) in patch_ops(&request["object"], &object) {
             assert_ne!(op, "remove", "{fixture}: {op} {path}");
             let allowed = path.starts_with("/spec/affinity")
                 || path.starts_with("/spec/resources/")
@@ -342,7 +342,7 @@ fn mutations_are_minimal_and_idempotent(
             }
         }
         let mut again = request.clone();
-        again.object = object.clone();
+        again["object"] = object;
         assert_eq!(
             evaluate(&again, &config).verdict,
             Verdict::Accept,
@@ -371,6 +371,7 @@ fn mutated_gpu_pods_are_guaranteed() {
         let Verdict::Mutate(object) = evaluate(&request, &config).verdict else {
             continue;
         };
+        let object = object.to_value().unwrap();
         if object["spec"].get("resources").is_some() {
             continue; // pod-level resources govern; covered above
         }
@@ -397,6 +398,53 @@ fn mutated_gpu_pods_are_guaranteed() {
                     assert!(!cpu.ends_with('m'), "{fixture}: whole CPUs, got {cpu}");
                 }
             }
+        }
+    }
+}
+
+/// Every Pod fixture under every settings variant is read by the fast text
+/// reader (no fallback to the tree) and decided exactly as on the whole tree;
+/// a mutation leaves the bytes of the fields it does not touch as they came.
+#[rstest]
+fn text_and_tree_decisions_agree(
+    #[values(
+        json!({}),
+        json!({"topology": {"affinity": "required", "alignment": "nvlink"}}),
+        json!({"topology": {"scope": "container", "alignment": "node"}}),
+        json!({"qos": {"mode": "validate"}}),
+        json!({"qos": {"mode": "off"}, "capacity": {"maxGpusPerNode": 4}})
+    )]
+    settings: Value,
+) {
+    use gpu_topology_policy::cluster::KubewardenHost;
+    use gpu_topology_policy::evaluate::{evaluate_pod, evaluate_pod_text};
+    use gpu_topology_policy::pod_text::PodText;
+    let config = config(settings);
+    for fixture in POD_FIXTURES {
+        let object = &request(fixture)["object"];
+        let text = serde_json::to_string_pretty(object).unwrap();
+        let pod = PodText::read(&text).unwrap_or_else(|| panic!("{fixture}: not read as text"));
+        let decided = evaluate_pod(pod.reduced(), &config, &KubewardenHost);
+        if let Verdict::Mutate(changed) = decided.verdict {
+            if let Err(why) = pod.rewrite(&changed) {
+                panic!("{fixture}: the text rewrite fell back to the tree: {why}");
+            }
+        }
+        if let Some(why) = text_and_tree_disagree(object, &config) {
+            panic!("{fixture}: {why}");
+        }
+        if let Verdict::Mutate(mutated) = evaluate_pod_text(&text, &config, &KubewardenHost).verdict
+        {
+            let metadata = serde_json::to_string_pretty(&object["metadata"])
+                .unwrap()
+                .replace('\n', "\n  ");
+            assert!(
+                mutated
+                    .as_str()
+                    .contains(&format!("\"metadata\": {metadata}")),
+                "{fixture}: metadata was rewritten:\n{}",
+                mutated.as_str()
+            );
         }
     }
 }

@@ -1,24 +1,38 @@
 //! One admission decision through the Wasm harness and natively, side by side.
 //!
 //! `cargo bench -p e2e-tests` (or `make bench`, which builds policy.wasm first):
-//! - `validate/<request>/wasm`: one waPC `validate` call on a warm instance
-//!   (payload serialised once, outside the loop);
-//! - `validate/<request>/wasm+patch`: the same plus the host's JSON diff, i.e.
-//!   everything the harness does to produce the patch;
+//! - `validate/<request>/wasm`: one waPC `validate` call on a warm instance,
+//!   answered as bytes (payload serialised once, outside the loop): the
+//!   policy's work in Wasm plus copying payload and response across;
+//! - `validate/<request>/wasm+host`: the same plus what the host then does:
+//!   decoding the response and diffing `mutated_object` into the patch;
 //! - `validate/<request>/native`: the policy's own `validate` entry point
-//!   compiled natively (same parsing, decision and response serialisation);
-//! - `breakdown/*`: where the time goes (waPC round trip with an empty payload,
-//!   JSON parsing of the payload, the host diff);
+//!   compiled natively (same parsing, decision and response serialisation),
+//!   the counterpart of `wasm`;
+//! - `breakdown/*`: where the time goes: a waPC round trip with an empty
+//!   payload; the native `validate` stage by stage on the 5 KB pod (reading
+//!   the payload, reading the settings as a fresh instance must, reading the
+//!   pod text, deciding on the reduced pod, rewriting the text, writing the
+//!   answer); for scale, the whole payload parsed into a JSON tree; and the
+//!   host's share (decoding the response, diffing it into the patch);
 //! - `module/*`: compiling policy.wasm and instantiating it (wapc_init included).
 //!
 //! After criterion's report a summary table prints the Wasm/native ratio.
 
+use criterion::measurement::WallTime;
 use criterion::{criterion_group, BatchSize, Criterion};
 use e2e_tests::policy::validate_payload;
 use e2e_tests::scenario::load_settings;
 use e2e_tests::{
     load_request, policy_wasm_path, repo_root, HostCapabilities, Outcome, PolicyModule,
 };
+use gpu_topology_policy::cluster::KubewardenHost;
+use gpu_topology_policy::config_cache::config_for;
+use gpu_topology_policy::evaluate::{evaluate, evaluate_pod, Verdict};
+use gpu_topology_policy::pod_text::PodText;
+use gpu_topology_policy::request::Payload;
+use gpu_topology_policy::response::to_bytes;
+use gpu_topology_policy::settings::parse_settings;
 use serde_json::Value;
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -67,8 +81,15 @@ fn module() -> PolicyModule {
     PolicyModule::load(&policy_wasm_path()).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
-fn wasm_validate(policy: &e2e_tests::Policy, payload: &[u8]) -> e2e_tests::ValidationResponse {
-    policy.validate_raw(payload).expect("wasm validate")
+/// The waPC call alone: the response bytes, as the guest wrote them.
+fn wasm_validate(policy: &e2e_tests::Policy, payload: &[u8]) -> Vec<u8> {
+    policy.call("validate", payload).expect("wasm validate")
+}
+
+/// The call plus the host's work: the response decoded, the patch computed.
+fn wasm_validate_with_host(policy: &e2e_tests::Policy, case: &Case) -> Outcome {
+    let response = policy.validate_raw(&case.payload).expect("wasm validate");
+    Outcome::new(&case.request, response)
 }
 
 fn native_validate(payload: &[u8]) -> Vec<u8> {
@@ -85,11 +106,8 @@ fn validate(c: &mut Criterion) {
         group.bench_function("wasm", |b| {
             b.iter(|| wasm_validate(&policy, black_box(&case.payload)))
         });
-        group.bench_function("wasm+patch", |b| {
-            b.iter(|| {
-                let response = wasm_validate(&policy, black_box(&case.payload));
-                Outcome::new(&case.request, response)
-            })
+        group.bench_function("wasm+host", |b| {
+            b.iter(|| wasm_validate_with_host(&policy, black_box(&case)))
         });
         group.bench_function("native", |b| {
             b.iter(|| native_validate(black_box(&case.payload)))
@@ -104,13 +122,21 @@ fn breakdown(c: &mut Criterion) {
         .instantiate(Arc::new(HostCapabilities::none()))
         .expect("instance");
     let case = cases().remove(0);
-    let response = wasm_validate(&policy, &case.payload);
+    let raw = wasm_validate(&policy, &case.payload);
+    let response = policy.validate_raw(&case.payload).expect("wasm validate");
     let mut group = c.benchmark_group("breakdown");
     group.bench_function("wapc-round-trip-empty-payload", |b| {
         b.iter(|| policy.call("protocol_version", &[]).expect("call"))
     });
     group.bench_function("native-parse-payload-json", |b| {
         b.iter(|| serde_json::from_slice::<Value>(black_box(&case.payload)).expect("json"))
+    });
+    native_stages(&mut group, &case);
+    group.bench_function("host-decode-response", |b| {
+        b.iter(|| {
+            serde_json::from_slice::<e2e_tests::ValidationResponse>(black_box(&raw))
+                .expect("response")
+        })
     });
     group.bench_function("host-json-diff", |b| {
         b.iter_batched(
@@ -120,6 +146,43 @@ fn breakdown(c: &mut Criterion) {
         )
     });
     group.finish();
+}
+
+/// The native `validate`, stage by stage, on `case` (a GPU pod that is
+/// mutated): where the policy's own time goes.
+fn native_stages(group: &mut criterion::BenchmarkGroup<'_, WallTime>, case: &Case) {
+    let payload = Payload::parse(&case.payload).expect("payload");
+    let settings = payload.settings.map_or("null", |s| s.get()).to_owned();
+    group.bench_function("native-read-payload", |b| {
+        b.iter(|| Payload::parse(black_box(&case.payload)).expect("payload"))
+    });
+    group.bench_function("native-read-settings-uncached", |b| {
+        b.iter(|| {
+            parse_settings(black_box(settings.as_bytes()))
+                .and_then(|s| s.config())
+                .expect("settings")
+        })
+    });
+    let config = config_for(payload.settings).expect("settings");
+    let text = payload.request.object_text();
+    group.bench_function("native-read-pod-text", |b| {
+        b.iter(|| PodText::read(black_box(text)).expect("pod text"))
+    });
+    let pod = PodText::read(text).expect("pod text");
+    group.bench_function("native-decide-on-reduced-pod", |b| {
+        b.iter(|| evaluate_pod(black_box(pod.reduced()), &config, &KubewardenHost))
+    });
+    let Verdict::Mutate(changed) = evaluate_pod(pod.reduced(), &config, &KubewardenHost).verdict
+    else {
+        panic!("{}: the bench request must be mutated", case.name)
+    };
+    group.bench_function("native-rewrite-text", |b| {
+        b.iter(|| pod.rewrite(black_box(&changed)).expect("rewrite"))
+    });
+    let decision = evaluate(&payload.request, &config);
+    group.bench_function("native-write-answer", |b| {
+        b.iter(|| to_bytes(black_box(&decision)).expect("answer"))
+    });
 }
 
 fn module_lifecycle(c: &mut Criterion) {
@@ -167,22 +230,21 @@ fn summary() {
         module.size_bytes()
     );
     println!(
-        "{:<14} {:>8} {:>12} {:>10} {:>12} {:>14}",
-        "request", "bytes", "wasm µs", "native µs", "wasm/native", "wasm+patch µs"
+        "{:<14} {:>8} {:>12} {:>10} {:>12} {:>13}",
+        "request", "bytes", "wasm µs", "native µs", "wasm/native", "wasm+host µs"
     );
     for case in cases() {
         let wasm = mean(|| wasm_validate(&policy, &case.payload));
         let native = mean(|| native_validate(&case.payload));
-        let with_patch =
-            mean(|| Outcome::new(&case.request, wasm_validate(&policy, &case.payload)));
+        let with_host = mean(|| wasm_validate_with_host(&policy, &case));
         println!(
-            "{:<14} {:>8} {:>12.1} {:>10.1} {:>12.2} {:>14.1}",
+            "{:<14} {:>8} {:>12.1} {:>10.1} {:>12.2} {:>13.1}",
             case.name,
             case.payload.len(),
             micros(wasm),
             micros(native),
             wasm.as_secs_f64() / native.as_secs_f64(),
-            micros(with_patch)
+            micros(with_host)
         );
     }
     let round_trip = mean(|| policy.call("protocol_version", &[]).expect("call"));

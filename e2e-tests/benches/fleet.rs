@@ -9,13 +9,18 @@
 //! Each node carries the gpu-topology.io labels (written through the label
 //! contract) and 16 other labels of real GPU nodes, since the field mask keeps
 //! every label. Measured:
-//! - `fleet/<n>/wasm`: the waPC `validate` call; the host serves the list
-//!   from the session (rewound outside the timing);
+//! - `fleet/<n>/wasm`: the waPC `validate` call, answered as bytes; the host
+//!   serves the list from the session (rewound outside the timing);
 //! - `fleet/<n>/wasm-no-cluster-view`: the same call when the host refuses
 //!   Node access (the evaluation without any listing), the baseline;
 //! - `fleet/<n>/native`: the policy's decision compiled natively, the list
 //!   handed over in memory;
-//! - `fleet/<n>/native-list-parse`: only reading the list into the fleet.
+//! - `fleet/<n>/native-list-parse`: only reading the list into the fleet;
+//! - `fleet/<n>/wasm-summary`: the waPC `validate` call with
+//!   `capacity.fleetSummary` set: the host answers one `get_resource` with
+//!   the fleet summary ConfigMap of the same fleet (session
+//!   `target/fleet-sessions/summary-<n>.yml`), and no Node is listed. Its
+//!   answer is checked to equal the one from the Node list.
 //!
 //! After criterion's report a summary table prints the means per size.
 
@@ -28,14 +33,19 @@ use e2e_tests::{
     PolicyModule, Session,
 };
 use gpu_topology::{
-    CpuManagerPolicy, Interconnect, LabelPrefix, NodeTopology, TopologyManagerPolicy,
+    CpuManagerPolicy, FleetSummary, Interconnect, LabelPrefix, NodeTopology, TopologyManagerPolicy,
     TopologyManagerScope,
 };
+use gpu_topology_policy::cluster::ClusterReader;
 use gpu_topology_policy::evaluate::evaluate_with;
-use gpu_topology_policy::nodes::{node_list_request, parse_node_list, NodeLister};
+use gpu_topology_policy::fleet_summary::summary_request;
+use gpu_topology_policy::nodes::{node_list_request, parse_node_list};
+use gpu_topology_policy::request::AdmissionRequest;
+use gpu_topology_policy::settings::FleetSummarySettings;
 use gpu_topology_policy::settings::{settings_from_value, Config};
-use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
-use kubewarden_policy_sdk::request::KubernetesAdmissionRequest;
+use kubewarden_policy_sdk::host_capabilities::kubernetes::{
+    GetResourceRequest, ListAllResourcesRequest,
+};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 use std::hint::black_box;
@@ -197,17 +207,60 @@ fn recorded_request(request: ListAllResourcesRequest) -> HostRequest {
     }
 }
 
-/// Writes the fleet's session file and loads it back, as kwctl would.
-fn session_file(size: usize) -> (PathBuf, Session) {
-    let exchange = RecordedExchange {
-        request: recorded_request(node_list_request(&LabelPrefix::default())),
+/// The summarizer's ConfigMap for the fleet in `list`, written now.
+fn summary_config_map(list: &[u8]) -> String {
+    let view = parse_node_list(list, &LabelPrefix::default()).expect("generated list parses");
+    let generated_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs();
+    let summary = FleetSummary {
+        fleet: view.fleet,
+        malformed: view.malformed,
+        generated_at,
+    };
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": "gpu-topology-fleet", "namespace": "kube-system"},
+           "data": summary.to_data()})
+    .to_string()
+}
+
+/// The summary request in the harness's (kwctl's) terms.
+fn recorded_summary_request(request: GetResourceRequest) -> HostRequest {
+    HostRequest::KubernetesGetResource {
+        api_version: request.api_version,
+        kind: request.kind,
+        name: request.name,
+        namespace: request.namespace,
+        disable_cache: request.disable_cache,
+        field_masks: request.field_masks,
+    }
+}
+
+/// Writes the fleet's session files (Node list, fleet summary) and loads them
+/// back, as kwctl would.
+fn session_files(size: usize) -> ((PathBuf, Session), Session) {
+    let list = node_list(size);
+    let summary = RecordedExchange {
+        request: recorded_summary_request(summary_request(&FleetSummarySettings::default())),
         response: Response::Success {
-            payload: node_list(size),
+            payload: summary_config_map(list.as_bytes()),
         },
     };
+    let nodes = RecordedExchange {
+        request: recorded_request(node_list_request(&LabelPrefix::default())),
+        response: Response::Success { payload: list },
+    };
+    (
+        write_session(&format!("nodes-{size}.yml"), nodes),
+        write_session(&format!("summary-{size}.yml"), summary).1,
+    )
+}
+
+fn write_session(name: &str, exchange: RecordedExchange) -> (PathBuf, Session) {
     let dir = repo_root().join("target/fleet-sessions");
     std::fs::create_dir_all(&dir).expect("session directory");
-    let path = dir.join(format!("nodes-{size}.yml"));
+    let path = dir.join(name);
     let yaml = Session::new(vec![exchange])
         .to_yaml()
         .expect("session YAML");
@@ -219,9 +272,13 @@ fn session_file(size: usize) -> (PathBuf, Session) {
 /// Hands the policy a list already in memory (the native counterpart of the host).
 struct InMemory(Vec<u8>);
 
-impl NodeLister for InMemory {
-    fn list_nodes(&self, _: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+impl ClusterReader for InMemory {
+    fn list_all_resources(&self, _: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
         Ok(self.0.clone())
+    }
+
+    fn get_resource(&self, request: &GetResourceRequest) -> Result<Vec<u8>, String> {
+        panic!("the fleet benchmark lists Nodes only: {request:?}")
     }
 }
 
@@ -231,11 +288,15 @@ struct Fleet {
     session_bytes: u64,
     with_nodes: Policy,
     refused: Policy,
+    with_summary: Policy,
 }
 
 struct Inputs {
     payload: Vec<u8>,
-    request: KubernetesAdmissionRequest,
+    /// The same request with `capacity.fleetSummary: {}` added to the settings.
+    summary_payload: Vec<u8>,
+    /// The AdmissionRequest JSON, read by the policy on each native call.
+    request: String,
     config: Config,
 }
 
@@ -244,26 +305,37 @@ fn inputs() -> Inputs {
     let request = load_request(&root.join(REQUEST)).expect("bench request");
     let settings = load_settings(&root.join(SETTINGS)).expect("example settings");
     let payload = validate_payload(&request, &settings).expect("payload");
+    let mut summary_settings = settings.clone();
+    summary_settings["capacity"]["fleetSummary"] = json!({});
+    let summary_payload = validate_payload(&request, &summary_settings).expect("payload");
     let config = settings_from_value(settings)
         .and_then(|s| s.config())
         .expect("settings");
-    let request = serde_json::from_value(request).expect("admission request");
+    let request = request.to_string();
     Inputs {
         payload,
+        summary_payload,
         request,
         config,
     }
 }
 
 fn fleets(module: &PolicyModule) -> Vec<Fleet> {
-    let node_access = BTreeSet::from([ContextAwareResource {
-        api_version: "v1".into(),
-        kind: "Node".into(),
-    }]);
+    let grant = |kinds: &[&str]| -> BTreeSet<ContextAwareResource> {
+        kinds
+            .iter()
+            .map(|kind| ContextAwareResource {
+                api_version: "v1".into(),
+                kind: (*kind).into(),
+            })
+            .collect()
+    };
+    let node_access = grant(&["Node"]);
+    let summary_access = grant(&["Node", "ConfigMap"]);
     FLEET_SIZES
         .iter()
         .map(|&size| {
-            let (path, session) = session_file(size);
+            let ((path, session), summary_session) = session_files(size);
             let list = match &session.exchanges()[0].response {
                 Response::Success { payload } => payload.clone().into_bytes(),
                 Response::Error { message } => panic!("generated an error: {message}"),
@@ -279,33 +351,44 @@ fn fleets(module: &PolicyModule) -> Vec<Fleet> {
                 refused: module
                     .instantiate(Arc::new(HostCapabilities::none()))
                     .expect("instance"),
+                with_summary: module
+                    .instantiate(Arc::new(HostCapabilities::new(
+                        summary_access.clone(),
+                        Some(&summary_session),
+                    )))
+                    .expect("instance"),
             }
         })
         .collect()
 }
 
 /// One evaluation with the cluster view; the session is rewound first.
-fn wasm_with_nodes(fleet: &Fleet, payload: &[u8]) {
-    fleet.with_nodes.capabilities().reset();
-    let response = fleet
-        .with_nodes
-        .validate_raw(payload)
-        .expect("wasm validate");
+fn wasm_with_nodes(fleet: &Fleet, payload: &[u8]) -> e2e_tests::ValidationResponse {
+    evaluate_answered(&fleet.with_nodes, payload)
+}
+
+/// One evaluation answered from the fleet summary.
+fn wasm_with_summary(fleet: &Fleet, payload: &[u8]) -> e2e_tests::ValidationResponse {
+    evaluate_answered(&fleet.with_summary, payload)
+}
+
+/// Rewinds `policy`'s session, evaluates, and checks that every host call
+/// was answered (a refused call would silently take another path).
+fn evaluate_answered(policy: &Policy, payload: &[u8]) -> e2e_tests::ValidationResponse {
+    policy.capabilities().reset();
+    let response = policy.validate_raw(payload).expect("wasm validate");
     assert!(response.accepted, "{:?}", response.message);
+    let calls = policy.capabilities().calls();
     assert!(
-        fleet
-            .with_nodes
-            .capabilities()
-            .calls()
-            .iter()
-            .all(|c| c.error.is_none()),
-        "the host refused the listing: {:?}",
-        fleet.with_nodes.capabilities().calls()
+        calls.iter().all(|c| c.error.is_none()),
+        "the host refused a call: {calls:?}"
     );
+    response
 }
 
 fn native(inputs: &Inputs, list: &[u8]) {
-    let decision = evaluate_with(&inputs.request, &inputs.config, &InMemory(list.to_vec()));
+    let request = AdmissionRequest::parse(&inputs.request).expect("admission request");
+    let decision = evaluate_with(&request, &inputs.config, &InMemory(list.to_vec()));
     black_box(decision);
 }
 
@@ -320,7 +403,7 @@ fn scale(c: &mut Criterion) {
                 |()| {
                     fleet
                         .with_nodes
-                        .validate_raw(&inputs.payload)
+                        .call("validate", &inputs.payload)
                         .expect("validate")
                 },
                 BatchSize::PerIteration,
@@ -330,9 +413,21 @@ fn scale(c: &mut Criterion) {
             b.iter(|| {
                 fleet
                     .refused
-                    .validate_raw(&inputs.payload)
+                    .call("validate", &inputs.payload)
                     .expect("validate")
             })
+        });
+        group.bench_function("wasm-summary", |b| {
+            b.iter_batched(
+                || fleet.with_summary.capabilities().reset(),
+                |()| {
+                    fleet
+                        .with_summary
+                        .call("validate", &inputs.summary_payload)
+                        .expect("validate")
+                },
+                BatchSize::PerIteration,
+            )
         });
         group.bench_function("native", |b| b.iter(|| native(&inputs, &fleet.list)));
         group.bench_function("native-list-parse", |b| {
@@ -365,30 +460,50 @@ fn summary() {
     let inputs = inputs();
     println!("\nsummary (mean of {SUMMARY_ITERATIONS} calls; 8-GPU pod, examples/settings.yaml)");
     println!(
-        "{:>6} {:>11} {:>12} {:>9} {:>13} {:>10} {:>11}",
-        "nodes", "list bytes", "session bytes", "wasm ms", "wasm no-view", "native ms", "parse ms"
+        "{:>6} {:>11} {:>12} {:>9} {:>13} {:>12} {:>10} {:>11}",
+        "nodes",
+        "list bytes",
+        "session bytes",
+        "wasm ms",
+        "wasm no-view",
+        "wasm summary",
+        "native ms",
+        "parse ms"
     );
     for fleet in fleets(&module) {
-        let wasm = mean(|| wasm_with_nodes(&fleet, &inputs.payload));
+        // Both views of the fleet give the same answer.
+        let from_list = wasm_with_nodes(&fleet, &inputs.payload);
+        let from_summary = wasm_with_summary(&fleet, &inputs.summary_payload);
+        assert_eq!(
+            (&from_list.mutated_object, &from_list.warnings),
+            (&from_summary.mutated_object, &from_summary.warnings),
+            "{} nodes: the summary and the Node list disagree",
+            fleet.size
+        );
+        let wasm = mean(|| {
+            fleet.with_nodes.capabilities().reset();
+            black_box(fleet.with_nodes.call("validate", &inputs.payload)).expect("validate");
+        });
+        let summary_time = mean(|| {
+            fleet.with_summary.capabilities().reset();
+            black_box(fleet.with_summary.call("validate", &inputs.summary_payload))
+                .expect("validate");
+        });
         let refused = mean(|| {
-            black_box(
-                fleet
-                    .refused
-                    .validate_raw(&inputs.payload)
-                    .expect("validate"),
-            );
+            black_box(fleet.refused.call("validate", &inputs.payload)).expect("validate");
         });
         let native_time = mean(|| native(&inputs, &fleet.list));
         let parse = mean(|| {
             black_box(parse_node_list(&fleet.list, &LabelPrefix::default()).expect("parse"));
         });
         println!(
-            "{:>6} {:>11} {:>12} {:>9.3} {:>13.3} {:>10.3} {:>11.3}",
+            "{:>6} {:>11} {:>12} {:>9.3} {:>13.3} {:>12.3} {:>10.3} {:>11.3}",
             fleet.size,
             fleet.list.len(),
             fleet.session_bytes,
             millis(wasm),
             millis(refused),
+            millis(summary_time),
             millis(native_time),
             millis(parse)
         );

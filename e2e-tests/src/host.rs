@@ -9,7 +9,7 @@
 
 use crate::session::{HostRequest, Replay, Session};
 use serde_json::{Map, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// The error type waPC host callbacks return.
@@ -34,13 +34,27 @@ pub struct ContextAwareResource {
     pub kind: String,
 }
 
+/// How many host calls and log lines an instance remembers: far more than one
+/// evaluation makes, and bounded, so that a benchmark's millions of calls
+/// neither grow the host's memory nor slow it down.
+pub const HISTORY: usize = 256;
+
 /// What the host offers one evaluation: the allow list and the recorded cluster.
 #[derive(Debug, Default)]
 pub struct HostCapabilities {
     allowed: BTreeSet<ContextAwareResource>,
     replay: Option<Mutex<Replay>>,
-    calls: Mutex<Vec<HostCall>>,
-    log_lines: Mutex<Vec<String>>,
+    calls: Mutex<VecDeque<HostCall>>,
+    log_lines: Mutex<VecDeque<String>>,
+}
+
+/// Appends `item`, forgetting the oldest beyond [`HISTORY`].
+fn remember<T>(history: &Mutex<VecDeque<T>>, item: T) {
+    let mut history = lock(history);
+    if history.len() == HISTORY {
+        history.pop_front();
+    }
+    history.push_back(item);
 }
 
 /// Locks, recovering the data if a previous holder panicked (a test failure
@@ -64,14 +78,15 @@ impl HostCapabilities {
         }
     }
 
-    /// Every host call the guest made so far.
+    /// The host calls the guest made so far (the last [`HISTORY`]).
     pub fn calls(&self) -> Vec<HostCall> {
-        lock(&self.calls).clone()
+        lock(&self.calls).iter().cloned().collect()
     }
 
-    /// Log events the policy emitted through `kubewarden/tracing/log`.
+    /// Log events the policy emitted through `kubewarden/tracing/log` (the
+    /// last [`HISTORY`]).
     pub fn log_lines(&self) -> Vec<String> {
-        lock(&self.log_lines).clone()
+        lock(&self.log_lines).iter().cloned().collect()
     }
 
     /// Recorded exchanges the policy never requested.
@@ -99,16 +114,22 @@ impl HostCapabilities {
     ) -> Result<Vec<u8>, CallbackError> {
         if (binding, namespace, operation) == ("kubewarden", "tracing", "log") {
             // Logging must never fail an evaluation, whatever the payload.
-            lock(&self.log_lines).push(String::from_utf8_lossy(payload).into_owned());
+            remember(
+                &self.log_lines,
+                String::from_utf8_lossy(payload).into_owned(),
+            );
             return Ok(Vec::new());
         }
         let (request, outcome) = self.dispatch(binding, namespace, operation, payload);
-        lock(&self.calls).push(HostCall {
-            namespace: namespace.to_owned(),
-            operation: operation.to_owned(),
-            request,
-            error: outcome.as_ref().err().cloned(),
-        });
+        remember(
+            &self.calls,
+            HostCall {
+                namespace: namespace.to_owned(),
+                operation: operation.to_owned(),
+                request,
+                error: outcome.as_ref().err().cloned(),
+            },
+        );
         outcome.map_err(CallbackError::from)
     }
 
@@ -318,5 +339,25 @@ mod tests {
         );
         assert_eq!(host.log_lines().len(), 1);
         assert!(host.calls().is_empty());
+    }
+
+    #[test]
+    fn remembers_only_the_latest_calls() {
+        let host = HostCapabilities::none();
+        for index in 0..HISTORY + 10 {
+            let payload = format!(r#"{{"line":{index}}}"#);
+            host.handle("kubewarden", "tracing", "log", payload.as_bytes())
+                .unwrap();
+            let _refused = host.handle(
+                "kubewarden",
+                "kubernetes",
+                "list_resources_all",
+                LIST_NODES.as_bytes(),
+            );
+        }
+        let lines = host.log_lines();
+        assert_eq!(lines.len(), HISTORY);
+        assert_eq!(lines.first().unwrap(), r#"{"line":10}"#);
+        assert_eq!(host.calls().len(), HISTORY);
     }
 }

@@ -124,6 +124,9 @@ pub struct Expectation {
     pub allowed: Option<bool>,
     pub message: Option<Fragments>,
     pub warning: Option<String>,
+    /// The response carries no warning at all.
+    #[serde(default)]
+    pub no_warnings: bool,
     pub patch: Option<Vec<ExpectedOperation>>,
     pub patched: Option<BTreeMap<String, Value>>,
     pub patched_any_order: Option<BTreeMap<String, Vec<Value>>>,
@@ -323,6 +326,9 @@ pub fn check_outcome(request: &Value, outcome: &Outcome, expect: &Expectation) -
                 outcome.warnings
             ));
         }
+    }
+    if expect.no_warnings && !outcome.warnings.is_empty() {
+        failures.push(format!("expected no warning, got {:?}", outcome.warnings));
     }
     if let Some(expected) = &expect.patch {
         failures.extend(patch_differences(outcome, expected));

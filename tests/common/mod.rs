@@ -2,9 +2,10 @@
 
 #![allow(dead_code)] // each test crate uses a different subset
 
-use gpu_topology_policy::evaluate::{evaluate, Decision, Verdict};
+use gpu_topology_policy::cluster::{ClusterReader, KubewardenHost};
+use gpu_topology_policy::evaluate::{evaluate_with, Decision, Verdict};
+use gpu_topology_policy::request::AdmissionRequest;
 use gpu_topology_policy::settings::{settings_from_value, Config};
-use kubewarden_policy_sdk::request::KubernetesAdmissionRequest;
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -39,12 +40,24 @@ pub fn review(name: &str) -> Value {
 }
 
 /// The admission request of fixture `name`.
-pub fn request(name: &str) -> KubernetesAdmissionRequest {
-    serde_json::from_value(review(name)["request"].clone()).unwrap()
+pub fn request(name: &str) -> Value {
+    review(name)["request"].clone()
 }
 
 pub fn config(settings: Value) -> Config {
     settings_from_value(settings).unwrap().config().unwrap()
+}
+
+/// Evaluates `request` as the entry point does: from its JSON text.
+pub fn evaluate_request(request: &Value, config: &Config, cluster: &dyn ClusterReader) -> Decision {
+    let text = request.to_string();
+    evaluate_with(&AdmissionRequest::parse(&text).unwrap(), config, cluster)
+}
+
+/// Evaluates `request` with the Kubewarden host, which natively answers no
+/// Node listing.
+pub fn evaluate(request: &Value, config: &Config) -> Decision {
+    evaluate_request(request, config, &KubewardenHost)
 }
 
 pub fn decide(name: &str, settings: Value) -> Decision {
@@ -52,9 +65,9 @@ pub fn decide(name: &str, settings: Value) -> Decision {
 }
 
 /// The mutated object, failing the test on any other verdict.
-pub fn mutated(decision: &Decision) -> &Value {
+pub fn mutated(decision: &Decision) -> Value {
     match &decision.verdict {
-        Verdict::Mutate(object) => object,
+        Verdict::Mutate(object) => object.to_value().unwrap(),
         other => panic!("expected a mutation, got {other:?}"),
     }
 }
@@ -108,4 +121,22 @@ pub fn gt(name: &str, value: &str) -> Value {
 
 pub fn not_single_numa_node() -> Value {
     serde_json::json!({"key": "gpu-topology.io/topology-manager-policy", "operator": "NotIn", "values": ["single-numa-node"]})
+}
+
+/// Decides on the pod `object` both ways: from its text, as the entry point
+/// does (reduced pod, values spliced into the text), and on its whole JSON
+/// tree. They must agree; returns why not.
+pub fn text_and_tree_disagree(object: &Value, config: &Config) -> Option<String> {
+    use gpu_topology_policy::evaluate::{evaluate_pod, evaluate_pod_text};
+    let text = object.to_string();
+    let from_text = evaluate_pod_text(&text, config, &KubewardenHost);
+    let from_tree = evaluate_pod(object, config, &KubewardenHost);
+    let same_verdict = match (&from_text.verdict, &from_tree.verdict) {
+        (Verdict::Accept, Verdict::Accept) => true,
+        (Verdict::Reject(a), Verdict::Reject(b)) => a == b,
+        (Verdict::Mutate(a), Verdict::Mutate(b)) => a.to_value().ok().as_ref() == Some(b),
+        _ => false,
+    };
+    (!same_verdict || from_text.warnings != from_tree.warnings)
+        .then(|| format!("text: {from_text:?}\ntree: {from_tree:?}"))
 }

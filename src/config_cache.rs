@@ -1,0 +1,98 @@
+//! Settings read once per distinct settings text.
+//!
+//! The host sends the policy's settings with every `validate` call. Reading
+//! them (unknown-key checks, quantity parsing) costs as much as a small
+//! decision, and they rarely change, so the [`Config`] of the last few
+//! settings texts is kept. Within one instance only; an instance that is
+//! created per request (Kubewarden's policy-server) simply reads them once.
+
+use crate::settings::{parse_settings, Config};
+use serde_json::value::RawValue;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// More distinct settings than one policy instance normally sees.
+const CAPACITY: usize = 4;
+/// The text standing for absent settings.
+const NO_SETTINGS: &str = "null";
+
+thread_local! {
+    /// (settings text, its config), most recently read last.
+    static CONFIGS: RefCell<Vec<(String, Rc<Config>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The config for the settings in the `validate` payload (`None`: defaults),
+/// or why they are invalid.
+pub fn config_for(settings: Option<&RawValue>) -> Result<Rc<Config>, String> {
+    let text = settings.map_or(NO_SETTINGS, RawValue::get);
+    let cached = CONFIGS.with_borrow(|configs| {
+        configs
+            .iter()
+            .find(|(known, _)| known == text)
+            .map(|(_, config)| Rc::clone(config))
+    });
+    if let Some(config) = cached {
+        return Ok(config);
+    }
+    let config = Rc::new(parse_settings(text.as_bytes())?.config()?);
+    CONFIGS.with_borrow_mut(|configs| {
+        if configs.len() == CAPACITY {
+            configs.remove(0);
+        }
+        configs.push((text.to_owned(), Rc::clone(&config)));
+    });
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::QosMode;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn the_same_text_is_read_once() {
+        let settings = raw(r#"{"qos": {"mode": "validate"}}"#);
+        let first = config_for(Some(&settings)).unwrap();
+        let second = config_for(Some(&settings)).unwrap();
+        assert!(Rc::ptr_eq(&first, &second));
+        assert_eq!(first.qos.mode, QosMode::Validate);
+    }
+
+    #[test]
+    fn different_texts_get_their_own_config() {
+        let validate = config_for(Some(&raw(r#"{"qos": {"mode": "validate"}}"#))).unwrap();
+        let off = config_for(Some(&raw(r#"{"qos": {"mode": "off"}}"#))).unwrap();
+        let defaults = config_for(None).unwrap();
+        assert_eq!(
+            (validate.qos.mode, off.qos.mode, defaults.qos.mode),
+            (QosMode::Validate, QosMode::Off, Config::default().qos.mode)
+        );
+    }
+
+    #[test]
+    fn older_texts_are_dropped_beyond_capacity() {
+        let texts: Vec<String> = (1..=CAPACITY + 1)
+            .map(|weight| format!(r#"{{"topology": {{"preferredWeight": {weight}}}}}"#))
+            .collect();
+        let first = config_for(Some(&raw(&texts[0]))).unwrap();
+        for text in &texts[1..] {
+            config_for(Some(&raw(text))).unwrap();
+        }
+        let again = config_for(Some(&raw(&texts[0]))).unwrap();
+        assert!(!Rc::ptr_eq(&first, &again), "evicted, so read again");
+        assert_eq!(*first, *again);
+    }
+
+    #[test]
+    fn invalid_settings_are_an_error_every_time() {
+        let bad = raw(r#"{"qos": {"mode": "sometimes"}}"#);
+        for _ in 0..2 {
+            let message = config_for(Some(&bad)).unwrap_err();
+            assert!(message.contains("qos.mode"), "{message}");
+        }
+    }
+}

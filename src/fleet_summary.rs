@@ -1,0 +1,197 @@
+//! The fleet summary ConfigMap that `gpu-topology-labeler summarize` writes
+//! (format: `gpu_topology::summary`), read with one `get_resource` call.
+//!
+//! On large clusters the Node list costs milliseconds per admission request,
+//! to the policy-server and to the policy alike; the summary is a few hundred
+//! bytes whatever the node count, and the host caches `get_resource` answers
+//! for a few seconds. A summary older than `maxAgeSeconds` is not trusted,
+//! so a stopped summarizer makes the policy list Nodes again rather than
+//! decide on a stale fleet.
+
+use crate::cluster::ClusterReader;
+use crate::nodes::ClusterView;
+use crate::settings::FleetSummarySettings;
+use gpu_topology::FleetSummary;
+use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+const CONFIG_MAP_API_VERSION: &str = "v1";
+const CONFIG_MAP_KIND: &str = "ConfigMap";
+/// Only `data` is read; the host prunes the rest of the ConfigMap's body.
+pub const SUMMARY_FIELD_MASK: &str = "data";
+
+/// The `get_resource` request for the summary ConfigMap. The host's short
+/// cache is kept: the summary changes once per summarizer interval.
+pub fn summary_request(settings: &FleetSummarySettings) -> GetResourceRequest {
+    GetResourceRequest {
+        api_version: CONFIG_MAP_API_VERSION.to_owned(),
+        kind: CONFIG_MAP_KIND.to_owned(),
+        name: settings.name.clone(),
+        namespace: Some(settings.namespace.clone()),
+        disable_cache: false,
+        field_masks: Some(BTreeSet::from([SUMMARY_FIELD_MASK.to_owned()])),
+    }
+}
+
+/// Reads the summary and checks its age against `now` (Unix seconds); `Err`
+/// says why it is not used, for the warning.
+pub fn read_summary(
+    cluster: &dyn ClusterReader,
+    settings: &FleetSummarySettings,
+    now: Option<u64>,
+) -> Result<ClusterView, String> {
+    let location = format!(
+        "the fleet summary ConfigMap {}/{}",
+        settings.namespace, settings.name
+    );
+    let answer = cluster
+        .get_resource(&summary_request(settings))
+        .map_err(|problem| {
+            format!(
+                "{location} is unavailable: {}",
+                problem.trim_end_matches('.')
+            )
+        })?;
+    let summary =
+        parse_summary(&answer).map_err(|problem| format!("{location} is unreadable: {problem}"))?;
+    let now = now.ok_or_else(|| format!("{location} cannot be dated: the clock is unavailable"))?;
+    let age = summary.age(now);
+    if age > settings.max_age_seconds {
+        return Err(format!(
+            "{location} is {age} s old, more than capacity.fleetSummary.maxAgeSeconds ({}): is the summarizer running?",
+            settings.max_age_seconds
+        ));
+    }
+    Ok(ClusterView {
+        fleet: summary.fleet,
+        malformed: summary.malformed,
+        first_problem: None,
+    })
+}
+
+/// Reads the summary out of the ConfigMap JSON.
+pub fn parse_summary(config_map: &[u8]) -> Result<FleetSummary, String> {
+    #[derive(Deserialize)]
+    struct ConfigMap {
+        #[serde(default)]
+        data: Option<BTreeMap<String, String>>,
+    }
+    let config_map: ConfigMap =
+        serde_json::from_slice(config_map).map_err(|error| format!("not a ConfigMap: {error}"))?;
+    let data = config_map.data.unwrap_or_default();
+    FleetSummary::from_data(data.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(|error| error.to_string())
+}
+
+/// The wall clock in Unix seconds (WASI's clock in Wasm); `None` if it is
+/// before 1970, which no summary can be compared with.
+pub fn now() -> Option<u64> {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .ok()
+        .map(|elapsed| elapsed.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpu_topology::{Fleet, NodeTopology};
+    use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
+    use rstest::rstest;
+    use serde_json::json;
+
+    const WRITTEN_AT: u64 = 1_764_450_000;
+
+    fn summary() -> FleetSummary {
+        let mut fleet = Fleet::new();
+        let node = NodeTopology {
+            gpus: Some(8),
+            gpus_per_numa_max: Some(4),
+            ..NodeTopology::default()
+        };
+        fleet.add_nodes(node, 40);
+        FleetSummary {
+            fleet,
+            malformed: 2,
+            generated_at: WRITTEN_AT,
+        }
+    }
+
+    fn config_map(summary: &FleetSummary) -> Vec<u8> {
+        json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "gpu-topology-fleet", "namespace": "kube-system"},
+            "data": summary.to_data(),
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    /// Answers `get_resource` with `answer`, after checking the request.
+    struct Host(Result<Vec<u8>, String>);
+
+    impl ClusterReader for Host {
+        fn list_all_resources(&self, _: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+            unreachable!("the summary is read with get_resource")
+        }
+        fn get_resource(&self, request: &GetResourceRequest) -> Result<Vec<u8>, String> {
+            assert_eq!(
+                (
+                    request.kind.as_str(),
+                    request.name.as_str(),
+                    request.namespace.as_deref()
+                ),
+                ("ConfigMap", "gpu-topology-fleet", Some("kube-system"))
+            );
+            self.0.clone()
+        }
+    }
+
+    #[test]
+    fn a_fresh_summary_is_the_cluster_view() {
+        let host = Host(Ok(config_map(&summary())));
+        let view = read_summary(
+            &host,
+            &FleetSummarySettings::default(),
+            Some(WRITTEN_AT + 60),
+        )
+        .unwrap();
+        assert_eq!(view.fleet, summary().fleet);
+        assert_eq!(view.malformed, 2);
+    }
+
+    #[rstest]
+    #[case::refused(Err("Policy has not been granted access to Kubernetes v1/ConfigMap resources.".into()), Some(WRITTEN_AT),
+        "the fleet summary ConfigMap kube-system/gpu-topology-fleet is unavailable: Policy has not been granted access to Kubernetes v1/ConfigMap resources")]
+    #[case::stale(Ok(config_map(&summary())), Some(WRITTEN_AT + 301),
+        "is 301 s old, more than capacity.fleetSummary.maxAgeSeconds (300): is the summarizer running?")]
+    #[case::no_clock(Ok(config_map(&summary())), None, "cannot be dated: the clock is unavailable")]
+    #[case::not_json(Ok(b"{".to_vec()), Some(WRITTEN_AT), "is unreadable: not a ConfigMap")]
+    #[case::no_data(Ok(br#"{"kind": "ConfigMap"}"#.to_vec()), Some(WRITTEN_AT), "is unreadable: the fleet summary has no \"format\" entry")]
+    #[case::data_not_strings(Ok(br#"{"data": {"format": 1}}"#.to_vec()), Some(WRITTEN_AT), "is unreadable: not a ConfigMap")]
+    fn an_unusable_summary_is_an_error_saying_why(
+        #[case] answer: Result<Vec<u8>, String>,
+        #[case] now: Option<u64>,
+        #[case] expected: &str,
+    ) {
+        let error = read_summary(&Host(answer), &FleetSummarySettings::default(), now).unwrap_err();
+        assert!(error.contains(expected), "{error}");
+    }
+
+    #[test]
+    fn the_request_reads_only_the_data() {
+        let request = summary_request(&FleetSummarySettings::default());
+        assert_eq!(
+            request.field_masks,
+            Some(BTreeSet::from(["data".to_owned()]))
+        );
+        assert!(!request.disable_cache);
+    }
+
+    #[test]
+    fn the_clock_reads_after_2020() {
+        assert!(now().unwrap() > 1_577_836_800);
+    }
+}

@@ -1,0 +1,506 @@
+//! A Pod's JSON text, read for the few fields the policy decides on and
+//! rewritten in place: a mutation replaces only the bytes of the values it
+//! changes and leaves every other byte as the API server sent it.
+//!
+//! Reading a 5 KB pod into a JSON tree, cloning it and writing it back costs
+//! far more than the decision itself. [`PodText::read`] instead scans the
+//! text once (and each container list once more), keeps where each field the
+//! policy may rewrite sits, and builds
+//! the *reduced pod*: a small JSON tree holding only the fields the policy
+//! reads (`spec.containers[].{name,restartPolicy,resources}`, the same for
+//! `initContainers`, `spec.resources`, `spec.nodeName`, `spec.affinity`).
+//! The decision runs on the reduced pod, and [`PodText::rewrite`] splices the
+//! values it changed back into the original text: a changed value in place,
+//! an added field after a sibling (container `resources` after its `name`,
+//! pod-level fields after the container list).
+//!
+//! Text the reader does not expect (a duplicated key, a field of the wrong
+//! type) is not guessed at: `read` answers `None` and the caller decides on
+//! the whole JSON tree instead, which names the problem.
+
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::fmt;
+use std::marker::PhantomData;
+
+/// The PodSpec fields the policy may rewrite, besides container resources.
+const SPEC_RESOURCES: &str = "resources";
+const SPEC_AFFINITY: &str = "affinity";
+/// The container field the policy may rewrite.
+const CONTAINER_RESOURCES: &str = "resources";
+/// The container lists, in the order the reduced pod holds them.
+const CONTAINER_LISTS: [&str; 2] = ["initContainers", "containers"];
+
+/// A Pod's text with the places of the fields the policy reads.
+#[derive(Debug)]
+pub struct PodText<'a> {
+    text: &'a str,
+    reduced: Value,
+    spec: Option<SpecPlaces>,
+}
+
+/// Byte range of a JSON value within the pod text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    start: usize,
+    end: usize,
+}
+
+/// Where a field the policy may rewrite is, or can be added: the span of its
+/// value when present; else the end of a sibling value, after which
+/// `,"key":value` can be inserted (`None`: nowhere to add it).
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    value: Option<Span>,
+    after: Option<usize>,
+}
+
+#[derive(Debug)]
+struct SpecPlaces {
+    resources: Slot,
+    affinity: Slot,
+    /// Per list of [`CONTAINER_LISTS`], each container's `resources` slot.
+    containers: [Vec<Slot>; 2],
+}
+
+// What the reader takes out of the text, in one pass over the pod and one
+// over each container list. `present` keeps a `null` value as present, so
+// that a rewrite replaces it rather than adding a second key.
+
+#[derive(Deserialize)]
+struct PodFields<'a> {
+    #[serde(borrow, default)]
+    spec: Option<Object<SpecFields<'a>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SpecFields<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    init_containers: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    containers: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    resources: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    node_name: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    affinity: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ContainerFields<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    restart_policy: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    resources: Option<&'a RawValue>,
+}
+
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(deserializer).map(Some)
+}
+
+/// `T` read from a JSON object only. Derived readers also take a list (fields
+/// by position), which is no Kubernetes object: refused here.
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Fields<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer
+            .deserialize_map(Fields(PhantomData))
+            .map(Object)
+    }
+}
+
+impl<'a> PodText<'a> {
+    /// Reads the pod `text`, or `None` when its shape is not one this reader
+    /// handles (see the module documentation).
+    pub fn read(text: &'a str) -> Option<Self> {
+        let pod: Object<PodFields> = serde_json::from_str(text).ok()?;
+        let Some(Object(fields)) = pod.0.spec else {
+            return Some(PodText {
+                text,
+                reduced: Value::Object(Map::new()),
+                spec: None,
+            });
+        };
+        let mut reduced = Map::new();
+        let mut containers: [Vec<Slot>; 2] = [Vec::new(), Vec::new()];
+        for ((field, list), slots) in CONTAINER_LISTS
+            .iter()
+            .zip([fields.init_containers, fields.containers])
+            .zip(containers.iter_mut())
+        {
+            let Some(list) = list.filter(|list| list.get() != "null") else {
+                continue;
+            };
+            let items: Vec<Object<ContainerFields>> = serde_json::from_str(list.get()).ok()?;
+            let mut reduced_items = Vec::with_capacity(items.len());
+            for Object(container) in items {
+                let mut reduced_container = Map::new();
+                for (key, value) in [
+                    ("name", container.name),
+                    ("restartPolicy", container.restart_policy),
+                    (CONTAINER_RESOURCES, container.resources),
+                ] {
+                    if let Some(value) = value {
+                        reduced_container.insert(key.to_owned(), parse(value)?);
+                    }
+                }
+                slots.push(Slot {
+                    value: optional_span(text, container.resources)?,
+                    after: optional_span(text, container.name)?.map(|name| name.end),
+                });
+                reduced_items.push(Value::Object(reduced_container));
+            }
+            reduced.insert((*field).to_owned(), Value::Array(reduced_items));
+        }
+        for (key, value) in [
+            (SPEC_RESOURCES, fields.resources),
+            ("nodeName", fields.node_name),
+            (SPEC_AFFINITY, fields.affinity),
+        ] {
+            if let Some(value) = value {
+                reduced.insert(key.to_owned(), parse(value)?);
+            }
+        }
+        // Pod-level fields are added after a container list, which every pod
+        // the policy mutates has (its GPUs are requested there).
+        let after =
+            optional_span(text, fields.containers.or(fields.init_containers))?.map(|list| list.end);
+        let slot = |value: Option<&RawValue>| -> Option<Slot> {
+            Some(Slot {
+                value: optional_span(text, value)?,
+                after,
+            })
+        };
+        let spec = SpecPlaces {
+            resources: slot(fields.resources)?,
+            affinity: slot(fields.affinity)?,
+            containers,
+        };
+        let mut pod = Map::new();
+        pod.insert("spec".to_owned(), Value::Object(reduced));
+        Some(PodText {
+            text,
+            reduced: Value::Object(pod),
+            spec: Some(spec),
+        })
+    }
+
+    /// The pod with only the fields the policy reads.
+    pub fn reduced(&self) -> &Value {
+        &self.reduced
+    }
+
+    /// The pod text with the changes from [`reduced`](Self::reduced) to
+    /// `changed` written in. Changes outside the fields this reader places
+    /// are an error, never dropped silently.
+    pub fn rewrite(&self, changed: &Value) -> Result<String, String> {
+        let unplaceable = || "the decision changed a field the rewrite cannot place".to_owned();
+        let Some(places) = &self.spec else {
+            return if *changed == self.reduced {
+                Ok(self.text.to_owned())
+            } else {
+                Err(unplaceable())
+            };
+        };
+        let before = &self.reduced["spec"];
+        let after = changed.get("spec").ok_or("the rewrite lost spec")?;
+        let pod_level = [SPEC_RESOURCES, SPEC_AFFINITY];
+        if !same_except(&self.reduced, changed, &["spec"])
+            || !same_except(
+                before,
+                after,
+                &[&pod_level[..], &CONTAINER_LISTS[..]].concat(),
+            )
+        {
+            return Err(unplaceable());
+        }
+        let mut edits = Vec::new();
+        for (key, slot) in pod_level.iter().zip([&places.resources, &places.affinity]) {
+            edits.extend(edit(key, slot, before.get(key), after.get(key))?);
+        }
+        for (field, slots) in CONTAINER_LISTS.iter().zip(&places.containers) {
+            let length = |spec: &Value| spec.get(field).and_then(Value::as_array).map(Vec::len);
+            if length(before) != length(after) {
+                return Err(unplaceable());
+            }
+            for (index, slot) in slots.iter().enumerate() {
+                let container = |spec| container_at(spec, field, index);
+                let (old, new) = (container(before), container(after));
+                if !same_except(
+                    old.unwrap_or(&Value::Null),
+                    new.unwrap_or(&Value::Null),
+                    &[CONTAINER_RESOURCES],
+                ) {
+                    return Err(unplaceable());
+                }
+                let (old, new) = (
+                    old.and_then(|c| c.get(CONTAINER_RESOURCES)),
+                    new.and_then(|c| c.get(CONTAINER_RESOURCES)),
+                );
+                edits.extend(edit(CONTAINER_RESOURCES, slot, old, new)?);
+            }
+        }
+        splice(self.text, edits)
+    }
+}
+
+/// True when `before` and `after` agree on everything but the fields `except`
+/// (objects), or are equal (anything else).
+fn same_except(before: &Value, after: &Value, except: &[&str]) -> bool {
+    match (before.as_object(), after.as_object()) {
+        (Some(before), Some(after)) => {
+            let kept = |(key, _): &(&String, &Value)| !except.contains(&key.as_str());
+            before.iter().filter(kept).eq(after.iter().filter(kept))
+        }
+        _ => before == after,
+    }
+}
+
+/// One change to the text: replace `span` (empty for an insertion) by `text`.
+struct Edit {
+    span: Span,
+    text: String,
+}
+
+/// The edit that takes `key` of `slot` from `old` to `new`, if it changed.
+fn edit(
+    key: &str,
+    slot: &Slot,
+    old: Option<&Value>,
+    new: Option<&Value>,
+) -> Result<Option<Edit>, String> {
+    if old == new {
+        return Ok(None);
+    }
+    let new = new.ok_or_else(|| format!("the decision removed {key}"))?;
+    let json = serde_json::to_string(new).map_err(|error| error.to_string())?;
+    let edit = match (slot.value, slot.after) {
+        (Some(span), _) => Edit { span, text: json },
+        (None, Some(at)) => Edit {
+            span: Span { start: at, end: at },
+            text: format!(",{}:{json}", Value::from(key)),
+        },
+        (None, None) => return Err(format!("no place to add {key}")),
+    };
+    Ok(Some(edit))
+}
+
+/// Applies `edits` to `text`; insertions at one place keep their order.
+fn splice(text: &str, mut edits: Vec<Edit>) -> Result<String, String> {
+    edits.sort_by_key(|edit| (edit.span.start, edit.span.end));
+    let extra: usize = edits.iter().map(|edit| edit.text.len()).sum();
+    let mut out = String::with_capacity(text.len() + extra);
+    let mut copied = 0;
+    for edit in edits {
+        // Spans never overlap; an overlap would be a bug here, so refuse it.
+        let before = text
+            .get(copied..edit.span.start)
+            .ok_or("the rewrite's edits overlap")?;
+        out.push_str(before);
+        out.push_str(&edit.text);
+        copied = edit.span.end;
+    }
+    out.push_str(text.get(copied..).unwrap_or_default());
+    Ok(out)
+}
+
+/// Where `value`, read out of `text`, sits in it.
+fn span_of(text: &str, value: &RawValue) -> Option<Span> {
+    let start = (value.get().as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+    let end = start.checked_add(value.get().len())?;
+    // The reader only hands out slices of `text`; check rather than trust.
+    (text.get(start..end)?.as_ptr() == value.get().as_ptr()).then_some(Span { start, end })
+}
+
+/// The span of `value` if present; `None` when it cannot be placed.
+fn optional_span(text: &str, value: Option<&RawValue>) -> Option<Option<Span>> {
+    match value {
+        None => Some(None),
+        Some(value) => span_of(text, value).map(Some),
+    }
+}
+
+fn container_at<'v>(spec: &'v Value, list: &str, index: usize) -> Option<&'v Value> {
+    spec.get(list)?.get(index)
+}
+
+fn parse(value: &RawValue) -> Option<Value> {
+    serde_json::from_str(value.get()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    /// Reads `text`, applies `change` to the reduced pod and rewrites.
+    fn rewritten(text: &str, change: impl FnOnce(&mut Value)) -> String {
+        let pod = PodText::read(text).expect("readable pod");
+        let mut changed = pod.reduced().clone();
+        change(&mut changed);
+        pod.rewrite(&changed).unwrap()
+    }
+
+    #[test]
+    fn reduces_to_the_fields_the_policy_reads() {
+        let text = r#"{"apiVersion": "v1", "metadata": {"name": "p", "managedFields": [{"a": 1}]},
+            "spec": {"nodeName": "n1", "volumes": [], "containers": [
+                {"name": "app", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+              "initContainers": [{"name": "proxy", "restartPolicy": "Always", "env": []}],
+              "affinity": null, "futureField": {"x": 1}}}"#;
+        let pod = PodText::read(text).unwrap();
+        assert_eq!(
+            pod.reduced(),
+            &json!({"spec": {
+                "nodeName": "n1",
+                "containers": [{"name": "app", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+                "initContainers": [{"name": "proxy", "restartPolicy": "Always"}],
+                "affinity": null
+            }})
+        );
+    }
+
+    #[test]
+    fn an_unchanged_pod_is_rewritten_byte_for_byte() {
+        let text = "{ \"spec\" : {\"containers\": [ {\"name\":\"a\"} ] },\n \"z\": [1, 2] }";
+        assert_eq!(rewritten(text, |_| {}), text);
+    }
+
+    /// (pod text, change to the reduced pod, expected text).
+    #[rstest]
+    #[case::replaces_container_resources(
+        r#"{"spec":{"containers":[{"name":"a","resources":{"limits":{"cpu":"1"}},"image":"i"}]},"z":0}"#,
+        json!({"containers": [{"name": "a", "resources": {"limits": {"cpu": "2"}}}]}),
+        r#"{"spec":{"containers":[{"name":"a","resources":{"limits":{"cpu":"2"}},"image":"i"}]},"z":0}"#
+    )]
+    #[case::inserts_missing_resources_after_the_name(
+        r#"{"spec":{"containers":[{"name":"a", "image":"i"}]}}"#,
+        json!({"containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]}),
+        r#"{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"1"}}, "image":"i"}]}}"#
+    )]
+    #[case::replaces_null_affinity_in_place(
+        r#"{"spec":{"affinity":null,"containers":[]}}"#,
+        json!({"affinity": {"nodeAffinity": {}}, "containers": []}),
+        r#"{"spec":{"affinity":{"nodeAffinity":{}},"containers":[]}}"#
+    )]
+    #[case::inserts_affinity_and_pod_resources_after_the_containers(
+        r#"{"spec":{"containers":[] ,"x":1}}"#,
+        json!({"containers": [], "affinity": {"a": 1}, "resources": {"r": 1}}),
+        r#"{"spec":{"containers":[],"resources":{"r":1},"affinity":{"a":1} ,"x":1}}"#
+    )]
+    #[case::inserts_after_init_containers_without_containers(
+        r#"{"spec":{"initContainers":[]}}"#,
+        json!({"initContainers": [], "affinity": {}}),
+        r#"{"spec":{"initContainers":[],"affinity":{}}}"#
+    )]
+    #[case::edits_init_and_app_containers(
+        r#"{"spec":{"initContainers":[{"name":"i"}],"containers":[{"name":"a","resources":{}}]}}"#,
+        json!({"initContainers": [{"name": "i", "resources": {"limits": {}}}],
+               "containers": [{"name": "a", "resources": {"limits": {"cpu": "1"}}}]}),
+        r#"{"spec":{"initContainers":[{"name":"i","resources":{"limits":{}}}],"containers":[{"name":"a","resources":{"limits":{"cpu":"1"}}}]}}"#
+    )]
+    fn rewrites_only_the_changed_values(
+        #[case] text: &str,
+        #[case] spec: Value,
+        #[case] expected: &str,
+    ) {
+        let out = rewritten(text, |pod| pod["spec"] = spec);
+        assert_eq!(out, expected);
+        serde_json::from_str::<Value>(&out).expect("valid JSON");
+    }
+
+    #[test]
+    fn unknown_fields_and_their_order_survive_a_rewrite() {
+        let text = r#"{"zeta":{"newer":[1,{"k":"v"}]},"spec":{"x-future":true,"containers":[{"futureContainerField":{"q":1},"name":"a"}],"affinity":{"podAffinity":{"keep":1}}},"alpha":null}"#;
+        let out = rewritten(text, |pod| {
+            pod["spec"]["containers"][0]["resources"] = json!({"limits": {"cpu": "1"}});
+            pod["spec"]["affinity"]["nodeAffinity"] = json!({"n": 1});
+        });
+        assert_eq!(
+            out,
+            r#"{"zeta":{"newer":[1,{"k":"v"}]},"spec":{"x-future":true,"containers":[{"futureContainerField":{"q":1},"name":"a","resources":{"limits":{"cpu":"1"}}}],"affinity":{"nodeAffinity":{"n":1},"podAffinity":{"keep":1}}},"alpha":null}"#
+        );
+    }
+
+    #[rstest]
+    #[case::renamed_container(|pod: &mut Value| pod["spec"]["containers"][0]["name"] = json!("b"))]
+    #[case::added_container(|pod: &mut Value| pod["spec"]["containers"].as_array_mut().unwrap().push(json!({})))]
+    #[case::node_name(|pod: &mut Value| pod["spec"]["nodeName"] = json!("n"))]
+    #[case::removed_resources(|pod: &mut Value| { pod["spec"]["containers"][0].as_object_mut().unwrap().remove("resources"); })]
+    #[case::other_spec_field(|pod: &mut Value| pod["spec"]["hostNetwork"] = json!(true))]
+    fn changes_it_cannot_place_are_errors(#[case] change: fn(&mut Value)) {
+        let pod =
+            PodText::read(r#"{"spec":{"containers":[{"name":"a","resources":{}}]}}"#).unwrap();
+        let mut changed = pod.reduced().clone();
+        change(&mut changed);
+        assert!(pod.rewrite(&changed).is_err());
+    }
+
+    /// Nothing to insert after: the caller decides on the whole tree instead.
+    #[rstest]
+    #[case::container_without_a_name(
+        r#"{"spec":{"containers":[{ }]}}"#,
+        json!({"containers": [{"resources": {}}]})
+    )]
+    #[case::spec_without_container_lists(r#"{"spec":{}}"#, json!({"affinity": {}}))]
+    fn additions_without_an_anchor_are_errors(#[case] text: &str, #[case] spec: Value) {
+        let pod = PodText::read(text).unwrap();
+        let error = pod.rewrite(&json!({ "spec": spec })).unwrap_err();
+        assert!(error.starts_with("no place to add"), "{error}");
+    }
+
+    #[rstest]
+    #[case::duplicate_key(r#"{"spec":{"containers":[{"resources":{},"resources":{}}]}}"#)]
+    #[case::duplicate_spec(r#"{"spec":{},"spec":{}}"#)]
+    #[case::spec_not_an_object(r#"{"spec":"x"}"#)]
+    #[case::containers_not_a_list(r#"{"spec":{"containers":{}}}"#)]
+    #[case::container_not_an_object(r#"{"spec":{"containers":[1]}}"#)]
+    #[case::not_an_object("[]")]
+    #[case::spec_as_a_list(r#"{"spec":[[{"name":"a"}]]}"#)]
+    #[case::container_as_a_list(r#"{"spec":{"containers":[["a","Always",{}]]}}"#)]
+    #[case::not_json(r#"{"spec":"#)]
+    fn unexpected_shapes_are_left_to_the_tree(#[case] text: &str) {
+        assert!(PodText::read(text).is_none());
+    }
+
+    #[rstest]
+    #[case::no_spec(r#"{"metadata":{}}"#)]
+    #[case::null_spec(r#"{"spec":null}"#)]
+    fn pods_without_a_spec_reduce_to_nothing(#[case] text: &str) {
+        let pod = PodText::read(text).unwrap();
+        assert_eq!(pod.reduced(), &json!({}));
+        assert_eq!(pod.rewrite(&json!({})).unwrap(), text);
+    }
+
+    #[test]
+    fn escaped_keys_are_read_by_their_meaning() {
+        let text = r#"{"sp\u0065c":{"c\u006fntainers":[{"name":"a"}]}}"#;
+        let out = rewritten(text, |pod| {
+            pod["spec"]["containers"][0]["resources"] = json!({});
+        });
+        assert_eq!(
+            out,
+            r#"{"sp\u0065c":{"c\u006fntainers":[{"name":"a","resources":{}}]}}"#
+        );
+    }
+}
