@@ -202,7 +202,7 @@ async fn round(config: &Config, publisher: &mut Publisher, published: &mut Optio
 }
 
 /// Resolves on the first SIGTERM or SIGINT.
-fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+pub(crate) fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut terminate = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;

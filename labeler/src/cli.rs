@@ -6,7 +6,10 @@ use crate::model::Vendor;
 use crate::reconcile::VendorChoice;
 use crate::sinks::kubernetes::{RetryPolicy, DEFAULT_FIELD_MANAGER};
 use crate::sinks::nfd::{DEFAULT_FEATURES_DIR, DEFAULT_FILE_NAME};
-use clap::{Parser, ValueEnum};
+use crate::summarize::kubernetes::{
+    SummarizerConfig, DEFAULT_SUMMARY_NAME, DEFAULT_SUMMARY_NAMESPACE, POLICY_DEFAULT_MAX_AGE,
+};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use gpu_topology::{LabelPrefix, DEFAULT_LABEL_PREFIX};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,8 +21,16 @@ pub const DEFAULT_KUBELET_CONFIG: &str = "/var/lib/kubelet/config.yaml";
 
 /// Discovers this node's GPU topology (NUMA, NVLink, PCIe switches, kubelet
 /// alignment settings) and publishes it as gpu-topology.io labels.
+///
+/// With the `summarize` subcommand it instead publishes the fleet summary:
+/// the labeled Nodes grouped by topology, in one ConfigMap the policy reads.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "gpu-topology-labeler", version)]
+#[command(
+    name = "gpu-topology-labeler",
+    version,
+    args_conflicts_with_subcommands = true,
+    disable_help_subcommand = true
+)]
 pub struct Cli {
     /// sysfs mount to read GPUs and NUMA nodes from, or `none` [default: /sys]
     #[arg(long, value_name = "DIR|none")]
@@ -90,6 +101,111 @@ pub struct Cli {
     /// Log verbosity (logs go to stderr)
     #[arg(long, value_enum, default_value_t = LogLevel::Info)]
     pub log_level: LogLevel,
+    /// Without a subcommand the labeler labels this node (the DaemonSet).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// Write the fleet summary ConfigMap (labeled Nodes grouped by topology) for the policy, every --interval
+    Summarize(SummarizeArgs),
+}
+
+/// Flags of `gpu-topology-labeler summarize`.
+#[derive(Debug, Clone, Args)]
+pub struct SummarizeArgs {
+    /// Label prefix of the node labels (a DNS subdomain)
+    #[arg(long, default_value = DEFAULT_LABEL_PREFIX)]
+    pub label_prefix: String,
+    /// Time between passes; keep it well below the policy's capacity.fleetSummary.maxAgeSeconds (default 300s)
+    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    pub interval: Duration,
+    /// Run one pass and exit (non-zero when it fails), e.g. from a CronJob
+    #[arg(long)]
+    pub once: bool,
+    /// Namespace of the summary ConfigMap
+    #[arg(long, default_value = DEFAULT_SUMMARY_NAMESPACE)]
+    pub summary_namespace: String,
+    /// Name of the summary ConfigMap
+    #[arg(long, default_value = DEFAULT_SUMMARY_NAME)]
+    pub summary_name: String,
+    /// Server-side apply field manager
+    #[arg(long, default_value = DEFAULT_FIELD_MANAGER)]
+    pub field_manager: String,
+    /// Attempts per API request while the API server is unavailable (5xx, connection refused)
+    #[arg(long, default_value_t = RetryPolicy::default().attempts)]
+    pub api_attempts: u32,
+    /// Give up on an API answer after this long (the attempt is then retried)
+    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    pub request_timeout: Duration,
+    /// Log verbosity (logs go to stderr)
+    #[arg(long, value_enum, default_value_t = LogLevel::Info)]
+    pub log_level: LogLevel,
+}
+
+/// A DNS label (RFC 1123): what a namespace name must be.
+fn is_dns_label(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+}
+
+/// A DNS subdomain (RFC 1123): what a ConfigMap name must be.
+fn is_dns_subdomain(name: &str) -> bool {
+    name.len() <= 253 && name.split('.').all(is_dns_label)
+}
+
+impl SummarizeArgs {
+    /// Validates the flags; the error is a usage message.
+    pub fn into_config(self) -> Result<SummarizerConfig, String> {
+        let prefix = LabelPrefix::new(&self.label_prefix).map_err(|e| e.to_string())?;
+        if !is_dns_label(&self.summary_namespace) {
+            return Err(format!(
+                "--summary-namespace {:?} is not a namespace name (lowercase letters, digits and '-', at most 63 characters)",
+                self.summary_namespace
+            ));
+        }
+        if !is_dns_subdomain(&self.summary_name) {
+            return Err(format!(
+                "--summary-name {:?} is not a ConfigMap name (lowercase letters, digits, '-' and '.', at most 253 characters)",
+                self.summary_name
+            ));
+        }
+        if self.field_manager.is_empty() {
+            return Err("--field-manager must not be empty".to_owned());
+        }
+        Ok(SummarizerConfig {
+            prefix,
+            namespace: self.summary_namespace,
+            name: self.summary_name,
+            field_manager: self.field_manager,
+            retry: RetryPolicy {
+                attempts: self.api_attempts.max(1),
+                ..RetryPolicy::default()
+            },
+            request_timeout: self.request_timeout,
+            interval: self.interval,
+            once: self.once,
+        })
+    }
+
+    /// A warning when the interval leaves the policy's default staleness
+    /// limit less than two passes of slack.
+    pub fn interval_warning(&self) -> Option<String> {
+        (!self.once && self.interval > POLICY_DEFAULT_MAX_AGE / 2).then(|| {
+            format!(
+                "--interval {:?}: the policy ignores a summary older than capacity.fleetSummary.maxAgeSeconds \
+                 (default {}s); keep the interval well below it (at most half), or raise maxAgeSeconds",
+                self.interval,
+                POLICY_DEFAULT_MAX_AGE.as_secs()
+            )
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -292,5 +408,115 @@ mod tests {
         assert_eq!(config.sources.sysfs, PathSource::Disabled);
         assert_eq!(config.sources.kubelet, PathSource::Disabled);
         assert_eq!(config.sources.nvidia_smi, ToolSource::Disabled);
+    }
+
+    fn summarize_args(args: &[&str]) -> Result<SummarizeArgs, String> {
+        let mut argv = vec!["gpu-topology-labeler", "summarize"];
+        argv.extend_from_slice(args);
+        match Cli::try_parse_from(argv)
+            .map_err(|e| e.to_string())?
+            .command
+        {
+            Some(Command::Summarize(args)) => Ok(args),
+            None => Err("no subcommand".to_owned()),
+        }
+    }
+
+    fn summarize_config(args: &[&str]) -> Result<SummarizerConfig, String> {
+        summarize_args(args)?.into_config()
+    }
+
+    #[test]
+    fn summarize_defaults() {
+        assert_eq!(
+            summarize_config(&[]).unwrap(),
+            SummarizerConfig {
+                prefix: LabelPrefix::default(),
+                namespace: "kube-system".to_owned(),
+                name: "gpu-topology-fleet".to_owned(),
+                field_manager: "gpu-topology-labeler".to_owned(),
+                retry: RetryPolicy::default(),
+                request_timeout: Duration::from_secs(60),
+                interval: Duration::from_secs(60),
+                once: false,
+            }
+        );
+    }
+
+    #[test]
+    fn summarize_flags() {
+        let config = summarize_config(&[
+            "--label-prefix",
+            "gpu.example.com",
+            "--interval",
+            "30s",
+            "--once",
+            "--summary-namespace",
+            "gpu-system",
+            "--summary-name",
+            "fleet.v1",
+            "--field-manager",
+            "summarizer",
+            "--api-attempts",
+            "0",
+            "--request-timeout",
+            "5s",
+            "--log-level",
+            "debug",
+        ])
+        .unwrap();
+        assert_eq!(config.prefix.as_str(), "gpu.example.com");
+        assert_eq!(config.interval, Duration::from_secs(30));
+        assert!(config.once);
+        assert_eq!(config.namespace, "gpu-system");
+        assert_eq!(config.name, "fleet.v1");
+        assert_eq!(config.field_manager, "summarizer");
+        assert_eq!(config.retry.attempts, 1, "at least one attempt");
+        assert_eq!(config.request_timeout, Duration::from_secs(5));
+    }
+
+    #[rstest]
+    #[case::bad_prefix(&["--label-prefix", "Bad_Prefix"], "Bad_Prefix")]
+    #[case::bad_namespace(&["--summary-namespace", "Kube_System"], "--summary-namespace")]
+    #[case::long_namespace(&["--summary-namespace", &"n".repeat(64)], "--summary-namespace")]
+    #[case::bad_name(&["--summary-name=-fleet"], "--summary-name")]
+    #[case::uppercase_name(&["--summary-name", "Fleet"], "--summary-name")]
+    #[case::empty_name(&["--summary-name", ""], "--summary-name")]
+    #[case::empty_field_manager(&["--field-manager", ""], "--field-manager")]
+    #[case::zero_interval(&["--interval", "0s"], "positive duration")]
+    #[case::labeler_flag(&["--sink", "nfd"], "--sink")]
+    fn invalid_summarize_flags_are_usage_errors(#[case] args: &[&str], #[case] expected: &str) {
+        let message = summarize_config(args).err().unwrap();
+        assert!(message.contains(expected), "{message}");
+    }
+
+    #[test]
+    fn labeler_flags_before_the_subcommand_are_refused() {
+        let error = Cli::try_parse_from(["gpu-topology-labeler", "--once", "summarize"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("cannot be used with"), "{error}");
+    }
+
+    #[test]
+    fn without_a_subcommand_the_labeler_runs_as_before() {
+        let cli = Cli::try_parse_from(["gpu-topology-labeler", "--once", "--dry-run"]).unwrap();
+        assert!(cli.command.is_none());
+        let config = cli.into_config().unwrap();
+        assert!(config.once);
+    }
+
+    #[rstest]
+    #[case::default_interval(&[], false)]
+    #[case::half_the_max_age(&["--interval", "150s"], false)]
+    #[case::more_than_half(&["--interval", "151s"], true)]
+    #[case::longer_than_the_max_age(&["--interval", "10m"], true)]
+    #[case::once_has_no_interval(&["--interval", "10m", "--once"], false)]
+    fn long_intervals_warn_about_the_policy_max_age(#[case] args: &[&str], #[case] warns: bool) {
+        let warning = summarize_args(args).unwrap().interval_warning();
+        assert_eq!(warning.is_some(), warns, "{warning:?}");
+        if let Some(warning) = warning {
+            assert!(warning.contains("maxAgeSeconds"), "{warning}");
+        }
     }
 }

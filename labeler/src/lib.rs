@@ -3,6 +3,7 @@
 //!
 //! Layout: a pure core ([`parse`], [`model`], [`cliques`], [`reconcile`]),
 //! thin sources ([`sources`]) and sinks ([`sinks`]), and the runner ([`app`]).
+//! [`summarize`] is the `summarize` subcommand: the fleet summary ConfigMap.
 
 pub mod app;
 pub mod cli;
@@ -13,3 +14,4 @@ pub mod parse;
 pub mod reconcile;
 pub mod sinks;
 pub mod sources;
+pub mod summarize;

@@ -1,10 +1,11 @@
 use clap::Parser;
 use gpu_topology_labeler::app::{exit, run_daemon, run_once, Publisher};
-use gpu_topology_labeler::cli::Cli;
+use gpu_topology_labeler::cli::{Cli, Command, LogLevel, SummarizeArgs};
+use gpu_topology_labeler::summarize::kubernetes::{self as summarizer, Summarizer};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let mut cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
             let _ = error.print();
@@ -16,11 +17,10 @@ fn main() -> ExitCode {
             });
         }
     };
-    // Logs go to stderr so that stdout carries only the labels.
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_max_level(cli.log_level.filter())
-        .init();
+    if let Some(Command::Summarize(args)) = cli.command.take() {
+        return ExitCode::from(summarize(args));
+    }
+    init_logs(cli.log_level);
     let config = match cli.into_config() {
         Ok(config) => config,
         Err(message) => {
@@ -28,15 +28,8 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::USAGE);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            tracing::error!(%error, "cannot start the async runtime");
-            return ExitCode::from(exit::USAGE);
-        }
+    let Some(runtime) = runtime() else {
+        return ExitCode::from(exit::USAGE);
     };
     ExitCode::from(runtime.block_on(async {
         let mut publisher = match Publisher::from_config(&config.sink).await {
@@ -59,4 +52,60 @@ fn main() -> ExitCode {
             }
         }
     }))
+}
+
+/// `gpu-topology-labeler summarize`: the fleet summary ConfigMap.
+fn summarize(args: SummarizeArgs) -> u8 {
+    init_logs(args.log_level);
+    if let Some(warning) = args.interval_warning() {
+        tracing::warn!("{warning}");
+    }
+    let config = match args.into_config() {
+        Ok(config) => config,
+        Err(message) => {
+            tracing::error!("{message}");
+            return exit::USAGE;
+        }
+    };
+    let Some(runtime) = runtime() else {
+        return exit::USAGE;
+    };
+    runtime.block_on(async {
+        let client = match summarizer::client(config.request_timeout).await {
+            Ok(client) => client,
+            Err(error) => {
+                tracing::error!(%error, "cannot build the Kubernetes client");
+                return exit::USAGE;
+            }
+        };
+        let summarizer = Summarizer::new(client, &config);
+        match summarizer::run(&summarizer, config.interval, config.once).await {
+            Ok(()) => exit::OK,
+            Err(error) => {
+                tracing::error!(%error, "no fleet summary written");
+                error.exit_code()
+            }
+        }
+    })
+}
+
+/// Logs go to stderr so that stdout carries only the labels.
+fn init_logs(level: LogLevel) {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level.filter())
+        .init();
+}
+
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => Some(runtime),
+        Err(error) => {
+            tracing::error!(%error, "cannot start the async runtime");
+            None
+        }
+    }
 }

@@ -43,6 +43,28 @@ fn writable_mounts(container: &Value) -> Vec<&str> {
         .collect()
 }
 
+/// The pod-level and container-level hardening every example shares; returns
+/// the pod's only container.
+fn hardened_container(pod: &Value) -> &Value {
+    assert_eq!(
+        pod["securityContext"]["seccompProfile"]["type"],
+        "RuntimeDefault"
+    );
+    let containers = pod["containers"].as_array().unwrap();
+    assert_eq!(containers.len(), 1);
+    let container = &containers[0];
+    let security = &container["securityContext"];
+    assert!(security["privileged"].is_null() || security["privileged"] == false);
+    assert_eq!(security["allowPrivilegeEscalation"], false);
+    assert_eq!(security["readOnlyRootFilesystem"], true);
+    assert_eq!(security["capabilities"]["drop"], json!(["ALL"]));
+    assert!(
+        security["capabilities"]["add"].is_null(),
+        "no capability is added"
+    );
+    container
+}
+
 #[rstest]
 #[case::nfd_sink("daemonset-nfd.yaml", "--sink=nfd", &["/etc/kubernetes/node-feature-discovery/features.d"])]
 #[case::kubernetes_sink("daemonset-kubernetes.yaml", "--sink=kubernetes", &[])]
@@ -61,22 +83,7 @@ fn daemonset_is_hardened(#[case] file: &str, #[case] sink_arg: &str, #[case] wri
             .is_some_and(|s| !s.is_empty()),
         "GPU nodeSelector"
     );
-    assert_eq!(
-        pod["securityContext"]["seccompProfile"]["type"],
-        "RuntimeDefault"
-    );
-    let containers = pod["containers"].as_array().unwrap();
-    assert_eq!(containers.len(), 1);
-    let container = &containers[0];
-    let security = &container["securityContext"];
-    assert!(security["privileged"].is_null() || security["privileged"] == false);
-    assert_eq!(security["allowPrivilegeEscalation"], false);
-    assert_eq!(security["readOnlyRootFilesystem"], true);
-    assert_eq!(security["capabilities"]["drop"], json!(["ALL"]));
-    assert!(
-        security["capabilities"]["add"].is_null(),
-        "no capability is added"
-    );
+    let container = hardened_container(pod);
     assert!(args(container).contains(&sink_arg));
     assert_eq!(writable_mounts(container), writable);
     // Every volume is a hostPath the container reads (or the features.d it writes).
@@ -122,6 +129,75 @@ fn kubernetes_daemonset_runs_as_non_root_with_get_and_patch_on_nodes_only() {
         node_name["valueFrom"]["fieldRef"]["fieldPath"],
         "spec.nodeName"
     );
+}
+
+#[test]
+fn fleet_summary_deployment_is_hardened_and_least_privileged() {
+    let docs = documents("fleet-summary.yaml");
+    let deployment = only(&docs, "Deployment");
+    assert_eq!(deployment["spec"]["replicas"], 1);
+    let pod = &deployment["spec"]["template"]["spec"];
+    for host_namespace in ["hostNetwork", "hostPID", "hostIPC"] {
+        assert!(
+            pod[host_namespace].is_null() || pod[host_namespace] == false,
+            "{host_namespace}"
+        );
+    }
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    let container = hardened_container(pod);
+    assert_eq!(args(container)[0], "summarize");
+    // No volumes at all, so no hostPath: it only talks to the API server.
+    assert!(pod["volumes"].is_null(), "{}", pod["volumes"]);
+    assert!(container["volumeMounts"].is_null());
+    let resources = &container["resources"];
+    for (kind, resource) in [
+        ("requests", "cpu"),
+        ("requests", "memory"),
+        ("limits", "memory"),
+    ] {
+        assert!(resources[kind][resource].is_string(), "{kind}.{resource}");
+    }
+
+    let account = only(&docs, "ServiceAccount");
+    let namespace = account["metadata"]["namespace"].as_str().unwrap();
+    assert_eq!(pod["serviceAccountName"], account["metadata"]["name"]);
+    let subjects = json!([{ "kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": namespace }]);
+
+    // Nodes: list only.
+    let cluster_role = only(&docs, "ClusterRole");
+    assert_eq!(
+        cluster_role["rules"],
+        json!([{ "apiGroups": [""], "resources": ["nodes"], "verbs": ["list"] }])
+    );
+    let cluster_binding = only(&docs, "ClusterRoleBinding");
+    assert_eq!(cluster_binding["roleRef"]["kind"], "ClusterRole");
+    assert_eq!(
+        cluster_binding["roleRef"]["name"],
+        cluster_role["metadata"]["name"]
+    );
+    assert_eq!(cluster_binding["subjects"], subjects);
+
+    // The summary ConfigMap: create (first apply) and patch, on that name only,
+    // in the namespace the container writes to.
+    let summary_namespace = args(container)
+        .iter()
+        .find_map(|a| a.strip_prefix("--summary-namespace="))
+        .unwrap_or("kube-system");
+    let summary_name = args(container)
+        .iter()
+        .find_map(|a| a.strip_prefix("--summary-name="))
+        .unwrap_or("gpu-topology-fleet");
+    let role = only(&docs, "Role");
+    assert_eq!(role["metadata"]["namespace"], summary_namespace);
+    assert_eq!(
+        role["rules"],
+        json!([{ "apiGroups": [""], "resources": ["configmaps"], "resourceNames": [summary_name], "verbs": ["create", "patch"] }])
+    );
+    let binding = only(&docs, "RoleBinding");
+    assert_eq!(binding["metadata"]["namespace"], summary_namespace);
+    assert_eq!(binding["roleRef"]["kind"], "Role");
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    assert_eq!(binding["subjects"], subjects);
 }
 
 #[test]

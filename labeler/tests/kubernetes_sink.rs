@@ -3,113 +3,29 @@
 
 mod common;
 
+use common::fake_api::{self, client, free_port, serve, Log, Reply};
 use common::labels;
 use gpu_topology_labeler::sinks::kubernetes::{KubernetesSink, RetryPolicy, DEFAULT_FIELD_MANAGER};
 use gpu_topology_labeler::sinks::PublishError;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 const NODE: &str = "gpu-node-1";
 
-/// One request as the server received it.
-#[derive(Debug, Clone)]
-struct Request {
-    method: String,
-    path: String,
-    query: BTreeSet<String>,
-    content_type: Option<String>,
-    body: Value,
-}
-
-type Log = Arc<Mutex<Vec<Request>>>;
-
-/// Serves one connection per scripted status code, recording each request.
-async fn serve(listener: TcpListener, statuses: Vec<u16>, log: Log) {
-    for status in statuses {
-        let (mut stream, _) = listener.accept().await.unwrap();
-        let mut buffer = Vec::new();
-        let head_end = loop {
-            let mut chunk = [0u8; 4096];
-            let n = stream.read(&mut chunk).await.unwrap();
-            assert!(n > 0, "client closed the connection early");
-            buffer.extend_from_slice(&chunk[..n]);
-            if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-                break at + 4;
-            }
-        };
-        let head = String::from_utf8(buffer[..head_end].to_vec()).unwrap();
-        let header = |name: &str| {
-            head.lines().find_map(|line| {
-                let (key, value) = line.split_once(':')?;
-                key.eq_ignore_ascii_case(name)
-                    .then(|| value.trim().to_owned())
-            })
-        };
-        let length: usize = header("content-length").map_or(0, |v| v.parse().unwrap());
-        while buffer.len() < head_end + length {
-            let mut chunk = [0u8; 4096];
-            let n = stream.read(&mut chunk).await.unwrap();
-            buffer.extend_from_slice(&chunk[..n]);
-        }
-        let mut request_line = head.lines().next().unwrap().split(' ');
-        let method = request_line.next().unwrap().to_owned();
-        let target = request_line.next().unwrap();
-        let (path, query) = target.split_once('?').unwrap_or((target, ""));
-        let body =
-            serde_json::from_slice(&buffer[head_end..head_end + length]).unwrap_or(Value::Null);
-        log.lock().unwrap().push(Request {
-            method,
-            path: path.to_owned(),
-            query: query
-                .split('&')
-                .filter(|p| !p.is_empty())
-                .map(str::to_owned)
-                .collect(),
-            content_type: header("content-type"),
-            body: body.clone(),
-        });
-        let reply = if status == 200 {
-            body
-        } else {
-            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "scripted failure", "code": status})
-        };
-        let reply = reply.to_string();
-        let response = format!(
-            "HTTP/1.1 {status} Scripted\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
-            reply.len()
-        );
-        stream.write_all(response.as_bytes()).await.unwrap();
-        stream.shutdown().await.unwrap();
-    }
-}
-
 fn sink(port: u16, attempts: u32) -> KubernetesSink {
-    let config = kube::Config::new(format!("http://127.0.0.1:{port}").parse().unwrap());
-    let client = kube::Client::try_from(config).unwrap();
     let retry = RetryPolicy {
         attempts,
         initial_backoff: Duration::from_millis(20),
         max_backoff: Duration::from_millis(100),
     };
-    KubernetesSink::new(client, NODE.to_owned(), DEFAULT_FIELD_MANAGER, retry)
+    KubernetesSink::new(client(port), NODE.to_owned(), DEFAULT_FIELD_MANAGER, retry)
 }
 
+/// A server answering each request with the next status (2xx echo the body).
 async fn scripted(statuses: Vec<u16>) -> (u16, Log, tokio::task::JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let log = Log::default();
-    let server = tokio::spawn(serve(listener, statuses, log.clone()));
-    (port, log, server)
-}
-
-/// A loopback port nobody listens on: connecting is refused.
-async fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    listener.local_addr().unwrap().port()
+    fake_api::scripted(statuses.into_iter().map(Reply::status).collect()).await
 }
 
 fn dgx_labels() -> std::collections::BTreeMap<String, String> {
@@ -206,7 +122,7 @@ async fn retries_while_the_connection_is_refused() {
     tokio::time::sleep(Duration::from_millis(50)).await;
     let log = Log::default();
     let listener = TcpListener::bind(("127.0.0.1", port)).await.unwrap();
-    let server = tokio::spawn(serve(listener, vec![200], log.clone()));
+    let server = tokio::spawn(serve(listener, vec![Reply::status(200)], log.clone()));
     publish.await.unwrap().unwrap();
     server.await.unwrap();
     assert_eq!(log.lock().unwrap().len(), 1);

@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
 use kube::Client;
 use serde_json::{json, Value};
+use std::future::Future;
 use std::time::Duration;
 
 pub const DEFAULT_FIELD_MANAGER: &str = "gpu-topology-labeler";
@@ -64,6 +65,46 @@ pub fn is_retryable(error: &kube::Error) -> bool {
     }
 }
 
+/// The last error of a call that [`with_retries`] gave up on.
+#[derive(Debug)]
+pub struct Exhausted {
+    pub error: kube::Error,
+    /// Attempts made, including the failed one.
+    pub attempts: u32,
+}
+
+/// Runs `call` until it succeeds, fails with an error that retrying will not
+/// change ([`is_retryable`]), or `retry.attempts` attempts are spent, pausing
+/// [`RetryPolicy::backoff`] between attempts. `what` names the call in the logs.
+pub async fn with_retries<T, F, Fut>(
+    retry: &RetryPolicy,
+    what: &str,
+    mut call: F,
+) -> Result<T, Exhausted>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, kube::Error>>,
+{
+    let mut attempt = 1;
+    loop {
+        match call().await {
+            Ok(value) => return Ok(value),
+            Err(error) if attempt < retry.attempts && is_retryable(&error) => {
+                let pause = retry.backoff(attempt);
+                tracing::warn!(%error, attempt, ?pause, "{what}: API server unavailable, retrying");
+                tokio::time::sleep(pause).await;
+                attempt += 1;
+            }
+            Err(error) => {
+                return Err(Exhausted {
+                    error,
+                    attempts: attempt,
+                })
+            }
+        }
+    }
+}
+
 /// Server-side applies labels to one Node.
 #[derive(Clone)]
 pub struct KubernetesSink {
@@ -85,29 +126,17 @@ impl KubernetesSink {
 
     pub async fn publish(&self, labels: &Labels) -> Result<(), PublishError> {
         let body = apply_body(&self.node, labels);
-        let mut attempt = 1;
-        loop {
-            match self
-                .api
-                .patch(&self.node, &self.params, &Patch::Apply(&body))
-                .await
-            {
-                Ok(_) => return Ok(()),
-                Err(error) if attempt < self.retry.attempts && is_retryable(&error) => {
-                    let pause = self.retry.backoff(attempt);
-                    tracing::warn!(%error, attempt, ?pause, "API server unavailable, retrying");
-                    tokio::time::sleep(pause).await;
-                    attempt += 1;
-                }
-                Err(source) => {
-                    return Err(PublishError::Kubernetes {
-                        node: self.node.clone(),
-                        attempts: attempt,
-                        source: Box::new(source),
-                    })
-                }
-            }
-        }
+        let patch = Patch::Apply(&body);
+        with_retries(&self.retry, "apply node labels", || {
+            self.api.patch(&self.node, &self.params, &patch)
+        })
+        .await
+        .map(|_| ())
+        .map_err(|failed| PublishError::Kubernetes {
+            node: self.node.clone(),
+            attempts: failed.attempts,
+            source: Box::new(failed.error),
+        })
     }
 }
 

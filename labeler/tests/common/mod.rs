@@ -1,6 +1,8 @@
 //! Shared test helpers: fixture locations and label maps.
 #![allow(dead_code)]
 
+pub mod fake_api;
+
 use gpu_topology::LabelPrefix;
 use gpu_topology_labeler::model::ToolReport;
 use gpu_topology_labeler::reconcile::{reconcile, Inputs};
