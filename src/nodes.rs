@@ -47,16 +47,10 @@ pub struct ClusterView {
 
 impl ClusterView {
     fn add(&mut self, node: Result<NodeTopology, LabelError>) {
-        match node {
-            // A node without `<prefix>/gpus` is not part of the GPU fleet: the
-            // host may not apply the selector (a replayed session, an old host).
-            Ok(topology) if topology.gpus.is_none() => {}
-            Ok(topology) => self.fleet.add(topology),
-            Err(problem) => {
-                self.malformed = self.malformed.saturating_add(1);
-                self.first_problem
-                    .get_or_insert_with(|| problem.to_string());
-            }
+        if let Err(problem) = self.fleet.add_read(node) {
+            self.malformed = self.malformed.saturating_add(1);
+            self.first_problem
+                .get_or_insert_with(|| problem.to_string());
         }
     }
 }

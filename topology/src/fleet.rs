@@ -8,13 +8,22 @@
 //! by construction.
 
 use crate::fit::{can_admit, can_host, Alignment};
-use crate::labels::{NodeTopology, TopologyManagerPolicy};
+use crate::labels::{LabelError, NodeTopology, TopologyManagerPolicy};
 
 /// Nodes that publish the same topology.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeGroup {
     pub topology: NodeTopology,
     pub nodes: u32,
+}
+
+/// What became of a node read from its labels ([`Fleet::add_read`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeRead {
+    /// Counted in the fleet.
+    Added,
+    /// No `gpus` label: not a GPU node, left out.
+    NotGpu,
 }
 
 /// The most GPUs any node gives one pod, and how many nodes give that many.
@@ -38,6 +47,23 @@ impl Fleet {
     /// Counts one more node with `topology`.
     pub fn add(&mut self, topology: NodeTopology) {
         self.add_nodes(topology, 1);
+    }
+
+    /// Counts one node as read from its labels: the rule the policy (reading
+    /// the Node list) and the summarizer (writing the fleet summary) share, so
+    /// both see the same fleet. A node without `gpus` is not part of the GPU
+    /// fleet (a host may not apply the listing's label selector); a malformed
+    /// node is left out and its error returned for the caller to count.
+    pub fn add_read(
+        &mut self,
+        node: Result<NodeTopology, LabelError>,
+    ) -> Result<NodeRead, LabelError> {
+        let topology = node?;
+        if topology.gpus.is_none() {
+            return Ok(NodeRead::NotGpu);
+        }
+        self.add(topology);
+        Ok(NodeRead::Added)
     }
 
     /// Counts `nodes` more nodes with `topology`.
@@ -166,6 +192,25 @@ mod tests {
             .map(|(name, value)| (format!("{prefix}/{name}"), value))
             .collect();
         NodeTopology::from_labels(&prefix, full.iter().map(|(k, v)| (k.as_str(), *v))).unwrap()
+    }
+
+    /// (labels read, what the fleet makes of the node, nodes counted).
+    #[rstest]
+    #[case::gpu_node(Ok(node(HGX_SNN)), Ok(NodeRead::Added), 1)]
+    #[case::no_gpus_label(Ok(node(NO_GPU_LABEL)), Ok(NodeRead::NotGpu), 0)]
+    #[case::malformed(
+        Err(LabelError::InvalidValue { key: "gpu-topology.io/gpus".into(), value: "x".into(), expected: "a count" }),
+        Err(LabelError::InvalidValue { key: "gpu-topology.io/gpus".into(), value: "x".into(), expected: "a count" }),
+        0
+    )]
+    fn reads_nodes_into_the_fleet(
+        #[case] read: Result<NodeTopology, LabelError>,
+        #[case] expected: Result<NodeRead, LabelError>,
+        #[case] counted: u32,
+    ) {
+        let mut fleet = Fleet::new();
+        assert_eq!(fleet.add_read(read), expected);
+        assert_eq!(fleet.nodes(), counted);
     }
 
     fn fleet(groups: &[(&str, u32)]) -> Fleet {

@@ -18,7 +18,7 @@ pub mod summary;
 pub use fit::{
     admit_terms, aligned_terms, can_admit, can_align, can_host, conjoin, required_terms, Alignment,
 };
-pub use fleet::{Fleet, NodeGroup, Offer};
+pub use fleet::{Fleet, NodeGroup, NodeRead, Offer};
 pub use labels::{
     CpuManagerPolicy, Interconnect, LabelError, LabelKey, LabelPrefix, NodeTopology,
     TopologyManagerPolicy, TopologyManagerScope, DEFAULT_LABEL_PREFIX,

@@ -10,7 +10,7 @@
 
 pub mod kubernetes;
 
-use gpu_topology::{Fleet, FleetSummary, LabelError, LabelPrefix, NodeTopology};
+use gpu_topology::{Fleet, FleetSummary, LabelError, LabelPrefix, NodeRead, NodeTopology};
 
 /// How many malformed nodes a pass keeps (and logs) by name; the rest are counted.
 pub const REPORTED_PROBLEMS: usize = 5;
@@ -68,11 +68,12 @@ impl SummaryBuilder {
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
         self.nodes = self.nodes.saturating_add(1);
-        match NodeTopology::from_labels(&self.prefix, labels) {
-            Ok(topology) if topology.gpus.is_none() => {
-                self.skipped = self.skipped.saturating_add(1);
-            }
-            Ok(topology) => self.fleet.add(topology),
+        match self
+            .fleet
+            .add_read(NodeTopology::from_labels(&self.prefix, labels))
+        {
+            Ok(NodeRead::Added) => {}
+            Ok(NodeRead::NotGpu) => self.skipped = self.skipped.saturating_add(1),
             Err(error) => {
                 self.malformed = self.malformed.saturating_add(1);
                 if self.problems.len() < REPORTED_PROBLEMS {
