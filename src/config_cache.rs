@@ -7,7 +7,6 @@
 //! created per request (Kubewarden's policy-server) simply reads them once.
 
 use crate::settings::{parse_settings, Config};
-use serde_json::value::RawValue;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -21,10 +20,10 @@ thread_local! {
     static CONFIGS: RefCell<Vec<(String, Rc<Config>)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The config for the settings in the `validate` payload (`None`: defaults),
-/// or why they are invalid.
-pub fn config_for(settings: Option<&RawValue>) -> Result<Rc<Config>, String> {
-    let text = settings.map_or(NO_SETTINGS, RawValue::get);
+/// The config for the settings text of the `validate` payload (`None`:
+/// defaults), or why they are invalid.
+pub fn config_for(settings: Option<&str>) -> Result<Rc<Config>, String> {
+    let text = settings.unwrap_or(NO_SETTINGS);
     let cached = CONFIGS.with_borrow(|configs| {
         configs
             .iter()
@@ -49,23 +48,19 @@ mod tests {
     use super::*;
     use crate::settings::QosMode;
 
-    fn raw(text: &str) -> Box<RawValue> {
-        RawValue::from_string(text.to_owned()).unwrap()
-    }
-
     #[test]
     fn the_same_text_is_read_once() {
-        let settings = raw(r#"{"qos": {"mode": "validate"}}"#);
-        let first = config_for(Some(&settings)).unwrap();
-        let second = config_for(Some(&settings)).unwrap();
+        let settings = r#"{"qos": {"mode": "validate"}}"#;
+        let first = config_for(Some(settings)).unwrap();
+        let second = config_for(Some(settings)).unwrap();
         assert!(Rc::ptr_eq(&first, &second));
         assert_eq!(first.qos.mode, QosMode::Validate);
     }
 
     #[test]
     fn different_texts_get_their_own_config() {
-        let validate = config_for(Some(&raw(r#"{"qos": {"mode": "validate"}}"#))).unwrap();
-        let off = config_for(Some(&raw(r#"{"qos": {"mode": "off"}}"#))).unwrap();
+        let validate = config_for(Some(r#"{"qos": {"mode": "validate"}}"#)).unwrap();
+        let off = config_for(Some(r#"{"qos": {"mode": "off"}}"#)).unwrap();
         let defaults = config_for(None).unwrap();
         assert_eq!(
             (validate.qos.mode, off.qos.mode, defaults.qos.mode),
@@ -78,20 +73,20 @@ mod tests {
         let texts: Vec<String> = (1..=CAPACITY + 1)
             .map(|weight| format!(r#"{{"topology": {{"preferredWeight": {weight}}}}}"#))
             .collect();
-        let first = config_for(Some(&raw(&texts[0]))).unwrap();
+        let first = config_for(Some(&texts[0])).unwrap();
         for text in &texts[1..] {
-            config_for(Some(&raw(text))).unwrap();
+            config_for(Some(text)).unwrap();
         }
-        let again = config_for(Some(&raw(&texts[0]))).unwrap();
+        let again = config_for(Some(&texts[0])).unwrap();
         assert!(!Rc::ptr_eq(&first, &again), "evicted, so read again");
         assert_eq!(*first, *again);
     }
 
     #[test]
     fn invalid_settings_are_an_error_every_time() {
-        let bad = raw(r#"{"qos": {"mode": "sometimes"}}"#);
+        let bad = r#"{"qos": {"mode": "sometimes"}}"#;
         for _ in 0..2 {
-            let message = config_for(Some(&bad)).unwrap_err();
+            let message = config_for(Some(bad)).unwrap_err();
             assert!(message.contains("qos.mode"), "{message}");
         }
     }

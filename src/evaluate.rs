@@ -6,7 +6,7 @@ use crate::cluster::{ClusterReader, KubewardenHost};
 use crate::demand::PodDemand;
 use crate::placement;
 use crate::pod_text::PodText;
-use crate::qos::{self, Finding, QosPlan, Target};
+use crate::qos::{self, QosPlan, Target};
 use crate::request::AdmissionRequest;
 use crate::settings::{Config, QosMode};
 use crate::workload;
@@ -126,7 +126,7 @@ pub fn evaluate_with(
     let operation = request.operation.as_ref();
     if (group, kind) == (Pod::GROUP, Pod::KIND) {
         return match operation {
-            CREATE => evaluate_pod_text(request.object_text(), config, cluster),
+            CREATE => decide_pod(request.pod_text(), request.object_text(), config, cluster),
             _ => Decision::accept(),
         };
     }
@@ -143,7 +143,18 @@ pub fn evaluate_with(
 /// the pod is answered as it came. A pod text that reader does not handle is
 /// decided on its whole JSON tree instead, with the same outcome.
 pub fn evaluate_pod_text(text: &str, config: &Config, cluster: &dyn ClusterReader) -> Decision {
-    if let Some(pod) = PodText::read(text) {
+    decide_pod(PodText::read(text), text, config, cluster)
+}
+
+/// [`evaluate_pod_text`] with the pod already read (`None`: the reader does
+/// not handle it).
+fn decide_pod(
+    pod: Option<PodText>,
+    text: &str,
+    config: &Config,
+    cluster: &dyn ClusterReader,
+) -> Decision {
+    if let Some(pod) = pod {
         let decision = evaluate_pod(pod.reduced(), config, cluster)
             .try_map(|changed| pod.rewrite(&changed).map(MutatedObject));
         if let Ok(decision) = decision {
@@ -237,8 +248,9 @@ fn plan_qos(spec: &Value, demand: &PodDemand, config: &Config) -> Result<Vec<qos
 
 /// `GPU pod is not Guaranteed QoS: container "a": cpu ..., memory ...; ...`
 fn not_guaranteed_message(plan: &QosPlan, whole_cpus: bool) -> String {
-    let mut by_target: Vec<(&Target, Vec<&str>)> = Vec::new();
-    for Finding { target, reason, .. } in plan.violations() {
+    let mut by_target: Vec<(&Target, Vec<String>)> = Vec::new();
+    for finding in plan.violations() {
+        let (target, reason) = (&finding.target, finding.reason());
         match by_target.iter_mut().find(|(t, _)| *t == target) {
             Some((_, reasons)) => reasons.push(reason),
             None => by_target.push((target, vec![reason])),

@@ -11,6 +11,7 @@ pub mod config_cache;
 pub mod demand;
 pub mod evaluate;
 pub mod fleet_summary;
+pub mod json_scan;
 pub mod names;
 pub mod nodes;
 pub mod placement;

@@ -4,8 +4,8 @@
 //!
 //! Reading a 5 KB pod into a JSON tree, cloning it and writing it back costs
 //! far more than the decision itself. [`PodText::read`] instead scans the
-//! text once (and each container list once more), keeps where each field the
-//! policy may rewrite sits, and builds
+//! text once ([`crate::json_scan`]), keeps where each field the policy may
+//! rewrite sits, and builds
 //! the *reduced pod*: a small JSON tree holding only the fields the policy
 //! reads (`spec.containers[].{name,restartPolicy,resources}`, the same for
 //! `initContainers`, `spec.resources`, `spec.nodeName`, `spec.affinity`).
@@ -18,35 +18,29 @@
 //! type) is not guessed at: `read` answers `None` and the caller decides on
 //! the whole JSON tree instead, which names the problem.
 
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{MapAccess, Visitor};
-use serde::{Deserialize, Deserializer};
-use serde_json::value::RawValue;
+use crate::json_scan::{is_plain_string, Scanner, Span};
 use serde_json::{Map, Value};
-use std::fmt;
-use std::marker::PhantomData;
 
 /// The PodSpec fields the policy may rewrite, besides container resources.
 const SPEC_RESOURCES: &str = "resources";
 const SPEC_AFFINITY: &str = "affinity";
 /// The container field the policy may rewrite.
 const CONTAINER_RESOURCES: &str = "resources";
+/// Room for one written value: a node affinity with a few terms fits, so
+/// writing it seldom grows the buffer.
+const EDIT_CAPACITY: usize = 1024;
 /// The container lists, in the order the reduced pod holds them.
 const CONTAINER_LISTS: [&str; 2] = ["initContainers", "containers"];
 
 /// A Pod's text with the places of the fields the policy reads.
 #[derive(Debug)]
 pub struct PodText<'a> {
+    /// The text the pod was read from (the pod, or the payload around it).
     text: &'a str,
+    /// Where the pod is in `text`.
+    object: Span,
     reduced: Value,
     spec: Option<SpecPlaces>,
-}
-
-/// Byte range of a JSON value within the pod text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Span {
-    start: usize,
-    end: usize,
 }
 
 /// Where a field the policy may rewrite is, or can be added: the span of its
@@ -66,65 +60,72 @@ struct SpecPlaces {
     containers: [Vec<Slot>; 2],
 }
 
-// What the reader takes out of the text, in one pass over the pod and one
-// over each container list. `present` keeps a `null` value as present, so
-// that a rewrite replaces it rather than adding a second key.
+// What the reader finds in the text: the span of each field it reads. A
+// `null` value is kept as present, so that a rewrite replaces it rather than
+// adding a second key.
 
-#[derive(Deserialize)]
-struct PodFields<'a> {
-    #[serde(borrow, default)]
-    spec: Option<Object<SpecFields<'a>>>,
+/// The fields of a pod the policy reads, found in place by
+/// [`PodFields::read`] while a larger text (the payload) is scanned.
+#[derive(Debug)]
+pub struct PodFields<'a> {
+    text: &'a str,
+    object: Span,
+    /// `None` when the pod has no `spec`, or `spec: null`.
+    spec: Option<SpecFields>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SpecFields<'a> {
-    #[serde(borrow, default, deserialize_with = "present")]
-    init_containers: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    containers: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    resources: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    node_name: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    affinity: Option<&'a RawValue>,
+#[derive(Debug, Default)]
+struct SpecFields {
+    /// Per list of [`CONTAINER_LISTS`].
+    lists: [Option<ListFields>; 2],
+    resources: Option<Span>,
+    node_name: Option<Span>,
+    affinity: Option<Span>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ContainerFields<'a> {
-    #[serde(borrow, default, deserialize_with = "present")]
-    name: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    restart_policy: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    resources: Option<&'a RawValue>,
+/// A container list: its span, and its containers (none when `null`).
+#[derive(Debug)]
+struct ListFields {
+    span: Span,
+    containers: Vec<ContainerFields>,
 }
 
-fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(deserializer).map(Some)
+#[derive(Debug, Default)]
+struct ContainerFields {
+    name: Option<Span>,
+    restart_policy: Option<Span>,
+    resources: Option<Span>,
 }
 
-/// `T` read from a JSON object only. Derived readers also take a list (fields
-/// by position), which is no Kubernetes object: refused here.
-struct Object<T>(T);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Fields<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for Fields<T> {
-            type Value = T;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map))
+impl<'a> PodFields<'a> {
+    /// Reads the object that is the scanner's next value, or `None` when it
+    /// is no object or its shape is not one this reader handles (see the
+    /// module documentation); the scanner is then left mid-value.
+    pub fn read(scanner: &mut Scanner<'a>) -> Option<Self> {
+        scanner.peek_value();
+        let start = scanner.position();
+        let mut spec = None;
+        let mut members = scanner.object().ok()?;
+        while let Some(key) = members.next_key().ok()? {
+            if key.name().ok()? == "spec" {
+                set_once(&mut spec, read_spec(members.scanner())?)?;
+            } else {
+                members.scanner().value().ok()?;
             }
         }
-        deserializer
-            .deserialize_map(Fields(PhantomData))
-            .map(Object)
+        Some(PodFields {
+            text: scanner.text(),
+            object: Span {
+                start,
+                end: scanner.position(),
+            },
+            spec: spec.flatten(),
+        })
+    }
+
+    /// The pod's JSON text.
+    pub fn object_text(&self) -> &'a str {
+        self.object.of(self.text)
     }
 }
 
@@ -132,10 +133,19 @@ impl<'a> PodText<'a> {
     /// Reads the pod `text`, or `None` when its shape is not one this reader
     /// handles (see the module documentation).
     pub fn read(text: &'a str) -> Option<Self> {
-        let pod: Object<PodFields> = serde_json::from_str(text).ok()?;
-        let Some(Object(fields)) = pod.0.spec else {
+        let mut scanner = Scanner::new(text);
+        let fields = PodFields::read(&mut scanner)?;
+        scanner.finish().ok()?;
+        Self::from_fields(&fields)
+    }
+
+    /// The pod whose fields were read in place.
+    pub fn from_fields(pod: &PodFields<'a>) -> Option<Self> {
+        let (text, object) = (pod.text, pod.object);
+        let Some(fields) = &pod.spec else {
             return Some(PodText {
                 text,
+                object,
                 reduced: Value::Object(Map::new()),
                 spec: None,
             });
@@ -144,15 +154,14 @@ impl<'a> PodText<'a> {
         let mut containers: [Vec<Slot>; 2] = [Vec::new(), Vec::new()];
         for ((field, list), slots) in CONTAINER_LISTS
             .iter()
-            .zip([fields.init_containers, fields.containers])
+            .zip(&fields.lists)
             .zip(containers.iter_mut())
         {
-            let Some(list) = list.filter(|list| list.get() != "null") else {
+            let Some(list) = list.as_ref().filter(|list| list.span.of(text) != "null") else {
                 continue;
             };
-            let items: Vec<Object<ContainerFields>> = serde_json::from_str(list.get()).ok()?;
-            let mut reduced_items = Vec::with_capacity(items.len());
-            for Object(container) in items {
+            let mut reduced_items = Vec::with_capacity(list.containers.len());
+            for container in &list.containers {
                 let mut reduced_container = Map::new();
                 for (key, value) in [
                     ("name", container.name),
@@ -160,12 +169,12 @@ impl<'a> PodText<'a> {
                     (CONTAINER_RESOURCES, container.resources),
                 ] {
                     if let Some(value) = value {
-                        reduced_container.insert(key.to_owned(), parse(value)?);
+                        reduced_container.insert(key.to_owned(), parse(text, value)?);
                     }
                 }
                 slots.push(Slot {
-                    value: optional_span(text, container.resources)?,
-                    after: optional_span(text, container.name)?.map(|name| name.end),
+                    value: container.resources,
+                    after: container.name.map(|name| name.end),
                 });
                 reduced_items.push(Value::Object(reduced_container));
             }
@@ -177,28 +186,27 @@ impl<'a> PodText<'a> {
             (SPEC_AFFINITY, fields.affinity),
         ] {
             if let Some(value) = value {
-                reduced.insert(key.to_owned(), parse(value)?);
+                reduced.insert(key.to_owned(), parse(text, value)?);
             }
         }
         // Pod-level fields are added after a container list, which every pod
         // the policy mutates has (its GPUs are requested there).
-        let after =
-            optional_span(text, fields.containers.or(fields.init_containers))?.map(|list| list.end);
-        let slot = |value: Option<&RawValue>| -> Option<Slot> {
-            Some(Slot {
-                value: optional_span(text, value)?,
-                after,
-            })
-        };
+        let [init_containers, app_containers] = &fields.lists;
+        let after = app_containers
+            .as_ref()
+            .or(init_containers.as_ref())
+            .map(|list| list.span.end);
+        let slot = |value| Slot { value, after };
         let spec = SpecPlaces {
-            resources: slot(fields.resources)?,
-            affinity: slot(fields.affinity)?,
+            resources: slot(fields.resources),
+            affinity: slot(fields.affinity),
             containers,
         };
         let mut pod = Map::new();
         pod.insert("spec".to_owned(), Value::Object(reduced));
         Some(PodText {
             text,
+            object,
             reduced: Value::Object(pod),
             spec: Some(spec),
         })
@@ -216,7 +224,7 @@ impl<'a> PodText<'a> {
         let unplaceable = || "the decision changed a field the rewrite cannot place".to_owned();
         let Some(places) = &self.spec else {
             return if *changed == self.reduced {
-                Ok(self.text.to_owned())
+                Ok(self.object.of(self.text).to_owned())
             } else {
                 Err(unplaceable())
             };
@@ -259,7 +267,7 @@ impl<'a> PodText<'a> {
                 edits.extend(edit(CONTAINER_RESOURCES, slot, old, new)?);
             }
         }
-        splice(self.text, edits)
+        splice(self.text, self.object, edits)
     }
 }
 
@@ -292,24 +300,72 @@ fn edit(
         return Ok(None);
     }
     let new = new.ok_or_else(|| format!("the decision removed {key}"))?;
-    let json = serde_json::to_string(new).map_err(|error| error.to_string())?;
-    let edit = match (slot.value, slot.after) {
-        (Some(span), _) => Edit { span, text: json },
-        (None, Some(at)) => Edit {
-            span: Span { start: at, end: at },
-            text: format!(",{}:{json}", Value::from(key)),
-        },
+    let mut text = String::with_capacity(EDIT_CAPACITY);
+    let span = match (slot.value, slot.after) {
+        (Some(span), _) => span,
+        (None, Some(at)) => {
+            text.push(',');
+            write_string(key, &mut text)?;
+            text.push(':');
+            Span { start: at, end: at }
+        }
         (None, None) => return Err(format!("no place to add {key}")),
     };
-    Ok(Some(edit))
+    write_json(new, &mut text)?;
+    Ok(Some(Edit { span, text }))
 }
 
-/// Applies `edits` to `text`; insertions at one place keep their order.
-fn splice(text: &str, mut edits: Vec<Edit>) -> Result<String, String> {
+/// Appends `value` as compact JSON, byte for byte what serde_json writes.
+/// Strings with nothing to escape, nearly all of them, are copied as they
+/// are: serde_json's escaping, byte by byte, was most of a rewrite in Wasm.
+fn write_json(value: &Value, out: &mut String) -> Result<(), String> {
+    match value {
+        Value::String(text) => write_string(text, out)?,
+        Value::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_json(item, out)?;
+            }
+            out.push(']');
+        }
+        Value::Object(members) => {
+            out.push('{');
+            for (index, (key, item)) in members.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_string(key, out)?;
+                out.push(':');
+                write_json(item, out)?;
+            }
+            out.push('}');
+        }
+        other => out.push_str(&serde_json::to_string(other).map_err(|e| e.to_string())?),
+    }
+    Ok(())
+}
+
+fn write_string(text: &str, out: &mut String) -> Result<(), String> {
+    if is_plain_string(text) {
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
+    } else {
+        out.push_str(&serde_json::to_string(text).map_err(|e| e.to_string())?);
+    }
+    Ok(())
+}
+
+/// The `object` part of `text` with `edits` applied; insertions at one place
+/// keep their order.
+fn splice(text: &str, object: Span, mut edits: Vec<Edit>) -> Result<String, String> {
     edits.sort_by_key(|edit| (edit.span.start, edit.span.end));
     let extra: usize = edits.iter().map(|edit| edit.text.len()).sum();
-    let mut out = String::with_capacity(text.len() + extra);
-    let mut copied = 0;
+    let mut out = String::with_capacity(object.end - object.start + extra);
+    let mut copied = object.start;
     for edit in edits {
         // Spans never overlap; an overlap would be a bug here, so refuse it.
         let before = text
@@ -319,32 +375,97 @@ fn splice(text: &str, mut edits: Vec<Edit>) -> Result<String, String> {
         out.push_str(&edit.text);
         copied = edit.span.end;
     }
-    out.push_str(text.get(copied..).unwrap_or_default());
+    let rest = text
+        .get(copied..object.end)
+        .ok_or("the rewrite's edits leave the object")?;
+    out.push_str(rest);
     Ok(out)
-}
-
-/// Where `value`, read out of `text`, sits in it.
-fn span_of(text: &str, value: &RawValue) -> Option<Span> {
-    let start = (value.get().as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
-    let end = start.checked_add(value.get().len())?;
-    // The reader only hands out slices of `text`; check rather than trust.
-    (text.get(start..end)?.as_ptr() == value.get().as_ptr()).then_some(Span { start, end })
-}
-
-/// The span of `value` if present; `None` when it cannot be placed.
-fn optional_span(text: &str, value: Option<&RawValue>) -> Option<Option<Span>> {
-    match value {
-        None => Some(None),
-        Some(value) => span_of(text, value).map(Some),
-    }
 }
 
 fn container_at<'v>(spec: &'v Value, list: &str, index: usize) -> Option<&'v Value> {
     spec.get(list)?.get(index)
 }
 
-fn parse(value: &RawValue) -> Option<Value> {
-    serde_json::from_str(value.get()).ok()
+/// Sets a field read from the text; a field given twice is refused (which
+/// would the API server keep?), and the whole tree decides instead.
+fn set_once<T>(field: &mut Option<T>, value: T) -> Option<()> {
+    field.replace(value).is_none().then_some(())
+}
+
+/// `spec`: `Some(None)` when `null`; `None` when not an object.
+fn read_spec(scanner: &mut Scanner<'_>) -> Option<Option<SpecFields>> {
+    if scanner.peek_value() == Some(b'n') {
+        return (scanner.value().ok()?.of(scanner.text()) == "null").then_some(None);
+    }
+    let mut fields = SpecFields::default();
+    let mut members = scanner.object().ok()?;
+    while let Some(key) = members.next_key().ok()? {
+        let scanner = members.scanner();
+        let name = key.name().ok()?;
+        let list = CONTAINER_LISTS.iter().position(|list| *list == name);
+        if let Some(index) = list {
+            set_once(&mut fields.lists[index], read_list(scanner)?)?;
+            continue;
+        }
+        let field = match name.as_ref() {
+            SPEC_RESOURCES => Some(&mut fields.resources),
+            "nodeName" => Some(&mut fields.node_name),
+            SPEC_AFFINITY => Some(&mut fields.affinity),
+            _ => None,
+        };
+        read_value(scanner, field)?;
+    }
+    Some(Some(fields))
+}
+
+/// A container list: `null`, or a list of objects.
+fn read_list(scanner: &mut Scanner<'_>) -> Option<ListFields> {
+    if scanner.peek_value() == Some(b'n') {
+        let span = scanner.value().ok()?;
+        return (span.of(scanner.text()) == "null").then_some(ListFields {
+            span,
+            containers: Vec::new(),
+        });
+    }
+    let start = scanner.position();
+    let mut containers = Vec::new();
+    let mut elements = scanner.array().ok()?;
+    while elements.has_next().ok()? {
+        containers.push(read_container(elements.scanner())?);
+    }
+    let end = scanner.position();
+    Some(ListFields {
+        span: Span { start, end },
+        containers,
+    })
+}
+
+fn read_container(scanner: &mut Scanner<'_>) -> Option<ContainerFields> {
+    let mut fields = ContainerFields::default();
+    let mut members = scanner.object().ok()?;
+    while let Some(key) = members.next_key().ok()? {
+        let field = match key.name().ok()?.as_ref() {
+            "name" => Some(&mut fields.name),
+            "restartPolicy" => Some(&mut fields.restart_policy),
+            CONTAINER_RESOURCES => Some(&mut fields.resources),
+            _ => None,
+        };
+        read_value(members.scanner(), field)?;
+    }
+    Some(fields)
+}
+
+/// Passes over the next value, keeping its span in `field` if given.
+fn read_value(scanner: &mut Scanner<'_>, field: Option<&mut Option<Span>>) -> Option<()> {
+    let span = scanner.value().ok()?;
+    match field {
+        Some(field) => set_once(field, span),
+        None => Some(()),
+    }
+}
+
+fn parse(text: &str, value: Span) -> Option<Value> {
+    serde_json::from_str(value.of(text)).ok()
 }
 
 #[cfg(test)]
@@ -378,6 +499,18 @@ mod tests {
                 "affinity": null
             }})
         );
+    }
+
+    #[rstest]
+    #[case::affinity(json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "preference": {"matchExpressions": [
+            {"key": "gpu-topology.io/gpus", "operator": "Gt", "values": ["3"]}]}}]}}))]
+    #[case::escapes(json!({"a\"b": ["\\", "\n", "\u{1}", "é ✓"], "": [true, null, -1.5, 18446744073709551615u64]}))]
+    #[case::empty_containers(json!([{}, [], ""]))]
+    fn values_are_written_as_serde_json_writes_them(#[case] value: Value) {
+        let mut written = String::new();
+        write_json(&value, &mut written).unwrap();
+        assert_eq!(written, serde_json::to_string(&value).unwrap());
     }
 
     #[test]

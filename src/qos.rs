@@ -60,11 +60,54 @@ pub struct Edit {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     pub target: Target,
-    /// e.g. `cpu requests 1 differ from limits 2`.
-    pub reason: String,
+    pub resource: Resource,
+    /// Why it is not Guaranteed, put in words only when a message needs it
+    /// ([`Finding::reason`]): a mutation never shows them.
+    pub reasons: Vec<Reason>,
     /// Only a request copied from the limit: the API server's own defaulting
     /// does the same, so the pod is already Guaranteed.
     pub defaulted_by_kubernetes: bool,
+}
+
+impl Finding {
+    /// e.g. `cpu requests 1 differ from limits 2`.
+    pub fn reason(&self) -> String {
+        let name = self.resource.name();
+        let words: Vec<String> = self
+            .reasons
+            .iter()
+            .map(|reason| match reason {
+                Reason::RequestsDiffer { request, limit } => {
+                    format!("{name} requests {request} differ from limits {limit}")
+                }
+                Reason::RequestsWithoutLimits { request } => {
+                    format!("{name} has requests {request} but no limits")
+                }
+                Reason::NotSet => format!("{name} is not set"),
+                Reason::BelowContainerLimit { value, floor } => {
+                    format!("{name} {value} is below a container's limits {floor}")
+                }
+                Reason::NotWholeCpus { value } => {
+                    format!("{name} {value} is not a whole number of CPUs")
+                }
+                Reason::LimitsWithoutRequests { value } => {
+                    format!("{name} has limits {value} but no requests")
+                }
+            })
+            .collect();
+        words.join(", ")
+    }
+}
+
+/// One reason a resource of a target is not Guaranteed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    RequestsDiffer { request: Quantity, limit: Quantity },
+    RequestsWithoutLimits { request: Quantity },
+    NotSet,
+    BelowContainerLimit { value: Quantity, floor: Quantity },
+    NotWholeCpus { value: Quantity },
+    LimitsWithoutRequests { value: Quantity },
 }
 
 /// The outcome of planning Guaranteed QoS for a pod.
@@ -204,9 +247,7 @@ impl QosPlan {
             }
             (Some(request), Some(limit)) => {
                 if request != limit {
-                    reasons.push(format!(
-                        "{name} requests {request} differ from limits {limit}"
-                    ));
+                    reasons.push(Reason::RequestsDiffer { request, limit });
                 }
                 limit
             }
@@ -214,12 +255,12 @@ impl QosPlan {
             // limits to missing requests itself.
             (None, Some(limit)) => limit,
             (Some(request), None) => {
-                reasons.push(format!("{name} has requests {request} but no limits"));
+                reasons.push(Reason::RequestsWithoutLimits { request });
                 request
             }
             (None, None) => match &rule.default {
                 Ok(default) => {
-                    reasons.push(format!("{name} is not set"));
+                    reasons.push(Reason::NotSet);
                     *default
                 }
                 Err(DefaultMissing(key)) => {
@@ -233,17 +274,15 @@ impl QosPlan {
             .floor
             .filter(|floor| limits.is_none() && *floor > value)
         {
-            reasons.push(format!(
-                "{name} {value} is below a container's limits {floor}"
-            ));
+            reasons.push(Reason::BelowContainerLimit { value, floor });
             value = floor;
         }
         if rule.whole && !value.is_whole() {
-            reasons.push(format!("{name} {value} is not a whole number of CPUs"));
+            reasons.push(Reason::NotWholeCpus { value });
             value = value.ceil_units();
         }
         if reasons.is_empty() && requests.is_none() {
-            reasons.push(format!("{name} has limits {value} but no requests"));
+            reasons.push(Reason::LimitsWithoutRequests { value });
         }
         if reasons.is_empty() {
             return;
@@ -273,7 +312,8 @@ impl QosPlan {
         }
         self.findings.push(Finding {
             target,
-            reason: reasons.join(", "),
+            resource,
+            reasons,
             defaulted_by_kubernetes: sections_written == [Section::Requests] && requests.is_none(),
         });
     }
@@ -437,7 +477,7 @@ mod tests {
         vec!["cpu has requests 1 but no limits", "memory has requests 1Gi but no limits"])]
     fn reports_what_is_not_guaranteed(#[case] resources: Value, #[case] expected: Vec<&str>) {
         let (_, plan) = run(resources, &qos());
-        let reasons: Vec<&str> = plan.violations().map(|f| f.reason.as_str()).collect();
+        let reasons: Vec<String> = plan.violations().map(Finding::reason).collect();
         assert_eq!(reasons, expected);
     }
 

@@ -448,3 +448,36 @@ fn text_and_tree_decisions_agree(
         }
     }
 }
+
+/// The entry point reads the pod's fields while it scans the payload; that
+/// must find exactly what reading the pod's own text finds, and rewrite it
+/// the same way.
+#[test]
+fn the_pod_read_in_the_payload_is_the_pod_read_alone() {
+    use gpu_topology_policy::cluster::KubewardenHost;
+    use gpu_topology_policy::evaluate::evaluate_pod;
+    use gpu_topology_policy::pod_text::PodText;
+    use gpu_topology_policy::request::AdmissionRequest;
+    let config = config(json!({}));
+    for fixture in POD_FIXTURES {
+        let text = serde_json::to_string_pretty(&request(fixture)).unwrap();
+        let request = AdmissionRequest::parse(&text).unwrap();
+        assert!(
+            request.object_fields.is_some(),
+            "{fixture}: not read in place"
+        );
+        let in_payload = request.pod_text().unwrap();
+        let alone = PodText::read(request.object_text()).unwrap();
+        assert_eq!(in_payload.reduced(), alone.reduced(), "{fixture}");
+        let decided = evaluate_pod(alone.reduced(), &config, &KubewardenHost);
+        let changed = match decided.verdict {
+            Verdict::Mutate(changed) => changed,
+            _ => alone.reduced().clone(),
+        };
+        assert_eq!(
+            in_payload.rewrite(&changed),
+            alone.rewrite(&changed),
+            "{fixture}"
+        );
+    }
+}
