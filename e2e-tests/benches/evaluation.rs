@@ -10,11 +10,12 @@
 //!   compiled natively (same parsing, decision and response serialisation),
 //!   the counterpart of `wasm`;
 //! - `breakdown/*`: where the time goes: a waPC round trip with an empty
-//!   payload; the native `validate` stage by stage on the 5 KB pod (reading
-//!   the payload, reading the settings as a fresh instance must, reading the
-//!   pod text, deciding on the reduced pod, rewriting the text, writing the
-//!   answer); for scale, the whole payload parsed into a JSON tree; and the
-//!   host's share (decoding the response, diffing it into the patch);
+//!   payload; the native `validate` stage by stage on the 5 KB pod (the one
+//!   scan of the payload, which also finds the pod's fields; reading the
+//!   settings as a fresh instance must; building the reduced pod from those
+//!   fields; deciding on it; rewriting the text; writing the answer); for
+//!   scale, the whole payload parsed into a JSON tree; and the host's share
+//!   (decoding the response, diffing it into the patch);
 //! - `module/*`: compiling policy.wasm and instantiating it (wapc_init included).
 //!
 //! After criterion's report a summary table prints the Wasm/native ratio.
@@ -29,7 +30,6 @@ use e2e_tests::{
 use gpu_topology_policy::cluster::KubewardenHost;
 use gpu_topology_policy::config_cache::config_for;
 use gpu_topology_policy::evaluate::{evaluate, evaluate_pod, Verdict};
-use gpu_topology_policy::pod_text::PodText;
 use gpu_topology_policy::request::Payload;
 use gpu_topology_policy::response::to_bytes;
 use gpu_topology_policy::settings::parse_settings;
@@ -164,11 +164,10 @@ fn native_stages(group: &mut criterion::BenchmarkGroup<'_, WallTime>, case: &Cas
         })
     });
     let config = config_for(payload.settings).expect("settings");
-    let text = payload.request.object_text();
-    group.bench_function("native-read-pod-text", |b| {
-        b.iter(|| PodText::read(black_box(text)).expect("pod text"))
+    group.bench_function("native-pod-from-payload-fields", |b| {
+        b.iter(|| black_box(&payload.request).pod_text().expect("pod text"))
     });
-    let pod = PodText::read(text).expect("pod text");
+    let pod = payload.request.pod_text().expect("pod text");
     group.bench_function("native-decide-on-reduced-pod", |b| {
         b.iter(|| evaluate_pod(black_box(pod.reduced()), &config, &KubewardenHost))
     });
