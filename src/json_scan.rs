@@ -4,8 +4,8 @@
 //! The policy reads a handful of fields out of a payload that is mostly a
 //! Pod's metadata and `managedFields`. serde_json can only pass over a value
 //! it does not keep by parsing it token by token (and a `RawValue` that keeps
-//! the span is scanned again when its fields are read), which in Wasm was a
-//! third of an evaluation. This scanner validates the same JSON grammar but
+//! the span is scanned again when its fields are read), which in Wasm was
+//! about half of an evaluation. This scanner validates the same JSON grammar but
 //! passes over strings eight bytes at a time and keeps the nesting in a bit
 //! set, so the payload is scanned once, with the pod's fields read on the
 //! way. Values the policy keeps are small and still parsed by serde_json.
