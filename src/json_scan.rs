@@ -140,6 +140,12 @@ impl<'a> Scanner<'a> {
         })
     }
 
+    /// Passes over the next value, validating it, and answers its text.
+    pub fn value_text(&mut self) -> Scan<&'a str> {
+        let span = self.value()?;
+        Ok(span.of(self.text))
+    }
+
     /// Checks that only whitespace is left.
     pub fn finish(&mut self) -> Scan<()> {
         self.skip_whitespace();

@@ -364,7 +364,7 @@ fn write_string(text: &str, out: &mut String) -> Result<(), String> {
 fn splice(text: &str, object: Span, mut edits: Vec<Edit>) -> Result<String, String> {
     edits.sort_by_key(|edit| (edit.span.start, edit.span.end));
     let extra: usize = edits.iter().map(|edit| edit.text.len()).sum();
-    let mut out = String::with_capacity(object.end - object.start + extra);
+    let mut out = String::with_capacity(object.end.saturating_sub(object.start) + extra);
     let mut copied = object.start;
     for edit in edits {
         // Spans never overlap; an overlap would be a bug here, so refuse it.
@@ -395,7 +395,7 @@ fn set_once<T>(field: &mut Option<T>, value: T) -> Option<()> {
 /// `spec`: `Some(None)` when `null`; `None` when not an object.
 fn read_spec(scanner: &mut Scanner<'_>) -> Option<Option<SpecFields>> {
     if scanner.peek_value() == Some(b'n') {
-        return (scanner.value().ok()?.of(scanner.text()) == "null").then_some(None);
+        return (scanner.value_text().ok()? == "null").then_some(None);
     }
     let mut fields = SpecFields::default();
     let mut members = scanner.object().ok()?;

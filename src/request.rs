@@ -122,12 +122,11 @@ impl<'a> AdmissionRequest<'a> {
         self.object.unwrap_or("null")
     }
 
-    /// The object as a Pod read for the fields the policy decides on.
+    /// The object as a Pod read for the fields the policy decides on;
+    /// `None` when the reader does not handle it (reading the object's text
+    /// alone would not either: it is the same reader).
     pub fn pod_text(&self) -> Option<PodText<'a>> {
-        match &self.object_fields {
-            Some(fields) => PodText::from_fields(fields),
-            None => PodText::read(self.object_text()),
-        }
+        self.object_fields.as_ref().and_then(PodText::from_fields)
     }
 
     /// The old object (UPDATE) as text; `null` when the request carries none.
@@ -242,19 +241,13 @@ fn optional_text<'a>(
     scanner: &mut Scanner<'a>,
     field: &'static str,
 ) -> Result<Option<&'a str>, ReadError> {
-    let text = scanner
-        .value()
-        .map_err(ReadError::at(field))?
-        .of(scanner.text());
+    let text = scanner.value_text().map_err(ReadError::at(field))?;
     Ok((text != "null").then_some(text))
 }
 
 /// The next value, a string: borrowed from the text unless it has escapes.
 fn string<'a>(scanner: &mut Scanner<'a>, field: &'static str) -> Result<Cow<'a, str>, ReadError> {
-    let text = scanner
-        .value()
-        .map_err(ReadError::at(field))?
-        .of(scanner.text());
+    let text = scanner.value_text().map_err(ReadError::at(field))?;
     match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
         Some(plain) if !plain.contains('\\') => Ok(Cow::Borrowed(plain)),
         _ => serde_json::from_str::<String>(text)
@@ -268,10 +261,7 @@ fn deserialize<'a, T: Deserialize<'a>>(
     scanner: &mut Scanner<'a>,
     field: &'static str,
 ) -> Result<T, ReadError> {
-    let text = scanner
-        .value()
-        .map_err(ReadError::at(field))?
-        .of(scanner.text());
+    let text = scanner.value_text().map_err(ReadError::at(field))?;
     serde_json::from_str(text).map_err(|error| ReadError::new(field, error.to_string()))
 }
 
