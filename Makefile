@@ -4,6 +4,7 @@
 #   make test        fmt check, clippy, unit tests and e2e tests (what .ci/run runs)
 #   make e2e-tests   the built module against e2e-tests/scenarios (harness; kwctl bats when available)
 #   make bench       criterion benchmarks (Wasm harness vs native); not part of `make test`
+#   make miri        the allocator's tests under Miri (nightly); not part of `make test`
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -12,7 +13,7 @@ BATS ?= bats
 WASM_TARGET := wasm32-wasip1
 BUILT_WASM := target/$(WASM_TARGET)/release/gpu_topology_policy.wasm
 
-.PHONY: test unit-tests e2e-tests kwctl-e2e-tests demo bench fmt lint clean FORCE
+.PHONY: test unit-tests e2e-tests kwctl-e2e-tests demo bench miri fmt lint clean FORCE
 
 # Cargo decides what is stale; the copy (and so the file's date) changes only
 # when the module does, so annotated-policy.wasm is rebuilt only then.
@@ -30,6 +31,8 @@ fmt:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	# The policy as it is shipped: code only built for Wasm (its allocator).
+	$(CARGO) clippy --target wasm32-wasip1 -p gpu-topology-policy -- -D warnings
 
 # Native unit tests only (no module needed).
 unit-tests:
@@ -70,6 +73,12 @@ demo: policy.wasm
 
 bench: policy.wasm
 	$(CARGO) bench -p e2e-tests
+
+# The crate's only unsafe code, src/small_blocks.rs, checked for undefined
+# behaviour and leaks (a few minutes).
+miri:
+	rustup component add --toolchain nightly miri rust-src
+	$(CARGO) +nightly miri test --lib small_blocks
 
 clean:
 	$(CARGO) clean

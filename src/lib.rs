@@ -22,9 +22,16 @@ pub mod quantity;
 pub mod request;
 pub mod response;
 pub mod settings;
+pub mod small_blocks;
 pub mod workload;
 
 use kubewarden_policy_sdk::protocol_version_guest;
+
+/// Wasm's system allocator is slow for the many small blocks one evaluation
+/// uses; see [`small_blocks`].
+#[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
+#[global_allocator]
+static ALLOCATOR: small_blocks::SmallBlocks = small_blocks::SmallBlocks::new();
 use request::Payload;
 use wapc_guest::prelude::*;
 
