@@ -63,16 +63,23 @@ fn render(term: &Term, prefix: &LabelPrefix) -> Vec<Value> {
     term.iter()
         .map(|requirement| {
             let values = requirement.values().into_iter().map(Value::String);
-            Value::Object(Map::from_iter([
-                ("key".to_owned(), Value::String(requirement.key(prefix))),
-                (
-                    "operator".to_owned(),
-                    requirement.operator().as_str().into(),
-                ),
-                ("values".to_owned(), Value::Array(values.collect())),
-            ]))
+            object([
+                ("key", Value::String(requirement.key(prefix))),
+                ("operator", requirement.operator().as_str().into()),
+                ("values", Value::Array(values.collect())),
+            ])
         })
         .collect()
+}
+
+/// A JSON object of `members`. Inserted one by one: `Map::from_iter` would
+/// first collect and sort them in a buffer of its own.
+fn object<const N: usize>(members: [(&str, Value); N]) -> Value {
+    let mut map = Map::new();
+    for (key, value) in members {
+        map.insert(key.to_owned(), value);
+    }
+    Value::Object(map)
 }
 
 /// Merges `requirement` into the PodSpec `spec`.
@@ -120,10 +127,7 @@ pub fn merge(
 /// `{"matchExpressions": expressions}`. Built by moving the rendered values:
 /// `json!` would serialise them into a copy.
 fn match_expressions(expressions: Vec<Value>) -> Value {
-    Value::Object(Map::from_iter([(
-        "matchExpressions".to_owned(),
-        Value::Array(expressions),
-    )]))
+    object([("matchExpressions", Value::Array(expressions))])
 }
 
 /// ANDs the OR of `required` into the OR of `terms`.
@@ -203,10 +207,10 @@ fn add_preferences(preferences: &mut Vec<Value>, preferred: Vec<Vec<Value>>, wei
                 .is_some_and(|existing| expressions.iter().all(|e| existing.contains(e)))
         });
         if !present {
-            preferences.push(Value::Object(Map::from_iter([
-                ("weight".to_owned(), Value::from(weight)),
-                ("preference".to_owned(), match_expressions(expressions)),
-            ])));
+            preferences.push(object([
+                ("weight", Value::from(weight)),
+                ("preference", match_expressions(expressions)),
+            ]));
         }
     }
 }

@@ -136,13 +136,13 @@ fn container_demand(
 ) -> Result<ContainerDemand, String> {
     let mut resources = Vec::new();
     for resource in gpu_resources {
-        let (section, text) = match (
-            container.resource(Section::Limits, resource),
-            container.resource(Section::Requests, resource),
-        ) {
-            (Some(text), _) => (Section::Limits, text),
-            (None, Some(text)) => (Section::Requests, text),
-            (None, None) => continue,
+        let limits = container.resource(Section::Limits, resource);
+        let (section, text) = match limits {
+            Some(text) => (Section::Limits, text),
+            None => match container.resource(Section::Requests, resource) {
+                Some(text) => (Section::Requests, text),
+                None => continue,
+            },
         };
         let count = Quantity::parse(&text)
             .ok()

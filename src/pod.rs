@@ -6,6 +6,7 @@
 //! resources and no part in QoS or topology.
 
 use serde_json::Value;
+use std::borrow::Cow;
 use std::fmt;
 
 /// Init containers with this restart policy are sidecars (KEP-753): they keep
@@ -79,25 +80,26 @@ pub struct Container<'a> {
     pub json: &'a Value,
 }
 
-impl Container<'_> {
+impl<'a> Container<'a> {
     /// The quantity string at `resources.<section>.<resource>`, if set. Other
     /// JSON (`cpu: 2` from a hand-written manifest) reads as its text, so that
     /// garbage fails quantity parsing with a message instead of being ignored.
-    pub fn resource(&self, section: Section, resource: &str) -> Option<String> {
+    pub fn resource(&self, section: Section, resource: &str) -> Option<Cow<'a, str>> {
         resources_value(self.json.get("resources"), section, resource)
     }
 }
 
-/// The quantity string at `<section>.<resource>` of a `resources` object.
-pub fn resources_value(
-    resources: Option<&Value>,
+/// The quantity string at `<section>.<resource>` of a `resources` object;
+/// borrowed, as nearly all are strings.
+pub fn resources_value<'a>(
+    resources: Option<&'a Value>,
     section: Section,
     resource: &str,
-) -> Option<String> {
+) -> Option<Cow<'a, str>> {
     match resources?.get(section.field())?.get(resource)? {
         Value::Null => None,
-        Value::String(text) => Some(text.clone()),
-        other => Some(other.to_string()),
+        Value::String(text) => Some(Cow::Borrowed(text)),
+        other => Some(Cow::Owned(other.to_string())),
     }
 }
 

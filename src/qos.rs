@@ -10,6 +10,7 @@ use crate::pod::{containers, resources_value, Container, ContainerRef, Section};
 use crate::quantity::Quantity;
 use crate::settings::QosConfig;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::fmt;
 
 /// The resources Guaranteed QoS is about.
@@ -128,9 +129,18 @@ impl QosPlan {
 }
 
 /// A resource's current values in one `resources` object.
-struct Current {
-    requests: Option<String>,
-    limits: Option<String>,
+struct Current<'a> {
+    requests: Option<Cow<'a, str>>,
+    limits: Option<Cow<'a, str>>,
+}
+
+impl<'a> Current<'a> {
+    fn of(resources: Option<&'a Value>, resource: Resource) -> Self {
+        Current {
+            requests: resources_value(resources, Section::Requests, resource.name()),
+            limits: resources_value(resources, Section::Limits, resource.name()),
+        }
+    }
 }
 
 /// Plans Guaranteed QoS for the PodSpec `spec` with GPU demand `demand`.
@@ -149,10 +159,7 @@ pub fn plan(spec: &Value, demand: &PodDemand, qos: &QosConfig) -> Result<QosPlan
         }
     }
     for resource in Resource::ALL {
-        let current = |resources: Option<&Value>| Current {
-            requests: resources_value(resources, Section::Requests, resource.name()),
-            limits: resources_value(resources, Section::Limits, resource.name()),
-        };
+        let current = |resources| Current::of(resources, resource);
         let pod_level = current(pod_resources);
         if pod_level.requests.is_some() || pod_level.limits.is_some() {
             // Pod-level resources decide QoS for this resource; containers may
@@ -220,7 +227,7 @@ impl QosPlan {
     /// Plans one resource of one target.
     fn add(&mut self, target: Target, resource: Resource, current: &Current, rule: &Rule) {
         let name = resource.name();
-        let parse = |section: Section, text: &Option<String>| match text {
+        let parse = |section: Section, text: &Option<Cow<'_, str>>| match text {
             None => Ok(None),
             Some(text) => Quantity::parse(text).map(Some).map_err(|error| {
                 format!(
@@ -299,7 +306,7 @@ impl QosPlan {
                 Section::Limits => (requests, &current.requests),
             };
             let written = match other {
-                (Some(quantity), Some(text)) if quantity == value => text.clone(),
+                (Some(quantity), Some(text)) if quantity == value => text.to_string(),
                 _ => value.canonical(),
             };
             sections_written.push(section);
