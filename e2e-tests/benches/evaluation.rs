@@ -18,7 +18,8 @@
 //!   (decoding the response, diffing it into the patch);
 //! - `module/*`: compiling policy.wasm and instantiating it (wapc_init included).
 //!
-//! After criterion's report a summary table prints the Wasm/native ratio.
+//! After criterion's report a summary table prints the Wasm/native ratio,
+//! from rounds that time Wasm and native back to back.
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, BatchSize, Criterion};
@@ -53,6 +54,11 @@ const REQUESTS: [(&str, &str); 3] = [
 
 /// Iterations for the summary's own timing (after as many warm-up calls).
 const SUMMARY_ITERATIONS: u32 = 2_000;
+/// The summary's Wasm/native comparison: rounds, each a batch of Wasm calls
+/// then a batch of native calls, so that both sides of a ratio see the same
+/// phase of a machine whose speed drifts (see BENCHMARKS.md).
+const PAIRED_ROUNDS: usize = 30;
+const PAIRED_BATCH: u32 = 200;
 
 struct Case {
     name: &'static str,
@@ -218,6 +224,57 @@ fn micros(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
+/// Per-call µs of Wasm and native in each paired round, and their ratios.
+struct Paired {
+    wasm: Vec<f64>,
+    native: Vec<f64>,
+    ratios: Vec<f64>,
+}
+
+/// Times `wasm` and `native` in [`PAIRED_ROUNDS`] back-to-back batches.
+fn paired<A, B>(mut wasm: impl FnMut() -> A, mut native: impl FnMut() -> B) -> Paired {
+    let batch = |f: &mut dyn FnMut()| {
+        let start = Instant::now();
+        for _ in 0..PAIRED_BATCH {
+            f();
+        }
+        micros(start.elapsed() / PAIRED_BATCH)
+    };
+    let (mut wasm, mut native) = (
+        move || {
+            black_box(wasm());
+        },
+        move || {
+            black_box(native());
+        },
+    );
+    for _ in 0..SUMMARY_ITERATIONS {
+        wasm();
+        native();
+    }
+    let mut rounds = Paired {
+        wasm: Vec::new(),
+        native: Vec::new(),
+        ratios: Vec::new(),
+    };
+    for _ in 0..PAIRED_ROUNDS {
+        let (w, n) = (batch(&mut wasm), batch(&mut native));
+        rounds.wasm.push(w);
+        rounds.native.push(n);
+        rounds.ratios.push(w / n);
+    }
+    rounds
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn fastest(values: &[f64]) -> f64 {
+    values.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
 /// The side-by-side table: Wasm, native and their ratio per request.
 fn summary() {
     let module = module();
@@ -225,24 +282,34 @@ fn summary() {
         .instantiate(Arc::new(HostCapabilities::none()))
         .expect("instance");
     println!(
-        "\nsummary (mean of {SUMMARY_ITERATIONS} calls; policy.wasm {} bytes)",
+        "\nsummary: {PAIRED_ROUNDS} rounds of {PAIRED_BATCH} Wasm calls then {PAIRED_BATCH} native calls; \
+         µs: median (fastest) round; \
+         wasm/native: median of the rounds' ratios (fastest over fastest); wasm+host: mean of {SUMMARY_ITERATIONS} calls; policy.wasm {} bytes",
         module.size_bytes()
     );
     println!(
-        "{:<14} {:>8} {:>12} {:>10} {:>12} {:>13}",
+        "{:<14} {:>6} {:>15} {:>15} {:>13} {:>13}",
         "request", "bytes", "wasm µs", "native µs", "wasm/native", "wasm+host µs"
     );
     for case in cases() {
-        let wasm = mean(|| wasm_validate(&policy, &case.payload));
-        let native = mean(|| native_validate(&case.payload));
+        let rounds = paired(
+            || wasm_validate(&policy, &case.payload),
+            || native_validate(&case.payload),
+        );
         let with_host = mean(|| wasm_validate_with_host(&policy, &case));
+        let cell =
+            |values: &[f64]| format!("{:.1} ({:.1})", median(values.to_vec()), fastest(values));
         println!(
-            "{:<14} {:>8} {:>12.1} {:>10.1} {:>12.2} {:>13.1}",
+            "{:<14} {:>6} {:>15} {:>15} {:>13} {:>13.1}",
             case.name,
             case.payload.len(),
-            micros(wasm),
-            micros(native),
-            wasm.as_secs_f64() / native.as_secs_f64(),
+            cell(&rounds.wasm),
+            cell(&rounds.native),
+            format!(
+                "{:.2} ({:.2})",
+                median(rounds.ratios.clone()),
+                fastest(&rounds.wasm) / fastest(&rounds.native)
+            ),
             micros(with_host)
         );
     }

@@ -14,6 +14,9 @@
 //! engine is configured as the harness's otherwise; the host refuses every
 //! capability call, as in `benches/evaluation.rs`. Prints µs per call.
 //!
+//! With `FRESH` set, every call gets a new instance (`wapc_init` included),
+//! as Kubewarden's policy-server gives every request.
+//!
 //! With MODULE `native`, the policy's `validate` compiled natively is timed
 //! instead. Alternating runs of several modules and `native`, and taking the
 //! fastest of each, compares them on a machine whose speed drifts (see
@@ -63,15 +66,21 @@ fn main() -> Result<()> {
         .module_bytes(&bytes)
         .build_pre()
         .map_err(|e| anyhow!("cannot compile {}: {e}", module.display()))?;
-    let refuse = |_: u64, _: &str, _: &str, _: &str, _: &[u8]| Err("refused".into());
-    let engine = pre.rehydrate(None).map_err(|e| anyhow!("{e}"))?;
-    let host =
-        WapcHost::new(Box::new(engine), Some(Box::new(refuse))).map_err(|e| anyhow!("{e}"))?;
-    let call = || {
+    let instance = || {
+        let refuse = |_: u64, _: &str, _: &str, _: &str, _: &[u8]| Err("refused".into());
+        let engine = pre.rehydrate(None).map_err(|e| anyhow!("{e}"))?;
+        WapcHost::new(Box::new(engine), Some(Box::new(refuse))).map_err(|e| anyhow!("{e}"))
+    };
+    let validate = |host: &WapcHost| {
         host.call("validate", &payload)
             .map_err(|e| anyhow!("validate: {e}"))
     };
-    time(seconds, call)
+    if std::env::var_os("FRESH").is_some() {
+        // As policy-server does: a new instance for every request.
+        return time(seconds, || validate(&instance()?));
+    }
+    let host = instance()?;
+    time(seconds, || validate(&host))
 }
 
 /// Calls `call` for about `seconds` after a warm-up; prints µs per call.
