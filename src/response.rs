@@ -19,6 +19,9 @@ struct ValidationResponse<'a> {
 }
 
 const MUTATED_OBJECT_FIELD: &[u8] = b",\"mutated_object\":";
+/// Room for the fixed fields of the answer besides message, warnings and
+/// the object, so that writing it never grows the buffer.
+const ANSWER_OVERHEAD: usize = 160;
 
 /// The serialised answer for `decision`.
 pub fn to_bytes(decision: &Decision) -> serde_json::Result<Vec<u8>> {
@@ -27,13 +30,22 @@ pub fn to_bytes(decision: &Decision) -> serde_json::Result<Vec<u8>> {
         Verdict::Mutate(object) => (true, None, Some(object.as_str())),
         Verdict::Reject(message) => (false, Some(message.as_str()), None),
     };
-    let mut out = serde_json::to_vec(&ValidationResponse {
-        accepted,
-        message,
-        code: None,
-        audit_annotations: None,
-        warnings: (!decision.warnings.is_empty()).then_some(decision.warnings.as_slice()),
-    })?;
+    // Sized up front: growing it would copy the object (kilobytes) again.
+    // Escaping can only lengthen texts past this; then the buffer grows.
+    let texts = message.map_or(0, str::len)
+        + mutated_object.map_or(0, str::len)
+        + decision.warnings.iter().map(|w| w.len() + 3).sum::<usize>();
+    let mut out = Vec::with_capacity(ANSWER_OVERHEAD + texts);
+    serde_json::to_writer(
+        &mut out,
+        &ValidationResponse {
+            accepted,
+            message,
+            code: None,
+            audit_annotations: None,
+            warnings: (!decision.warnings.is_empty()).then_some(decision.warnings.as_slice()),
+        },
+    )?;
     // `{...}` becomes `{...,"mutated_object":<object>}`: the object is JSON by
     // construction (`MutatedObject`), so it is copied, not parsed again.
     if out.pop() != Some(b'}') {
