@@ -219,7 +219,11 @@ fn split_sign(text: &str) -> (bool, &str) {
     }
 }
 
-/// `"12.50"` -> (1250, 2). At least one digit, at most one dot.
+/// Any number of this many decimal digits fits in a `u64` (10^19 - 1 < 2^64).
+const U64_DIGITS: usize = 19;
+
+/// `"12.50"` -> (1250, 2). At least one digit, at most one dot; `number`
+/// holds only ASCII digits and dots.
 fn parse_number(number: &str) -> Result<(i128, u32), QuantityError> {
     let (integer, fraction) = number.split_once('.').unwrap_or((number, ""));
     if integer.is_empty() && fraction.is_empty() {
@@ -228,13 +232,21 @@ fn parse_number(number: &str) -> Result<(i128, u32), QuantityError> {
     if fraction.contains('.') {
         return Err(QuantityError::NotAQuantity);
     }
-    let mut mantissa: i128 = 0;
-    for digit in integer.bytes().chain(fraction.bytes()) {
-        mantissa = mantissa
-            .checked_mul(10)
-            .and_then(|m| m.checked_add(i128::from(digit - b'0')))
-            .ok_or(QuantityError::OutOfRange)?;
-    }
+    let digits = integer.bytes().chain(fraction.bytes());
+    let mantissa = if integer.len() + fraction.len() <= U64_DIGITS {
+        // Nearly every quantity: u64 arithmetic, which cannot overflow here.
+        // i128 multiplication is a library call in Wasm.
+        i128::from(digits.fold(0_u64, |m, digit| m * 10 + u64::from(digit - b'0')))
+    } else {
+        let mut mantissa: i128 = 0;
+        for digit in digits {
+            mantissa = mantissa
+                .checked_mul(10)
+                .and_then(|m| m.checked_add(i128::from(digit - b'0')))
+                .ok_or(QuantityError::OutOfRange)?;
+        }
+        mantissa
+    };
     let fraction_digits = u32::try_from(fraction.len()).map_err(|_| QuantityError::OutOfRange)?;
     Ok((mantissa, fraction_digits))
 }
@@ -347,6 +359,22 @@ mod tests {
     )]
     fn rejects_garbage_without_panicking(#[case] input: &str, #[case] expected: QuantityError) {
         assert_eq!(Quantity::parse(input), Err(expected));
+    }
+
+    /// Up to 19 digits are read in u64, longer numbers in i128: both exact.
+    #[rstest]
+    #[case::eighteen_digits("123456789012345678")]
+    #[case::nineteen_digits("9999999999999999999")]
+    #[case::nineteen_with_a_fraction("999999999.9999999999")]
+    #[case::twenty_digits("12345678901234567890")]
+    #[case::twenty_with_a_fraction("1234567890.1234567890")]
+    fn long_numbers_are_read_exactly(#[case] number: &str) {
+        let digits: String = number.chars().filter(|c| *c != '.').collect();
+        let fraction_digits = number.split_once('.').map_or(0, |(_, f)| f.len() as u32);
+        assert_eq!(
+            parse_number(number),
+            Ok((digits.parse::<i128>().unwrap(), fraction_digits))
+        );
     }
 
     #[test]
