@@ -136,13 +136,11 @@ fn container_demand(
 ) -> Result<ContainerDemand, String> {
     let mut resources = Vec::new();
     for resource in gpu_resources {
-        let limits = container.resource(Section::Limits, resource);
-        let (section, text) = match limits {
-            Some(text) => (Section::Limits, text),
-            None => match container.resource(Section::Requests, resource) {
-                Some(text) => (Section::Requests, text),
-                None => continue,
-            },
+        let in_section = |section| Some(section).zip(container.resource(section, resource));
+        let Some((section, text)) =
+            in_section(Section::Limits).or_else(|| in_section(Section::Requests))
+        else {
+            continue;
         };
         let count = Quantity::parse(&text)
             .ok()

@@ -26,14 +26,14 @@ pub mod small_blocks;
 pub mod workload;
 
 use kubewarden_policy_sdk::protocol_version_guest;
+use request::Payload;
+use wapc_guest::prelude::*;
 
 /// Wasm's system allocator is slow for the many small blocks one evaluation
 /// uses; see [`small_blocks`].
 #[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
 #[global_allocator]
 static ALLOCATOR: small_blocks::SmallBlocks = small_blocks::SmallBlocks::new();
-use request::Payload;
-use wapc_guest::prelude::*;
 
 #[no_mangle]
 pub extern "C" fn wapc_init() {

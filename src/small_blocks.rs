@@ -92,14 +92,18 @@ fn class_of(layout: Layout) -> Option<usize> {
         .then(|| (size - 1) / CLASS_STEP)
 }
 
-/// The layout of the blocks of `class`, as the system allocator is asked.
+/// The layout of the blocks of `class` (below [`CLASSES`]), as the system
+/// allocator is asked.
 fn class_layout(class: usize) -> Layout {
-    // Cannot fail: at most LARGEST_CACHED bytes, a power-of-two alignment.
-    Layout::from_size_align((class + 1) * CLASS_STEP, BLOCK_ALIGN).unwrap_or(Layout::new::<u8>())
+    debug_assert!(class < CLASSES);
+    // SAFETY: a size of at most LARGEST_CACHED bytes, far from overflowing
+    // when rounded up to BLOCK_ALIGN, a power of two.
+    unsafe { Layout::from_size_align_unchecked((class + 1) * CLASS_STEP, BLOCK_ALIGN) }
 }
 
 unsafe impl GlobalAlloc for SmallBlocks {
-    // Not inlined: at every allocation site it would add ~40 KB to the module.
+    // Not inlined: inlined at every allocation site, these three added
+    // ~40 KB to the module for ~1.5% speed.
     #[inline(never)]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let Some(class) = class_of(layout) else {
@@ -116,8 +120,7 @@ unsafe impl GlobalAlloc for SmallBlocks {
         block.cast()
     }
 
-    // Not inlined: at every allocation site it would add ~40 KB to the module.
-    #[inline(never)]
+    #[inline(never)] // as `alloc`
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         let Some(class) = class_of(layout) else {
             return System.dealloc(ptr, layout);
@@ -131,8 +134,7 @@ unsafe impl GlobalAlloc for SmallBlocks {
         *head = block;
     }
 
-    // Not inlined: at every allocation site it would add ~40 KB to the module.
-    #[inline(never)]
+    #[inline(never)] // as `alloc`
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: the caller guarantees a valid power-of-two alignment.
         let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
