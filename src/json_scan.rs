@@ -83,10 +83,7 @@ impl<'a> Scanner<'a> {
     }
 
     fn error<T>(&self, problem: &'static str) -> Scan<T> {
-        Err(ScanError {
-            problem,
-            offset: self.pos,
-        })
+        fail(problem, self.pos)
     }
 
     fn peek(&self) -> Option<u8> {
@@ -94,9 +91,7 @@ impl<'a> Scanner<'a> {
     }
 
     fn skip_whitespace(&mut self) {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.peek() {
-            self.pos += 1;
-        }
+        self.pos = whitespace_end(self.bytes(), self.pos);
     }
 
     /// The first byte of the next value (whitespace skipped), e.g. `{` for
@@ -133,7 +128,7 @@ impl<'a> Scanner<'a> {
     pub fn value(&mut self) -> Scan<Span> {
         self.skip_whitespace();
         let start = self.pos;
-        self.skip_value()?;
+        self.pos = value_end(self.bytes(), start)?;
         Ok(Span {
             start,
             end: self.pos,
@@ -173,76 +168,6 @@ impl<'a> Scanner<'a> {
         })
     }
 
-    /// Passes over one value at `pos`. Iterative: the kind of each open
-    /// container is one bit of `objects`, so nesting costs no memory.
-    fn skip_value(&mut self) -> Scan<()> {
-        let mut objects = Bits::default();
-        let mut depth: u32 = 0;
-        'value: loop {
-            self.skip_whitespace();
-            match self.peek() {
-                Some(b'"') => self.string().map(drop)?,
-                Some(open @ (b'{' | b'[')) => {
-                    if depth + 1 >= MAX_DEPTH {
-                        return self.error("JSON nested too deeply");
-                    }
-                    let is_object = open == b'{';
-                    objects.set(depth, is_object);
-                    depth += 1;
-                    self.pos += 1;
-                    self.skip_whitespace();
-                    let close = if is_object { b'}' } else { b']' };
-                    if self.peek() == Some(close) {
-                        self.pos += 1;
-                        depth -= 1;
-                    } else {
-                        if is_object {
-                            self.skip_key()?;
-                        }
-                        continue 'value;
-                    }
-                }
-                Some(b't') => self.literal(b"true")?,
-                Some(b'f') => self.literal(b"false")?,
-                Some(b'n') => self.literal(b"null")?,
-                Some(b'-' | b'0'..=b'9') => self.number()?,
-                Some(_) => return self.error("expected a JSON value"),
-                None => return self.error("unexpected end of JSON"),
-            }
-            // A value is complete: close containers until one continues.
-            while depth > 0 {
-                self.skip_whitespace();
-                let in_object = objects.get(depth - 1);
-                match (self.peek(), in_object) {
-                    (Some(b','), _) => {
-                        self.pos += 1;
-                        if in_object {
-                            self.skip_key()?;
-                        }
-                        continue 'value;
-                    }
-                    (Some(b'}'), true) | (Some(b']'), false) => {
-                        self.pos += 1;
-                        depth -= 1;
-                    }
-                    (_, true) => return self.error("expected `,` or `}`"),
-                    (_, false) => return self.error("expected `,` or `]`"),
-                }
-            }
-            return Ok(());
-        }
-    }
-
-    /// Passes over `"key":`.
-    fn skip_key(&mut self) -> Scan<()> {
-        self.skip_whitespace();
-        if self.peek() != Some(b'"') {
-            return self.error("expected a string key");
-        }
-        self.string()?;
-        self.expect(b':', "expected `:`")
-    }
-
     /// Reads `"key":`, answering the key.
     fn key(&mut self) -> Scan<Key<'a>> {
         self.skip_whitespace();
@@ -250,113 +175,203 @@ impl<'a> Scanner<'a> {
             return self.error("expected a string key");
         }
         let start = self.pos;
-        let escaped = self.string()?;
-        let quoted = self.text.get(start..self.pos).unwrap_or_default();
+        let (end, escaped) = string_end(self.bytes(), start)?;
+        self.pos = end;
+        let quoted = self.text.get(start..end).unwrap_or_default();
         self.expect(b':', "expected `:`")?;
         Ok(Key { quoted, escaped })
     }
+}
 
-    /// Passes over the string at `pos` (on its opening quote); answers
-    /// whether it holds escapes.
-    fn string(&mut self) -> Scan<bool> {
-        let bytes = self.bytes();
-        let mut escaped = false;
-        self.pos += 1;
-        loop {
-            // Eight bytes at a time up to the next quote, backslash or
-            // control character.
-            while let Some(chunk) = bytes
-                .get(self.pos..self.pos + 8)
-                .and_then(|chunk| <[u8; 8]>::try_from(chunk).ok())
-            {
-                let special = special_bytes(u64::from_le_bytes(chunk));
-                if special != 0 {
-                    self.pos += (special.trailing_zeros() / 8) as usize;
-                    break;
-                }
-                self.pos += 8;
-            }
-            match self.peek() {
-                Some(b'"') => {
-                    self.pos += 1;
-                    return Ok(escaped);
-                }
-                Some(b'\\') => {
-                    escaped = true;
-                    self.pos += 1;
-                    self.escape()?;
-                }
-                Some(0..=0x1f) => return self.error("control character in a JSON string"),
-                Some(_) => self.pos += 1,
-                None => return self.error("unterminated JSON string"),
-            }
-        }
+// The scanning steps below take the text and a position and answer the
+// position after what they passed over. Passing over a value is a loop of
+// these steps, one per token, and with the position in a local variable the
+// loop keeps it in a register; as a field of the scanner it was written back
+// to memory at every byte, and in Wasm a step's result (a position or an
+// error) went through memory too.
+
+fn fail<T>(problem: &'static str, offset: usize) -> Scan<T> {
+    Err(ScanError { problem, offset })
+}
+
+#[inline(always)]
+fn whitespace_end(bytes: &[u8], mut pos: usize) -> usize {
+    while let Some(b' ' | b'\n' | b'\r' | b'\t') = bytes.get(pos) {
+        pos += 1;
     }
+    pos
+}
 
-    /// Checks the escape after a backslash. Like serde_json when it passes
-    /// over a string, `\u` takes any four hex digits.
-    fn escape(&mut self) -> Scan<()> {
-        match self.peek() {
-            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => self.pos += 1,
-            Some(b'u') => {
-                self.pos += 1;
-                for _ in 0..4 {
-                    if !self.peek().is_some_and(|b| b.is_ascii_hexdigit()) {
-                        return self.error("invalid \\u escape in a JSON string");
+/// The end of the value at `start`, validating it. Iterative: the kind of
+/// each open container is one bit of `objects`, so nesting costs no memory.
+fn value_end(bytes: &[u8], start: usize) -> Scan<usize> {
+    let mut objects = Bits::default();
+    let mut depth: u32 = 0;
+    let mut pos = start;
+    'value: loop {
+        pos = whitespace_end(bytes, pos);
+        match bytes.get(pos) {
+            Some(b'"') => pos = string_end(bytes, pos)?.0,
+            Some(&open @ (b'{' | b'[')) => {
+                if depth + 1 >= MAX_DEPTH {
+                    return fail("JSON nested too deeply", pos);
+                }
+                let is_object = open == b'{';
+                objects.set(depth, is_object);
+                depth += 1;
+                pos = whitespace_end(bytes, pos + 1);
+                let close = if is_object { b'}' } else { b']' };
+                if bytes.get(pos) == Some(&close) {
+                    pos += 1;
+                    depth -= 1;
+                } else {
+                    if is_object {
+                        pos = key_end(bytes, pos)?;
                     }
-                    self.pos += 1;
+                    continue 'value;
                 }
             }
-            _ => return self.error("invalid escape in a JSON string"),
+            Some(b't') => pos = literal_end(bytes, pos, b"true")?,
+            Some(b'f') => pos = literal_end(bytes, pos, b"false")?,
+            Some(b'n') => pos = literal_end(bytes, pos, b"null")?,
+            Some(b'-' | b'0'..=b'9') => pos = number_end(bytes, pos)?,
+            Some(_) => return fail("expected a JSON value", pos),
+            None => return fail("unexpected end of JSON", pos),
         }
-        Ok(())
-    }
-
-    fn literal(&mut self, word: &[u8]) -> Scan<()> {
-        if self.bytes().get(self.pos..self.pos + word.len()) != Some(word) {
-            return self.error("invalid JSON literal");
-        }
-        self.pos += word.len();
-        Ok(())
-    }
-
-    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`
-    fn number(&mut self) -> Scan<()> {
-        if self.peek() == Some(b'-') {
-            self.pos += 1;
-        }
-        match self.peek() {
-            Some(b'0') => self.pos += 1,
-            Some(b'1'..=b'9') => self.digits(),
-            _ => return self.error("invalid JSON number"),
-        }
-        if self.peek() == Some(b'.') {
-            self.pos += 1;
-            self.required_digits()?;
-        }
-        if let Some(b'e' | b'E') = self.peek() {
-            self.pos += 1;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.pos += 1;
+        // A value is complete: close containers until one continues.
+        while depth > 0 {
+            pos = whitespace_end(bytes, pos);
+            let in_object = objects.get(depth - 1);
+            match (bytes.get(pos), in_object) {
+                (Some(b','), _) => {
+                    pos += 1;
+                    if in_object {
+                        pos = key_end(bytes, pos)?;
+                    }
+                    continue 'value;
+                }
+                (Some(b'}'), true) | (Some(b']'), false) => {
+                    pos += 1;
+                    depth -= 1;
+                }
+                (_, true) => return fail("expected `,` or `}`", pos),
+                (_, false) => return fail("expected `,` or `]`", pos),
             }
-            self.required_digits()?;
         }
-        Ok(())
+        return Ok(pos);
     }
+}
 
-    fn digits(&mut self) {
-        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
-            self.pos += 1;
-        }
+/// The end of `"key":` at `pos` (whitespace first).
+#[inline(always)]
+fn key_end(bytes: &[u8], pos: usize) -> Scan<usize> {
+    let pos = whitespace_end(bytes, pos);
+    if bytes.get(pos) != Some(&b'"') {
+        return fail("expected a string key", pos);
     }
+    let pos = whitespace_end(bytes, string_end(bytes, pos)?.0);
+    if bytes.get(pos) != Some(&b':') {
+        return fail("expected `:`", pos);
+    }
+    Ok(pos + 1)
+}
 
-    fn required_digits(&mut self) -> Scan<()> {
-        if !self.peek().is_some_and(|b| b.is_ascii_digit()) {
-            return self.error("invalid JSON number");
+/// The end of the string at `pos` (on its opening quote), and whether it
+/// holds escapes.
+#[inline(always)]
+fn string_end(bytes: &[u8], mut pos: usize) -> Scan<(usize, bool)> {
+    let mut escaped = false;
+    pos += 1;
+    loop {
+        // Eight bytes at a time up to the next quote, backslash or control
+        // character.
+        while let Some(chunk) = bytes
+            .get(pos..pos + 8)
+            .and_then(|chunk| <[u8; 8]>::try_from(chunk).ok())
+        {
+            let special = special_bytes(u64::from_le_bytes(chunk));
+            if special != 0 {
+                pos += (special.trailing_zeros() / 8) as usize;
+                break;
+            }
+            pos += 8;
         }
-        self.digits();
-        Ok(())
+        match bytes.get(pos) {
+            Some(b'"') => return Ok((pos + 1, escaped)),
+            Some(b'\\') => {
+                escaped = true;
+                pos = escape_end(bytes, pos + 1)?;
+            }
+            Some(0..=0x1f) => return fail("control character in a JSON string", pos),
+            Some(_) => pos += 1,
+            None => return fail("unterminated JSON string", pos),
+        }
     }
+}
+
+/// The end of the escape after a backslash (at `pos`). Like serde_json when
+/// it passes over a string, `\u` takes any four hex digits. Out of line:
+/// escapes are rare in Kubernetes objects.
+#[inline(never)]
+fn escape_end(bytes: &[u8], pos: usize) -> Scan<usize> {
+    match bytes.get(pos) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(pos + 1),
+        Some(b'u') => {
+            for offset in 1..=4 {
+                if !bytes.get(pos + offset).is_some_and(u8::is_ascii_hexdigit) {
+                    return fail("invalid \\u escape in a JSON string", pos + offset);
+                }
+            }
+            Ok(pos + 5)
+        }
+        _ => fail("invalid escape in a JSON string", pos),
+    }
+}
+
+#[inline(always)]
+fn literal_end(bytes: &[u8], pos: usize, word: &[u8]) -> Scan<usize> {
+    if bytes.get(pos..pos + word.len()) != Some(word) {
+        return fail("invalid JSON literal", pos);
+    }
+    Ok(pos + word.len())
+}
+
+/// The end of the number at `pos`:
+/// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`
+fn number_end(bytes: &[u8], mut pos: usize) -> Scan<usize> {
+    if bytes.get(pos) == Some(&b'-') {
+        pos += 1;
+    }
+    match bytes.get(pos) {
+        Some(b'0') => pos += 1,
+        Some(b'1'..=b'9') => pos = digits_end(bytes, pos),
+        _ => return fail("invalid JSON number", pos),
+    }
+    if bytes.get(pos) == Some(&b'.') {
+        pos = required_digits_end(bytes, pos + 1)?;
+    }
+    if let Some(b'e' | b'E') = bytes.get(pos) {
+        pos += 1;
+        if let Some(b'+' | b'-') = bytes.get(pos) {
+            pos += 1;
+        }
+        pos = required_digits_end(bytes, pos)?;
+    }
+    Ok(pos)
+}
+
+fn digits_end(bytes: &[u8], mut pos: usize) -> usize {
+    while bytes.get(pos).is_some_and(u8::is_ascii_digit) {
+        pos += 1;
+    }
+    pos
+}
+
+fn required_digits_end(bytes: &[u8], pos: usize) -> Scan<usize> {
+    if !bytes.get(pos).is_some_and(u8::is_ascii_digit) {
+        return fail("invalid JSON number", pos);
+    }
+    Ok(digits_end(bytes, pos))
 }
 
 /// [`MAX_DEPTH`] bits in two words: Wasm has no 128-bit integers.
