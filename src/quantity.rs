@@ -69,14 +69,14 @@ const DECIMAL_SUFFIXES: [(&str, i32); 10] = [
     ("E", 18),
 ];
 
-/// Binary SI suffixes and their power of 1024.
-const BINARY_SUFFIXES: [(&str, u32); 6] = [
-    ("Ki", 1),
-    ("Mi", 2),
-    ("Gi", 3),
-    ("Ti", 4),
-    ("Pi", 5),
-    ("Ei", 6),
+/// Binary SI suffixes and their value, a power of 1024.
+const BINARY_SUFFIXES: [(&str, i64); 6] = [
+    ("Ki", 1 << 10),
+    ("Mi", 1 << 20),
+    ("Gi", 1 << 30),
+    ("Ti", 1 << 40),
+    ("Pi", 1 << 50),
+    ("Ei", 1 << 60),
 ];
 
 impl Quantity {
@@ -92,17 +92,12 @@ impl Quantity {
             .unwrap_or(unsigned.len());
         let (number, suffix) = unsigned.split_at(number_len);
         let (mantissa, fraction_digits) = parse_number(number)?;
-        let (pow10, pow1024, format) = parse_suffix(suffix)?;
+        let (pow10, binary, format) = parse_suffix(suffix)?;
         if negative && mantissa != 0 {
             return Err(QuantityError::Negative);
         }
         let scale = i64::from(pow10) - i64::from(fraction_digits) + 9;
-        let binary = 1024_i128
-            .checked_pow(pow1024)
-            .ok_or(QuantityError::OutOfRange)?;
-        let scaled = mantissa
-            .checked_mul(binary)
-            .ok_or(QuantityError::OutOfRange)?;
+        let scaled = checked_mul(mantissa, i128::from(binary)).ok_or(QuantityError::OutOfRange)?;
         let nanos = scale_by_pow10(scaled, scale)?;
         if nanos > MAX_NANOS {
             return Err(QuantityError::OutOfRange);
@@ -124,16 +119,17 @@ impl Quantity {
 
     /// The value as a whole number of units, when it is one (GPU counts).
     pub fn whole_units(&self) -> Option<u64> {
-        if self.nanos % NANOS_PER_UNIT != 0 {
-            return None;
+        match div_rem(self.nanos, NANOS_PER_UNIT) {
+            (units, 0) => u64::try_from(units).ok(),
+            _ => None,
         }
-        u64::try_from(self.nanos / NANOS_PER_UNIT).ok()
     }
 
     /// Rounded up to whole units: `1500m` becomes `2`.
     pub fn ceil_units(&self) -> Self {
-        let units = self.nanos.div_euclid(NANOS_PER_UNIT)
-            + i128::from(self.nanos.rem_euclid(NANOS_PER_UNIT) != 0);
+        // Never negative, so truncating division is Euclidean here.
+        let (units, rest) = div_rem(self.nanos, NANOS_PER_UNIT);
+        let units = units + i128::from(rest != 0);
         Quantity {
             nanos: units * NANOS_PER_UNIT,
             format: self.format,
@@ -141,12 +137,12 @@ impl Quantity {
     }
 
     pub fn is_whole(&self) -> bool {
-        self.nanos % NANOS_PER_UNIT == 0
+        div_rem(self.nanos, NANOS_PER_UNIT).1 == 0
     }
 
     /// `self` times `factor`, keeping the format (`32Gi` x 2 = `64Gi`).
     pub fn checked_mul(&self, factor: u64) -> Option<Self> {
-        let nanos = self.nanos.checked_mul(i128::from(factor))?;
+        let nanos = checked_mul(self.nanos, i128::from(factor))?;
         (nanos <= MAX_NANOS).then_some(Quantity {
             nanos,
             format: self.format,
@@ -155,8 +151,8 @@ impl Quantity {
 
     /// The canonical string Kubernetes itself would write for this value.
     pub fn canonical(&self) -> String {
-        let whole = self.nanos % NANOS_PER_UNIT == 0;
-        let units = self.nanos / NANOS_PER_UNIT;
+        let (units, rest) = div_rem(self.nanos, NANOS_PER_UNIT);
+        let whole = rest == 0;
         // Kubernetes shows small or fractional binary values in decimal.
         if self.format == Format::BinarySi && whole && units >= 1024 {
             let (mut value, mut suffix) = (units, "");
@@ -251,13 +247,13 @@ fn parse_number(number: &str) -> Result<(i128, u32), QuantityError> {
     Ok((mantissa, fraction_digits))
 }
 
-/// The suffix's power of ten, power of 1024 and format.
-fn parse_suffix(suffix: &str) -> Result<(i32, u32, Format), QuantityError> {
-    if let Some((_, pow1024)) = BINARY_SUFFIXES.iter().find(|(name, _)| *name == suffix) {
-        return Ok((0, *pow1024, Format::BinarySi));
+/// The suffix's power of ten, binary multiplier and format.
+fn parse_suffix(suffix: &str) -> Result<(i32, i64, Format), QuantityError> {
+    if let Some((_, binary)) = BINARY_SUFFIXES.iter().find(|(name, _)| *name == suffix) {
+        return Ok((0, *binary, Format::BinarySi));
     }
     if let Some((_, pow10)) = DECIMAL_SUFFIXES.iter().find(|(name, _)| *name == suffix) {
-        return Ok((*pow10, 0, Format::DecimalSi));
+        return Ok((*pow10, 1, Format::DecimalSi));
     }
     // Decimal exponent: "e3", "E-2", "e+6".
     let exponent = suffix
@@ -270,7 +266,7 @@ fn parse_suffix(suffix: &str) -> Result<(i32, u32, Format), QuantityError> {
     let magnitude: i32 = digits.parse().map_err(|_| QuantityError::OutOfRange)?;
     Ok((
         if negative { -magnitude } else { magnitude },
-        0,
+        1,
         Format::DecimalSi,
     ))
 }
@@ -282,18 +278,57 @@ fn scale_by_pow10(value: i128, scale: i64) -> Result<i128, QuantityError> {
         return Ok(0);
     }
     let magnitude = u32::try_from(scale.unsigned_abs()).map_err(|_| QuantityError::OutOfRange)?;
+    let power = POWERS_OF_TEN.get(magnitude as usize).copied();
     if scale >= 0 {
-        return 10_i128
-            .checked_pow(magnitude)
-            .and_then(|factor| value.checked_mul(factor))
+        return power
+            .and_then(|factor| checked_mul(value, factor))
             .ok_or(QuantityError::OutOfRange);
     }
-    if magnitude > MAX_POW10 {
+    let Some(divisor) = power else {
         // The divisor exceeds any i128 value: a positive value rounds up to 1.
         return Ok(1);
+    };
+    let (quotient, rest) = div_rem(value, divisor);
+    Ok(quotient + i128::from(rest != 0))
+}
+
+/// 10^0 ..= 10^[`MAX_POW10`].
+const POWERS_OF_TEN: [i128; MAX_POW10 as usize + 1] = {
+    let mut powers = [1_i128; MAX_POW10 as usize + 1];
+    let mut index = 1;
+    while index < powers.len() {
+        powers[index] = powers[index - 1] * 10;
+        index += 1;
     }
-    let divisor = 10_i128.pow(magnitude);
-    Ok(value / divisor + i128::from(value % divisor != 0))
+    powers
+};
+
+// i128 multiplication and division are library calls in Wasm (and i128
+// overflow checks take several), while every real quantity fits in 64 bits:
+// the helpers below work in i64 when the operands fit, in i128 otherwise.
+
+/// `a * b`, or `None` on i128 overflow.
+fn checked_mul(a: i128, b: i128) -> Option<i128> {
+    if let (Ok(small_a), Ok(small_b)) = (i64::try_from(a), i64::try_from(b)) {
+        if let Some(product) = small_a.checked_mul(small_b) {
+            return Some(i128::from(product));
+        }
+    }
+    a.checked_mul(b)
+}
+
+/// Truncating quotient and remainder of `value / divisor`; `divisor` is
+/// positive.
+fn div_rem(value: i128, divisor: i128) -> (i128, i128) {
+    if let (Ok(small_value), Ok(small_divisor)) = (i64::try_from(value), i64::try_from(divisor)) {
+        if small_divisor > 0 {
+            return (
+                i128::from(small_value / small_divisor),
+                i128::from(small_value % small_divisor),
+            );
+        }
+    }
+    (value / divisor, value % divisor)
 }
 
 #[cfg(test)]
@@ -375,6 +410,34 @@ mod tests {
             parse_number(number),
             Ok((digits.parse::<i128>().unwrap(), fraction_digits))
         );
+    }
+
+    /// The 64-bit shortcuts agree with i128 arithmetic on both sides of
+    /// the 64-bit range.
+    #[rstest]
+    #[case::small(1_500, 1_000_000_000)]
+    #[case::product_just_fits_i64(i128::from(i64::MAX / 2), 2)]
+    #[case::product_leaves_i64(i128::from(i64::MAX), 2)]
+    #[case::operand_beyond_i64(i128::from(i64::MAX) + 1, 10)]
+    #[case::both_beyond_i64(i128::from(u64::MAX), i128::from(u64::MAX))]
+    #[case::overflows_i128(i128::MAX / 3, 4)]
+    #[case::zero(0, i128::MAX)]
+    fn shortcuts_match_i128_arithmetic(#[case] a: i128, #[case] b: i128) {
+        assert_eq!(checked_mul(a, b), a.checked_mul(b));
+        assert_eq!(checked_mul(b, a), b.checked_mul(a));
+        if b > 0 {
+            assert_eq!(div_rem(a, b), (a / b, a % b));
+        }
+        if a > 0 {
+            assert_eq!(div_rem(b, a), (b / a, b % a));
+        }
+    }
+
+    #[test]
+    fn powers_of_ten_are_exact() {
+        for (exponent, power) in POWERS_OF_TEN.iter().enumerate() {
+            assert_eq!(Some(*power), 10_i128.checked_pow(exponent as u32));
+        }
     }
 
     #[test]
