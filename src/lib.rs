@@ -12,6 +12,7 @@ pub mod demand;
 pub mod evaluate;
 pub mod fleet_summary;
 pub mod json_scan;
+pub mod json_write;
 pub mod names;
 pub mod nodes;
 pub mod placement;
@@ -50,7 +51,7 @@ pub fn validate(payload: &[u8]) -> CallResult {
     let config = config_cache::config_for(payload.settings)
         .map_err(|message| anyhow::anyhow!("invalid settings: {message}"))?;
     let decision = evaluate::evaluate(&payload.request, &config);
-    Ok(response::to_bytes(&decision)?)
+    Ok(response::to_bytes(&decision))
 }
 
 /// The `validate_settings` entry point.

@@ -18,7 +18,8 @@
 //! type) is not guessed at: `read` answers `None` and the caller decides on
 //! the whole JSON tree instead, which names the problem.
 
-use crate::json_scan::{is_plain_string, Scanner, Span};
+use crate::json_scan::{Scanner, Span};
+use crate::json_write::{write_string, write_value};
 use serde_json::{Map, Value};
 
 /// The PodSpec fields the policy may rewrite, besides container resources.
@@ -305,58 +306,14 @@ fn edit(
         (Some(span), _) => span,
         (None, Some(at)) => {
             text.push(',');
-            write_string(key, &mut text)?;
+            write_string(key, &mut text);
             text.push(':');
             Span { start: at, end: at }
         }
         (None, None) => return Err(format!("no place to add {key}")),
     };
-    write_json(new, &mut text)?;
+    write_value(new, &mut text);
     Ok(Some(Edit { span, text }))
-}
-
-/// Appends `value` as compact JSON, byte for byte what serde_json writes.
-/// Strings with nothing to escape, nearly all of them, are copied as they
-/// are: serde_json's escaping, byte by byte, was most of a rewrite in Wasm.
-fn write_json(value: &Value, out: &mut String) -> Result<(), String> {
-    match value {
-        Value::String(text) => write_string(text, out)?,
-        Value::Array(items) => {
-            out.push('[');
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                write_json(item, out)?;
-            }
-            out.push(']');
-        }
-        Value::Object(members) => {
-            out.push('{');
-            for (index, (key, item)) in members.iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                write_string(key, out)?;
-                out.push(':');
-                write_json(item, out)?;
-            }
-            out.push('}');
-        }
-        other => out.push_str(&serde_json::to_string(other).map_err(|e| e.to_string())?),
-    }
-    Ok(())
-}
-
-fn write_string(text: &str, out: &mut String) -> Result<(), String> {
-    if is_plain_string(text) {
-        out.push('"');
-        out.push_str(text);
-        out.push('"');
-    } else {
-        out.push_str(&serde_json::to_string(text).map_err(|e| e.to_string())?);
-    }
-    Ok(())
 }
 
 /// The `object` part of `text` with `edits` applied; insertions at one place
@@ -499,18 +456,6 @@ mod tests {
                 "affinity": null
             }})
         );
-    }
-
-    #[rstest]
-    #[case::affinity(json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 100, "preference": {"matchExpressions": [
-            {"key": "gpu-topology.io/gpus", "operator": "Gt", "values": ["3"]}]}}]}}))]
-    #[case::escapes(json!({"a\"b": ["\\", "\n", "\u{1}", "é ✓"], "": [true, null, -1.5, 18446744073709551615u64]}))]
-    #[case::empty_containers(json!([{}, [], ""]))]
-    fn values_are_written_as_serde_json_writes_them(#[case] value: Value) {
-        let mut written = String::new();
-        write_json(&value, &mut written).unwrap();
-        assert_eq!(written, serde_json::to_string(&value).unwrap());
     }
 
     #[test]

@@ -1,62 +1,57 @@
 //! The answer to `validate`, in the wire format of the SDK's
-//! `ValidationResponse`, with the mutated object written as the JSON text the
-//! decision produced instead of being parsed and serialised again.
+//! `ValidationResponse`, written directly: the mutated object is the JSON
+//! text the decision produced, copied rather than parsed and serialised
+//! again, and the few other fields are fixed but for two strings.
 
 use crate::evaluate::{Decision, Verdict};
-use serde::ser::Error as _;
-use serde::Serialize;
-use std::collections::BTreeMap;
+use crate::json_write::write_string;
 
-/// The fields of `kubewarden_policy_sdk::response::ValidationResponse` but
-/// `mutated_object`, which [`to_bytes`] appends; a test keeps them in step.
-#[derive(Serialize)]
-struct ValidationResponse<'a> {
-    accepted: bool,
-    message: Option<&'a str>,
-    code: Option<u16>,
-    audit_annotations: Option<BTreeMap<String, String>>,
-    warnings: Option<&'a [String]>,
-}
-
-const MUTATED_OBJECT_FIELD: &[u8] = b",\"mutated_object\":";
-/// Room for the fixed fields of the answer besides message, warnings and
-/// the object, so that writing it never grows the buffer.
+/// The SDK response's fields in its order, up to the message. `code` and
+/// `audit_annotations` are never set by this policy; a test keeps the
+/// format in step with the SDK's.
+const ACCEPTED: &str = "{\"accepted\":true,\"message\":";
+const REJECTED: &str = "{\"accepted\":false,\"message\":";
+const UNSET_FIELDS: &str = ",\"code\":null,\"audit_annotations\":null,\"warnings\":";
+const MUTATED_OBJECT_FIELD: &str = ",\"mutated_object\":";
+/// Room for the fixed fields, so that writing the answer never grows the
+/// buffer (which would copy the object, kilobytes, again).
 const ANSWER_OVERHEAD: usize = 160;
 
 /// The serialised answer for `decision`.
-pub fn to_bytes(decision: &Decision) -> serde_json::Result<Vec<u8>> {
+pub fn to_bytes(decision: &Decision) -> Vec<u8> {
     let (accepted, message, mutated_object) = match &decision.verdict {
         Verdict::Accept => (true, None, None),
         Verdict::Mutate(object) => (true, None, Some(object.as_str())),
         Verdict::Reject(message) => (false, Some(message.as_str()), None),
     };
-    // Sized up front: growing it would copy the object (kilobytes) again.
     // Escaping can only lengthen texts past this; then the buffer grows.
     let texts = message.map_or(0, str::len)
         + mutated_object.map_or(0, str::len)
         + decision.warnings.iter().map(|w| w.len() + 3).sum::<usize>();
-    let mut out = Vec::with_capacity(ANSWER_OVERHEAD + texts);
-    serde_json::to_writer(
-        &mut out,
-        &ValidationResponse {
-            accepted,
-            message,
-            code: None,
-            audit_annotations: None,
-            warnings: (!decision.warnings.is_empty()).then_some(decision.warnings.as_slice()),
-        },
-    )?;
-    // `{...}` becomes `{...,"mutated_object":<object>}`: the object is JSON by
-    // construction (`MutatedObject`), so it is copied, not parsed again.
-    if out.pop() != Some(b'}') {
-        return Err(serde_json::Error::custom(
-            "the response is not a JSON object",
-        ));
+    let mut out = String::with_capacity(ANSWER_OVERHEAD + texts);
+    out.push_str(if accepted { ACCEPTED } else { REJECTED });
+    match message {
+        Some(message) => write_string(message, &mut out),
+        None => out.push_str("null"),
     }
-    out.extend_from_slice(MUTATED_OBJECT_FIELD);
-    out.extend_from_slice(mutated_object.unwrap_or("null").as_bytes());
-    out.push(b'}');
-    Ok(out)
+    out.push_str(UNSET_FIELDS);
+    if decision.warnings.is_empty() {
+        out.push_str("null");
+    } else {
+        out.push('[');
+        for (index, warning) in decision.warnings.iter().enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            write_string(warning, &mut out);
+        }
+        out.push(']');
+    }
+    // The object is JSON by construction (`MutatedObject`), so it is copied.
+    out.push_str(MUTATED_OBJECT_FIELD);
+    out.push_str(mutated_object.unwrap_or("null"));
+    out.push('}');
+    out.into_bytes()
 }
 
 #[cfg(test)]
@@ -79,6 +74,13 @@ mod tests {
     #[case::reject(Verdict::Reject("no".into()), vec![], SdkResponse {
         accepted: false, message: Some("no".into()), code: None, mutated_object: None,
         audit_annotations: None, warnings: None })]
+    #[case::texts_that_need_escaping(
+        Verdict::Reject("GPUs \"8\"\n\tdo not fit \u{1}".into()),
+        vec!["a\\b".into(), "é ✓".into()],
+        SdkResponse {
+            accepted: false, message: Some("GPUs \"8\"\n\tdo not fit \u{1}".into()), code: None,
+            mutated_object: None, audit_annotations: None,
+            warnings: Some(vec!["a\\b".into(), "é ✓".into()]) })]
     #[case::mutate_with_warning(mutated(json!({"spec": {"b": 1, "a": [2]}})), vec!["w".into()], SdkResponse {
         accepted: true, message: None, code: None,
         mutated_object: Some(json!({"spec": {"a": [2], "b": 1}})),
@@ -89,7 +91,7 @@ mod tests {
         #[case] sdk: SdkResponse,
     ) {
         let ours: Value =
-            serde_json::from_slice(&to_bytes(&Decision { verdict, warnings }).unwrap()).unwrap();
+            serde_json::from_slice(&to_bytes(&Decision { verdict, warnings })).unwrap();
         assert_eq!(ours, serde_json::to_value(&sdk).unwrap());
     }
 
@@ -100,7 +102,7 @@ mod tests {
             unreachable!("built as a mutation")
         };
         let expected_end = format!(r#","mutated_object":{}}}"#, object.as_str());
-        let bytes = String::from_utf8(to_bytes(&verdict.clone().into()).unwrap()).unwrap();
+        let bytes = String::from_utf8(to_bytes(&verdict.clone().into())).unwrap();
         assert!(bytes.ends_with(&expected_end), "{bytes}");
     }
 }
