@@ -17,6 +17,19 @@
 //! With `FRESH` set, every call gets a new instance (`wapc_init` included),
 //! as Kubewarden's policy-server gives every request.
 //!
+//! Under valgrind's callgrind it counts instructions, which unlike this
+//! VM's timing come out the same on every run (build it unstripped, with
+//! `CARGO_PROFILE_RELEASE_STRIP=false`, so that callgrind finds the function
+//! named; `native` counts `gpu_topology_policy::validate` instead):
+//!
+//! ```console
+//! valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*WapcHost*call*' \
+//!     target/release/examples/profile policy.wasm e2e-tests/benches/requests/inference-pod-5kb.json 0.01
+//! ```
+//!
+//! `Collected` over the calls made (the 2,000 warm-up calls plus the printed
+//! count) is the instructions per call, host side of the waPC call included.
+//!
 //! With MODULE `native`, the policy's `validate` compiled natively is timed
 //! instead. Alternating runs of several modules and `native`, and taking the
 //! fastest of each, compares them on a machine whose speed drifts (see
