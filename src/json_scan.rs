@@ -102,24 +102,22 @@ impl<'a> Scanner<'a> {
     }
 
     fn expect(&mut self, byte: u8, problem: &'static str) -> Scan<()> {
-        self.skip_whitespace();
-        if self.peek() != Some(byte) {
-            return self.error(problem);
-        }
-        self.pos += 1;
+        self.pos = byte_end(self.bytes(), self.pos, byte, problem)?;
         Ok(())
     }
 
     /// In a container being read: false after its `close`; else true, with
     /// the `,` before every item but the `first` passed over.
+    #[inline]
     fn next_item(&mut self, first: &mut bool, close: u8, problem: &'static str) -> Scan<bool> {
-        self.skip_whitespace();
-        if self.peek() == Some(close) {
-            self.pos += 1;
+        let bytes = self.bytes();
+        let pos = whitespace_end(bytes, self.pos);
+        if bytes.get(pos) == Some(&close) {
+            self.pos = pos + 1;
             return Ok(false);
         }
         if !std::mem::take(first) {
-            self.expect(b',', problem)?;
+            self.pos = byte_end(bytes, pos, b',', problem)?;
         }
         Ok(true)
     }
@@ -170,28 +168,33 @@ impl<'a> Scanner<'a> {
 
     /// Reads `"key":`, answering the key.
     fn key(&mut self) -> Scan<Key<'a>> {
-        self.skip_whitespace();
-        if self.peek() != Some(b'"') {
-            return self.error("expected a string key");
-        }
-        let start = self.pos;
-        let (end, escaped) = string_end(self.bytes(), start)?;
-        self.pos = end;
-        let quoted = self.text.get(start..end).unwrap_or_default();
-        self.expect(b':', "expected `:`")?;
-        Ok(Key { quoted, escaped })
+        let (quoted, escaped, after) = key_at(self.bytes(), self.pos)?;
+        self.pos = after;
+        Ok(Key {
+            quoted: quoted.of(self.text),
+            escaped,
+        })
     }
 }
 
 // The scanning steps below take the text and a position and answer the
 // position after what they passed over. Passing over a value is a loop of
-// these steps, one per token, and with the position in a local variable the
-// loop keeps it in a register; as a field of the scanner it was written back
-// to memory at every byte, and in Wasm a step's result (a position or an
-// error) went through memory too.
+// these steps, one per token; with the position in a local variable, and
+// the frequent steps inlined, the loop keeps it in a register, where as a
+// field of the scanner it was written back to memory at every byte.
 
 fn fail<T>(problem: &'static str, offset: usize) -> Scan<T> {
     Err(ScanError { problem, offset })
+}
+
+/// The position after `byte`, which must come next after whitespace.
+#[inline(always)]
+fn byte_end(bytes: &[u8], pos: usize, byte: u8, problem: &'static str) -> Scan<usize> {
+    let pos = whitespace_end(bytes, pos);
+    if bytes.get(pos) != Some(&byte) {
+        return fail(problem, pos);
+    }
+    Ok(pos + 1)
 }
 
 #[inline(always)]
@@ -226,7 +229,7 @@ fn value_end(bytes: &[u8], start: usize) -> Scan<usize> {
                     depth -= 1;
                 } else {
                     if is_object {
-                        pos = key_end(bytes, pos)?;
+                        pos = key_at(bytes, pos)?.2;
                     }
                     continue 'value;
                 }
@@ -246,7 +249,7 @@ fn value_end(bytes: &[u8], start: usize) -> Scan<usize> {
                 (Some(b','), _) => {
                     pos += 1;
                     if in_object {
-                        pos = key_end(bytes, pos)?;
+                        pos = key_at(bytes, pos)?.2;
                     }
                     continue 'value;
                 }
@@ -262,18 +265,17 @@ fn value_end(bytes: &[u8], start: usize) -> Scan<usize> {
     }
 }
 
-/// The end of `"key":` at `pos` (whitespace first).
+/// `"key":` at `pos` (whitespace first): the quoted key, whether it holds
+/// escapes, and the position after the colon.
 #[inline(always)]
-fn key_end(bytes: &[u8], pos: usize) -> Scan<usize> {
-    let pos = whitespace_end(bytes, pos);
-    if bytes.get(pos) != Some(&b'"') {
-        return fail("expected a string key", pos);
+fn key_at(bytes: &[u8], pos: usize) -> Scan<(Span, bool, usize)> {
+    let start = whitespace_end(bytes, pos);
+    if bytes.get(start) != Some(&b'"') {
+        return fail("expected a string key", start);
     }
-    let pos = whitespace_end(bytes, string_end(bytes, pos)?.0);
-    if bytes.get(pos) != Some(&b':') {
-        return fail("expected `:`", pos);
-    }
-    Ok(pos + 1)
+    let (end, escaped) = string_end(bytes, start)?;
+    let after = byte_end(bytes, end, b':', "expected `:`")?;
+    Ok((Span { start, end }, escaped, after))
 }
 
 /// The end of the string at `pos` (on its opening quote), and whether it
@@ -394,7 +396,7 @@ impl Bits {
 /// A byte mask whose lowest set bit marks the first `"`, `\` or control
 /// character of the eight bytes in `chunk` (little-endian). Higher bits may
 /// be false positives (borrows), so only the lowest is used.
-fn special_bytes(chunk: u64) -> u64 {
+pub(crate) fn special_bytes(chunk: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
@@ -402,21 +404,6 @@ fn special_bytes(chunk: u64) -> u64 {
     let backslash = zero_byte(chunk ^ (ONES * u64::from(b'\\')));
     let control = chunk.wrapping_sub(ONES * 0x20) & !chunk & HIGH;
     quote | backslash | control
-}
-
-/// True when `text` can be written between quotes as it is: it holds no
-/// quote, backslash or control character, the bytes JSON escapes.
-pub fn is_plain_string(text: &str) -> bool {
-    let mut chunks = text.as_bytes().chunks_exact(8);
-    let plain_chunks = chunks
-        .by_ref()
-        .filter_map(|chunk| <[u8; 8]>::try_from(chunk).ok())
-        .all(|chunk| special_bytes(u64::from_le_bytes(chunk)) == 0);
-    plain_chunks
-        && chunks
-            .remainder()
-            .iter()
-            .all(|&byte| byte >= 0x20 && byte != b'"' && byte != b'\\')
 }
 
 /// An object key as written (quotes and escapes included).
@@ -567,20 +554,6 @@ mod tests {
             let found = (mask != 0).then(|| mask.trailing_zeros() / 8);
             assert_eq!(found, first, "{chunk:?}");
         }
-    }
-
-    #[rstest]
-    #[case::empty("", true)]
-    #[case::label_key("gpu-topology.io/gpus-per-numa-max", true)]
-    #[case::unicode("GPU für Ärzte — ✓", true)]
-    #[case::quote_in_first_chunk("ab\"c", false)]
-    #[case::backslash_in_remainder("0123456789\\", false)]
-    #[case::control_character("0123456789abcdef\t", false)]
-    #[case::delete_is_plain("a\u{7f}", true)]
-    fn plain_strings_are_those_json_writes_unescaped(#[case] text: &str, #[case] plain: bool) {
-        assert_eq!(is_plain_string(text), plain);
-        let escaped = serde_json::to_string(text).unwrap();
-        assert_eq!(escaped == format!("\"{text}\""), plain, "{escaped}");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! per-byte escaping loop for the strings that need none (nearly all): that
 //! loop was most of a rewrite, and of the answer's warnings, in Wasm.
 
-use crate::json_scan::is_plain_string;
+use crate::json_scan::special_bytes;
 use serde_json::Value;
 use std::fmt::Write as _;
 
@@ -43,8 +43,10 @@ pub fn write_value(value: &Value, out: &mut String) {
 }
 
 /// Appends `text` as a JSON string, escaped as serde_json escapes it: `"`
-/// and `\` by a backslash, the control characters with a short escape by
-/// it, the others as `\u00XX`.
+/// and `\` get a backslash; of the control characters (U+0000 to U+001F),
+/// backspace, form feed, newline, carriage return and tab get their short
+/// escapes (`\b`, `\f`, `\n`, `\r`, `\t`) and the others `\u00xx`, in
+/// lowercase hex. Everything else is written as it is.
 pub fn write_string(text: &str, out: &mut String) {
     out.reserve(text.len() + 2);
     out.push('"');
@@ -70,6 +72,21 @@ pub fn write_string(text: &str, out: &mut String) {
     out.push('"');
 }
 
+/// True when `text` can be written between quotes as it is: it holds no
+/// quote, backslash or control character, the bytes JSON escapes.
+fn is_plain_string(text: &str) -> bool {
+    let mut chunks = text.as_bytes().chunks_exact(8);
+    let plain_chunks = chunks
+        .by_ref()
+        .filter_map(|chunk| <[u8; 8]>::try_from(chunk).ok())
+        .all(|chunk| special_bytes(u64::from_le_bytes(chunk)) == 0);
+    plain_chunks
+        && chunks
+            .remainder()
+            .iter()
+            .all(|&byte| byte >= 0x20 && byte != b'"' && byte != b'\\')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +105,19 @@ mod tests {
         let mut written = String::new();
         write_value(&value, &mut written);
         assert_eq!(written, serde_json::to_string(&value).unwrap());
+    }
+
+    #[rstest]
+    #[case::empty("", true)]
+    #[case::label_key("gpu-topology.io/gpus-per-numa-max", true)]
+    #[case::unicode("GPU für Ärzte — ✓", true)]
+    #[case::quote_in_first_chunk("ab\"c", false)]
+    #[case::backslash_in_remainder("0123456789\\", false)]
+    #[case::control_character("0123456789abcdef\t", false)]
+    #[case::delete_is_plain("a\u{7f}", true)]
+    fn plain_strings_are_those_json_writes_unescaped(#[case] text: &str, #[case] plain: bool) {
+        assert_eq!(is_plain_string(text), plain);
+        let escaped = serde_json::to_string(text).unwrap();
+        assert_eq!(escaped == format!("\"{text}\""), plain, "{escaped}");
     }
 }

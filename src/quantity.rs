@@ -97,7 +97,8 @@ impl Quantity {
             return Err(QuantityError::Negative);
         }
         let scale = i64::from(pow10) - i64::from(fraction_digits) + 9;
-        let scaled = checked_mul(mantissa, i128::from(binary)).ok_or(QuantityError::OutOfRange)?;
+        let scaled =
+            checked_product(mantissa, i128::from(binary)).ok_or(QuantityError::OutOfRange)?;
         let nanos = scale_by_pow10(scaled, scale)?;
         if nanos > MAX_NANOS {
             return Err(QuantityError::OutOfRange);
@@ -142,7 +143,7 @@ impl Quantity {
 
     /// `self` times `factor`, keeping the format (`32Gi` x 2 = `64Gi`).
     pub fn checked_mul(&self, factor: u64) -> Option<Self> {
-        let nanos = checked_mul(self.nanos, i128::from(factor))?;
+        let nanos = checked_product(self.nanos, i128::from(factor))?;
         (nanos <= MAX_NANOS).then_some(Quantity {
             nanos,
             format: self.format,
@@ -230,8 +231,8 @@ fn parse_number(number: &str) -> Result<(i128, u32), QuantityError> {
     }
     let digits = integer.bytes().chain(fraction.bytes());
     let mantissa = if integer.len() + fraction.len() <= U64_DIGITS {
-        // Nearly every quantity: u64 arithmetic, which cannot overflow here.
-        // i128 multiplication is a library call in Wasm.
+        // Nearly every quantity: u64 arithmetic (see `checked_product`),
+        // which cannot overflow here.
         i128::from(digits.fold(0_u64, |m, digit| m * 10 + u64::from(digit - b'0')))
     } else {
         let mut mantissa: i128 = 0;
@@ -281,7 +282,7 @@ fn scale_by_pow10(value: i128, scale: i64) -> Result<i128, QuantityError> {
     let power = POWERS_OF_TEN.get(magnitude as usize).copied();
     if scale >= 0 {
         return power
-            .and_then(|factor| checked_mul(value, factor))
+            .and_then(|factor| checked_product(value, factor))
             .ok_or(QuantityError::OutOfRange);
     }
     let Some(divisor) = power else {
@@ -308,7 +309,7 @@ const POWERS_OF_TEN: [i128; MAX_POW10 as usize + 1] = {
 // the helpers below work in i64 when the operands fit, in i128 otherwise.
 
 /// `a * b`, or `None` on i128 overflow.
-fn checked_mul(a: i128, b: i128) -> Option<i128> {
+fn checked_product(a: i128, b: i128) -> Option<i128> {
     if let (Ok(small_a), Ok(small_b)) = (i64::try_from(a), i64::try_from(b)) {
         if let Some(product) = small_a.checked_mul(small_b) {
             return Some(i128::from(product));
@@ -320,6 +321,7 @@ fn checked_mul(a: i128, b: i128) -> Option<i128> {
 /// Truncating quotient and remainder of `value / divisor`; `divisor` is
 /// positive.
 fn div_rem(value: i128, divisor: i128) -> (i128, i128) {
+    debug_assert!(divisor > 0, "div_rem by {divisor}");
     if let (Ok(small_value), Ok(small_divisor)) = (i64::try_from(value), i64::try_from(divisor)) {
         if small_divisor > 0 {
             return (
@@ -423,8 +425,8 @@ mod tests {
     #[case::overflows_i128(i128::MAX / 3, 4)]
     #[case::zero(0, i128::MAX)]
     fn shortcuts_match_i128_arithmetic(#[case] a: i128, #[case] b: i128) {
-        assert_eq!(checked_mul(a, b), a.checked_mul(b));
-        assert_eq!(checked_mul(b, a), b.checked_mul(a));
+        assert_eq!(checked_product(a, b), a.checked_mul(b));
+        assert_eq!(checked_product(b, a), b.checked_mul(a));
         if b > 0 {
             assert_eq!(div_rem(a, b), (a / b, a % b));
         }
