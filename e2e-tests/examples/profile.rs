@@ -18,13 +18,16 @@
 //! as Kubewarden's policy-server gives every request.
 //!
 //! Under valgrind's callgrind it counts instructions, which unlike this
-//! VM's timing come out the same on every run (build it unstripped, with
-//! `CARGO_PROFILE_RELEASE_STRIP=false`, so that callgrind finds the function
-//! named; `native` counts `gpu_topology_policy::validate` instead):
+//! VM's timing come out the same on every run. This binary must be built
+//! unstripped, so that callgrind finds the function named (`native` counts
+//! `gpu_topology_policy::validate` instead):
 //!
 //! ```console
+//! CARGO_PROFILE_RELEASE_STRIP=false CARGO_TARGET_DIR=target/unstripped \
+//!     cargo build --release -p e2e-tests --example profile
 //! valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*WapcHost*call*' \
-//!     target/release/examples/profile policy.wasm e2e-tests/benches/requests/inference-pod-5kb.json 0.01
+//!     target/unstripped/release/examples/profile policy.wasm \
+//!     e2e-tests/benches/requests/inference-pod-5kb.json 0.01
 //! ```
 //!
 //! `Collected` over the calls made (the 2,000 warm-up calls plus the printed
