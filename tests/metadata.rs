@@ -34,6 +34,43 @@ fn artifacthub_package_matches_the_policy_metadata() {
         metadata["annotations"]["io.artifacthub.resources"]
     );
     assert_eq!(metadata["executionMode"].as_str(), Some("kubewarden-wapc"));
+    // `kwctl scaffold artifacthub` reads the maintainers from the author
+    // annotation, as "name <email>".
+    let maintainer = &package["maintainers"][0];
+    let author = format!(
+        "{} <{}>",
+        maintainer["name"].as_str().unwrap(),
+        maintainer["email"].as_str().unwrap()
+    );
+    assert_eq!(
+        metadata["annotations"]["io.kubewarden.policy.author"].as_str(),
+        Some(author.as_str())
+    );
+}
+
+/// The deployment example runs the released module with the metadata's rules.
+#[test]
+fn cluster_admission_policy_example_matches_the_metadata() {
+    let metadata = load("policy-metadata.yml");
+    let policy = load("examples/policy.yaml");
+    let annotations = &metadata["annotations"];
+    let module = format!(
+        "registry://{}:v{}",
+        annotations["io.kubewarden.policy.ociUrl"].as_str().unwrap(),
+        env!("CARGO_PKG_VERSION")
+    );
+    assert_eq!(policy["spec"]["module"].as_str(), Some(module.as_str()));
+    assert_eq!(policy["spec"]["rules"], metadata["rules"]);
+    assert_eq!(policy["spec"]["mutating"], metadata["mutating"]);
+    for key in [
+        "io.kubewarden.policy.category",
+        "io.kubewarden.policy.severity",
+    ] {
+        assert_eq!(
+            policy["metadata"]["annotations"][key], annotations[key],
+            "{key}"
+        );
+    }
 }
 
 /// The rules send the policy exactly what it evaluates: Pod CREATE, and

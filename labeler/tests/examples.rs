@@ -77,12 +77,14 @@ fn daemonset_is_hardened(#[case] file: &str, #[case] sink_arg: &str, #[case] wri
             "{host_namespace}"
         );
     }
-    assert!(
-        pod["nodeSelector"]
-            .as_object()
-            .is_some_and(|s| !s.is_empty()),
-        "GPU nodeSelector"
-    );
+    let node_selector = pod["nodeSelector"]
+        .as_object()
+        .is_some_and(|s| !s.is_empty());
+    let required_affinity = pod["affinity"]["nodeAffinity"]
+        ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        .as_array()
+        .is_some_and(|terms| !terms.is_empty());
+    assert!(node_selector || required_affinity, "GPU nodes only");
     let container = hardened_container(pod);
     assert!(args(container).contains(&sink_arg));
     assert_eq!(writable_mounts(container), writable);
@@ -101,7 +103,7 @@ fn nfd_daemonset_needs_no_credentials() {
 }
 
 #[test]
-fn kubernetes_daemonset_runs_as_non_root_with_get_and_patch_on_nodes_only() {
+fn kubernetes_daemonset_runs_as_non_root_with_patch_on_nodes_only() {
     let docs = documents("daemonset-kubernetes.yaml");
     let pod = &only(&docs, "DaemonSet")["spec"]["template"]["spec"];
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
@@ -111,7 +113,7 @@ fn kubernetes_daemonset_runs_as_non_root_with_get_and_patch_on_nodes_only() {
     let role = only(&docs, "ClusterRole");
     assert_eq!(
         role["rules"],
-        json!([{ "apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"] }])
+        json!([{ "apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"] }])
     );
     let binding = only(&docs, "ClusterRoleBinding");
     assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
@@ -206,4 +208,52 @@ fn dockerfile_is_multi_stage_and_non_root() {
     let text = std::fs::read_to_string(path).unwrap();
     assert_eq!(text.lines().filter(|l| l.starts_with("FROM ")).count(), 2);
     assert!(text.lines().any(|l| l.trim() == "USER 65532:65532"));
+}
+
+/// A workload's selector must not match another example's pods in the same
+/// namespace, or two controllers would claim the same pods.
+#[test]
+fn no_workload_selects_another_examples_pods() {
+    let workloads: Vec<(String, Value)> = [
+        "daemonset-nfd.yaml",
+        "daemonset-kubernetes.yaml",
+        "fleet-summary.yaml",
+    ]
+    .into_iter()
+    .flat_map(|file| {
+        documents(file)
+            .into_iter()
+            .filter(|d| d["kind"] == "DaemonSet" || d["kind"] == "Deployment")
+            .map(move |d| (file.to_owned(), d))
+    })
+    .collect();
+    assert_eq!(workloads.len(), 3);
+    let selects = |selector: &Value, labels: &Value| {
+        selector["matchLabels"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .all(|(key, value)| labels[key] == *value)
+    };
+    for (file, workload) in &workloads {
+        let own_labels = &workload["spec"]["template"]["metadata"]["labels"];
+        assert!(
+            selects(&workload["spec"]["selector"], own_labels),
+            "{file} does not select its own pods"
+        );
+        for (other_file, other) in &workloads {
+            if file == other_file
+                || workload["metadata"]["namespace"] != other["metadata"]["namespace"]
+            {
+                continue;
+            }
+            assert!(
+                !selects(
+                    &workload["spec"]["selector"],
+                    &other["spec"]["template"]["metadata"]["labels"]
+                ),
+                "{file}'s selector matches the pods of {other_file}"
+            );
+        }
+    }
 }
