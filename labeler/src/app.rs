@@ -88,11 +88,14 @@ impl Publisher {
         })
     }
 
-    /// Whether unchanged labels must be rewritten anyway (the NFD file's expiry nears).
+    /// Whether unchanged labels must be published anyway: the NFD file's
+    /// expiry nears, or the Node's labels are due to be applied again (a
+    /// hand-edited label is restored).
     fn needs_refresh(&self) -> bool {
         match self {
             Publisher::Nfd(sink) => sink.needs_refresh(jiff::Timestamp::now()),
-            Publisher::Stdout(_) | Publisher::Kubernetes(_) => false,
+            Publisher::Kubernetes(sink) => sink.needs_refresh(jiff::Timestamp::now()),
+            Publisher::Stdout(_) => false,
         }
     }
 
@@ -114,7 +117,7 @@ impl Publisher {
                     .map_err(PublishError::Stdout)
             }
             Publisher::Nfd(sink) => sink.publish(labels, jiff::Timestamp::now()),
-            Publisher::Kubernetes(sink) => sink.publish(labels).await,
+            Publisher::Kubernetes(sink) => sink.publish(labels, jiff::Timestamp::now()).await,
         }
     }
 }
@@ -159,7 +162,8 @@ pub async fn run_once(config: &Config, publisher: &mut Publisher) -> Result<(), 
 }
 
 /// Re-discovers every `interval` and publishes when the labels change (or the
-/// NFD file needs refreshing), until SIGTERM or SIGINT. Failures are logged and
+/// NFD file needs refreshing, or the Node's labels are due to be applied
+/// again), until SIGTERM or SIGINT. Failures are logged and
 /// retried on the next round; the last published labels stay in place.
 pub async fn run_daemon(config: &Config, publisher: &mut Publisher) -> Result<(), RunError> {
     let mut shutdown = std::pin::pin!(shutdown_signal().map_err(RunError::Signals)?);

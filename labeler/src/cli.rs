@@ -248,7 +248,13 @@ impl LogLevel {
     }
 }
 
-/// Parses `500ms`, `90s`, `5m`, `1h` or plain seconds.
+/// The longest duration a flag accepts: longer intervals and expiries serve
+/// no purpose, and arithmetic on them (twice the interval, now plus the
+/// expiry) must not overflow.
+pub const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
+
+/// Parses `500ms`, `90s`, `5m`, `1h` or plain seconds, positive and at most
+/// [`MAX_DURATION`].
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -265,9 +271,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "h" => seconds(3600),
         _ => None,
     };
-    duration
+    let duration = duration
         .filter(|d| !d.is_zero())
-        .ok_or_else(|| format!("{text:?} is not a positive duration like 90s, 5m or 1h"))
+        .ok_or_else(|| format!("{text:?} is not a positive duration like 90s, 5m or 1h"))?;
+    if duration > MAX_DURATION {
+        return Err(format!(
+            "{text:?} is longer than {} hours, the longest duration accepted",
+            MAX_DURATION.as_secs() / 3600
+        ));
+    }
+    Ok(duration)
 }
 
 fn path_source(value: Option<&str>, default: &str) -> PathSource {
@@ -287,6 +300,18 @@ fn tool_source(file: Option<PathBuf>, program: &str) -> ToolSource {
 }
 
 impl Cli {
+    /// A warning when a single run writes an NFD file that nothing rewrites:
+    /// NFD drops its labels once `--nfd-expiry` has passed.
+    pub fn once_warning(&self) -> Option<String> {
+        (self.once && !self.dry_run && self.sink == Sink::Nfd).then(|| {
+            format!(
+                "--once with the nfd sink: NFD removes these labels {:?} from now (--nfd-expiry) \
+                 unless the labeler runs again before then",
+                self.nfd_expiry
+            )
+        })
+    }
+
     /// Validates the flags; the error is a usage message.
     pub fn into_config(self) -> Result<Config, String> {
         let prefix = LabelPrefix::new(&self.label_prefix).map_err(|e| e.to_string())?;
@@ -307,7 +332,7 @@ impl Cli {
                         self.nfd_file_name
                     ));
                 }
-                if !self.once && self.nfd_expiry <= self.interval * 2 {
+                if !self.once && self.nfd_expiry <= self.interval.saturating_mul(2) {
                     return Err(format!(
                         "--nfd-expiry {:?} must exceed twice --interval {:?}, or labels expire between refreshes",
                         self.nfd_expiry, self.interval
@@ -371,6 +396,9 @@ mod tests {
     #[case::unit_only("s", None)]
     #[case::unknown_unit("3d", None)]
     #[case::overflow("99999999999999999999h", None)]
+    #[case::u64_max_seconds("18446744073709551615s", None)]
+    #[case::longest("8784h", Some(8784 * 3_600_000))]
+    #[case::beyond_the_longest("8785h", None)]
     fn durations(#[case] text: &str, #[case] millis: Option<u64>) {
         assert_eq!(parse_duration(text).ok(), millis.map(Duration::from_millis));
     }
@@ -388,9 +416,23 @@ mod tests {
     #[case::kubernetes_without_node(&["--sink", "kubernetes"], "NODE_NAME")]
     #[case::dot_file_name(&["--nfd-file-name", ".hidden"], "dot-files")]
     #[case::expiry_too_short(&["--interval", "1h", "--nfd-expiry", "90m"], "twice")]
+    #[case::interval_beyond_a_year(&["--interval", "18446744073709551615s"], "longest duration")]
+    #[case::expiry_beyond_a_year(&["--nfd-expiry", "8785h"], "longest duration")]
     fn invalid_flags_are_usage_errors(#[case] args: &[&str], #[case] expected: &str) {
         let message = config(args).err().unwrap();
         assert!(message.contains(expected), "{message}");
+    }
+
+    #[rstest]
+    #[case::nfd_once(&["--once"], true)]
+    #[case::nfd_daemon(&[], false)]
+    #[case::dry_run(&["--once", "--dry-run"], false)]
+    #[case::stdout(&["--once", "--sink", "stdout"], false)]
+    fn a_single_nfd_run_warns_that_its_labels_expire(#[case] args: &[&str], #[case] warns: bool) {
+        let mut argv = vec!["gpu-topology-labeler"];
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_from(argv).unwrap();
+        assert_eq!(cli.once_warning().is_some(), warns);
     }
 
     #[test]

@@ -21,6 +21,9 @@ fn main() -> ExitCode {
         return ExitCode::from(summarize(args));
     }
     init_logs(cli.log_level);
+    if let Some(warning) = cli.once_warning() {
+        tracing::warn!("{warning}");
+    }
     let config = match cli.into_config() {
         Ok(config) => config,
         Err(message) => {

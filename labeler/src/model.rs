@@ -48,9 +48,20 @@ impl fmt::Display for Vendor {
 /// other (0x0380, used by datacenter GPUs without a display engine).
 pub const PCI_CLASS_DISPLAY: u32 = 0x03;
 
-/// Is a PCI function with this 24-bit class code a GPU?
-pub fn is_display_class(class: u32) -> bool {
-    class >> 16 == PCI_CLASS_DISPLAY
+/// PCI base class 0x12 is "processing accelerator": AMD Instinct MI300 and
+/// later report it (0x1200) instead of a display class.
+pub const PCI_CLASS_ACCELERATOR: u32 = 0x12;
+
+/// Is a PCI function of `vendor` with this 24-bit class code a GPU? Display
+/// controllers of every GPU vendor, and AMD's processing accelerators (its
+/// other functions have vendor id 0x1022, not 0x1002). Intel's accelerator
+/// functions (NPUs, for example) are not GPUs.
+pub fn is_gpu_class(vendor: Vendor, class: u32) -> bool {
+    match class >> 16 {
+        PCI_CLASS_DISPLAY => true,
+        PCI_CLASS_ACCELERATOR => vendor == Vendor::Amd,
+        _ => false,
+    }
 }
 
 /// The PCIe path between two devices, as `nvidia-smi topo` names it, closest first.

@@ -122,7 +122,17 @@ fn select_vendor(inputs: &Inputs) -> Result<Option<Vendor>, String> {
     match (inputs.vendor, present.len()) {
         (VendorChoice::Only(vendor), _) => Ok(Some(vendor)),
         (VendorChoice::Auto, 1) => Ok(present.first().copied()),
-        (VendorChoice::Auto, 0) if inputs.sysfs.is_some() => Ok(None),
+        (VendorChoice::Auto, 0) if inputs.sysfs.is_some() => {
+            match inputs.tools.iter().find(|t| !t.gpus.is_empty()) {
+                // A tool cannot list GPUs that do not exist: sysfs misses them.
+                Some(tool) => Err(format!(
+                    "sysfs shows no GPU but {} lists {}: GPU labels are left out (is the host's /sys mounted?)",
+                    tool.tool,
+                    tool.gpus.len()
+                )),
+                None => Ok(None),
+            }
+        }
         (VendorChoice::Auto, 0) => Err(
             "no GPU source (sysfs disabled and no nvidia-smi, NVML or rocm-smi output): GPU labels are left out"
                 .to_owned(),
@@ -154,6 +164,16 @@ fn gpu_count<'a>(
             counts.first().copied()?
         }
     };
+    if let Some(tool) = tools.iter().find(|t| t.gpus.len() > count) {
+        // A tool cannot list more GPUs than exist: sysfs misses some (a PCI
+        // class it does not know, or partitions the tool counts as GPUs).
+        warnings.push(format!(
+            "{} lists {} GPUs but sysfs shows {count}: GPU labels are left out",
+            tool.tool,
+            tool.gpus.len()
+        ));
+        return None;
+    }
     let mut matching = Vec::new();
     for tool in tools {
         if tool.gpus.len() == count {

@@ -7,6 +7,7 @@ use common::fake_api::{self, client, free_port, serve, Log, Reply};
 use common::labels;
 use gpu_topology_labeler::sinks::kubernetes::{KubernetesSink, RetryPolicy, DEFAULT_FIELD_MANAGER};
 use gpu_topology_labeler::sinks::PublishError;
+use jiff::Timestamp;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -36,10 +37,33 @@ fn dgx_labels() -> std::collections::BTreeMap<String, String> {
     ])
 }
 
+/// Applied labels are due again ten minutes after the last success; a failed
+/// apply leaves them due.
+#[tokio::test]
+async fn unchanged_labels_are_due_again_ten_minutes_after_a_successful_apply() {
+    let at = |text: &str| text.parse::<Timestamp>().unwrap();
+    let (port, _log, server) = scripted(vec![200, 500]).await;
+    let mut sink = sink(port, 1);
+    assert!(sink.needs_refresh(at("2025-03-01T12:00:00Z")));
+    sink.publish(&dgx_labels(), at("2025-03-01T12:00:00Z"))
+        .await
+        .unwrap();
+    assert!(!sink.needs_refresh(at("2025-03-01T12:09:59Z")));
+    assert!(sink.needs_refresh(at("2025-03-01T12:10:00Z")));
+    sink.publish(&dgx_labels(), at("2025-03-01T12:10:00Z"))
+        .await
+        .unwrap_err();
+    server.await.unwrap();
+    assert!(sink.needs_refresh(at("2025-03-01T12:10:01Z")));
+}
+
 #[tokio::test]
 async fn publishes_with_one_exact_server_side_apply_request() {
     let (port, log, server) = scripted(vec![200]).await;
-    sink(port, 1).publish(&dgx_labels()).await.unwrap();
+    sink(port, 1)
+        .publish(&dgx_labels(), Timestamp::now())
+        .await
+        .unwrap();
     server.await.unwrap();
     let requests = log.lock().unwrap().clone();
     assert_eq!(requests.len(), 1);
@@ -77,7 +101,10 @@ async fn publishes_with_one_exact_server_side_apply_request() {
 #[tokio::test]
 async fn no_labels_apply_an_empty_map_so_the_server_removes_ours() {
     let (port, log, server) = scripted(vec![200]).await;
-    sink(port, 1).publish(&labels(&[])).await.unwrap();
+    sink(port, 1)
+        .publish(&labels(&[]), Timestamp::now())
+        .await
+        .unwrap();
     server.await.unwrap();
     assert_eq!(log.lock().unwrap()[0].body["metadata"]["labels"], json!({}));
 }
@@ -85,7 +112,10 @@ async fn no_labels_apply_an_empty_map_so_the_server_removes_ours() {
 #[tokio::test]
 async fn retries_on_server_errors_until_success() {
     let (port, log, server) = scripted(vec![503, 500, 200]).await;
-    sink(port, 5).publish(&dgx_labels()).await.unwrap();
+    sink(port, 5)
+        .publish(&dgx_labels(), Timestamp::now())
+        .await
+        .unwrap();
     server.await.unwrap();
     let requests = log.lock().unwrap().clone();
     assert_eq!(requests.len(), 3);
@@ -95,7 +125,10 @@ async fn retries_on_server_errors_until_success() {
 #[tokio::test]
 async fn gives_up_after_the_attempt_budget() {
     let (port, log, server) = scripted(vec![503, 503, 503]).await;
-    let error = sink(port, 3).publish(&dgx_labels()).await.unwrap_err();
+    let error = sink(port, 3)
+        .publish(&dgx_labels(), Timestamp::now())
+        .await
+        .unwrap_err();
     server.await.unwrap();
     assert_eq!(log.lock().unwrap().len(), 3);
     assert!(
@@ -107,7 +140,10 @@ async fn gives_up_after_the_attempt_budget() {
 #[tokio::test]
 async fn does_not_retry_a_forbidden_request() {
     let (port, log, server) = scripted(vec![403]).await;
-    let error = sink(port, 5).publish(&dgx_labels()).await.unwrap_err();
+    let error = sink(port, 5)
+        .publish(&dgx_labels(), Timestamp::now())
+        .await
+        .unwrap_err();
     server.await.unwrap();
     assert_eq!(log.lock().unwrap().len(), 1);
     assert!(error.to_string().contains("gpu-node-1"), "{error}");
@@ -118,7 +154,8 @@ async fn retries_while_the_connection_is_refused() {
     // Reserve a port, free it: connecting now is refused until the server starts.
     let port = free_port().await;
     let started = Instant::now();
-    let publish = tokio::spawn(async move { sink(port, 8).publish(&dgx_labels()).await });
+    let publish =
+        tokio::spawn(async move { sink(port, 8).publish(&dgx_labels(), Timestamp::now()).await });
     tokio::time::sleep(Duration::from_millis(50)).await;
     let log = Log::default();
     let listener = TcpListener::bind(("127.0.0.1", port)).await.unwrap();
@@ -132,7 +169,10 @@ async fn retries_while_the_connection_is_refused() {
 #[tokio::test]
 async fn refused_connections_fail_after_the_attempt_budget() {
     let port = free_port().await;
-    let error = sink(port, 2).publish(&dgx_labels()).await.unwrap_err();
+    let error = sink(port, 2)
+        .publish(&dgx_labels(), Timestamp::now())
+        .await
+        .unwrap_err();
     assert!(
         matches!(error, PublishError::Kubernetes { attempts: 2, .. }),
         "{error}"

@@ -48,6 +48,11 @@ fn labels_of(outcome: &Outcome) -> BTreeMap<String, String> {
 #[case::mixed_vendors_need_a_choice("mixed-vendors", AUTO, &[])]
 #[case::mixed_vendors_nvidia_chosen("mixed-vendors", NVIDIA,
     &[("cpus-per-numa", "192"), ("gpus", "4"), ("gpus-per-numa-max", "2"), ("memory-per-numa-gib", "503"), ("numa-nodes", "2")])]
+// MI300X functions are processing accelerators (class 0x1200), not display
+// controllers; the SR-IOV virtual function, the AMD CPU's own accelerator
+// function (vendor 0x1022) and the BMC's VGA are not GPUs.
+#[case::amd_mi300x_accelerators_without_virtual_functions("amd-8x-mi300x-sriov", AUTO,
+    &[("cpus-per-numa", "192"), ("gpus", "8"), ("gpus-per-numa-max", "4"), ("memory-per-numa-gib", "1511"), ("numa-nodes", "2")])]
 #[case::amd_one_gpu_per_numa_node("amd-4x-mi210", AUTO,
     &[("cpus-per-numa", "32"), ("gpus", "4"), ("gpus-per-numa-max", "1"), ("memory-per-numa-gib", "62"), ("numa-nodes", "4")])]
 fn sysfs_alone(
@@ -140,6 +145,34 @@ fn a_tool_seeing_fewer_gpus_than_sysfs_is_ignored() {
             .warnings
             .iter()
             .any(|w| w.contains("lists 4 GPUs but sysfs shows 8")),
+        "{:?}",
+        outcome.warnings
+    );
+}
+
+/// A tool cannot list GPUs that do not exist: when it lists more than sysfs
+/// shows, sysfs misses some, and no GPU count is published (never a zero).
+#[rstest]
+#[case::sysfs_shows_none("no-gpus", AUTO, "sysfs shows no GPU but nvidia-smi lists 8")]
+#[case::sysfs_shows_none_of_the_chosen_vendor(
+    "no-gpus",
+    NVIDIA,
+    "nvidia-smi lists 8 GPUs but sysfs shows 0"
+)]
+#[case::sysfs_shows_fewer("mixed-vendors", NVIDIA, "nvidia-smi lists 8 GPUs but sysfs shows 4")]
+fn a_tool_seeing_more_gpus_than_sysfs_leaves_gpu_labels_out(
+    #[case] tree: &str,
+    #[case] vendor: VendorChoice,
+    #[case] warning: &str,
+) {
+    let outcome = outcome(
+        tree,
+        vec![nvidia_smi_report("h100-sxm-8gpu-2numa.txt")],
+        vendor,
+    );
+    assert_eq!(labels_of(&outcome), labels(&[]));
+    assert!(
+        outcome.warnings.iter().any(|w| w.contains(warning)),
         "{:?}",
         outcome.warnings
     );

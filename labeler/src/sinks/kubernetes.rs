@@ -6,8 +6,13 @@
 //! another manager (a human's `kubectl label`, an older labeler) set them: the
 //! labeler is the authority for its prefix, and a conflict would otherwise pin a
 //! stale value forever.
+//!
+//! Unchanged labels are applied again every [`REAPPLY_INTERVAL`]: a label
+//! someone removed or edited by hand comes back, and an apply that changes
+//! nothing is cheap (the API server writes nothing to etcd).
 
 use super::{Labels, PublishError};
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
 use kube::Client;
@@ -16,6 +21,18 @@ use std::future::Future;
 use std::time::Duration;
 
 pub const DEFAULT_FIELD_MANAGER: &str = "gpu-topology-labeler";
+
+/// How long unchanged labels go without being applied again.
+pub const REAPPLY_INTERVAL: SignedDuration = SignedDuration::from_mins(10);
+
+/// Whether labels last applied at `last_applied` are due to be applied again.
+pub fn reapply_due(last_applied: Option<Timestamp>, now: Timestamp) -> bool {
+    last_applied.is_none_or(|applied| {
+        applied
+            .checked_add(REAPPLY_INTERVAL)
+            .map_or(true, |due| now >= due)
+    })
+}
 
 /// Bounded exponential backoff while the API server is unavailable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +129,8 @@ pub struct KubernetesSink {
     node: String,
     params: PatchParams,
     retry: RetryPolicy,
+    /// When labels were last applied successfully.
+    last_applied: Option<Timestamp>,
 }
 
 impl KubernetesSink {
@@ -121,22 +140,29 @@ impl KubernetesSink {
             node,
             params: PatchParams::apply(field_manager).force(),
             retry,
+            last_applied: None,
         }
     }
 
-    pub async fn publish(&self, labels: &Labels) -> Result<(), PublishError> {
+    /// True when unchanged labels should be applied again ([`REAPPLY_INTERVAL`]).
+    pub fn needs_refresh(&self, now: Timestamp) -> bool {
+        reapply_due(self.last_applied, now)
+    }
+
+    pub async fn publish(&mut self, labels: &Labels, now: Timestamp) -> Result<(), PublishError> {
         let body = apply_body(&self.node, labels);
         let patch = Patch::Apply(&body);
         with_retries(&self.retry, "apply node labels", || {
             self.api.patch(&self.node, &self.params, &patch)
         })
         .await
-        .map(|_| ())
         .map_err(|failed| PublishError::Kubernetes {
             node: self.node.clone(),
             attempts: failed.attempts,
             source: Box::new(failed.error),
-        })
+        })?;
+        self.last_applied = Some(now);
+        Ok(())
     }
 }
 
@@ -155,5 +181,20 @@ mod tests {
             RetryPolicy::default().backoff(attempt),
             Duration::from_millis(millis)
         );
+    }
+
+    #[rstest]
+    #[case::never_applied(None, "2025-03-01T12:00:00Z", true)]
+    #[case::just_applied(Some("2025-03-01T12:00:00Z"), "2025-03-01T12:01:00Z", false)]
+    #[case::one_second_early(Some("2025-03-01T12:00:00Z"), "2025-03-01T12:09:59Z", false)]
+    #[case::ten_minutes_later(Some("2025-03-01T12:00:00Z"), "2025-03-01T12:10:00Z", true)]
+    #[case::at_the_end_of_time(Some("9999-12-30T21:55:00Z"), "9999-12-30T21:56:00Z", true)]
+    fn unchanged_labels_are_applied_again_every_ten_minutes(
+        #[case] last_applied: Option<&str>,
+        #[case] now: &str,
+        #[case] due: bool,
+    ) {
+        let at = |text: &str| text.parse::<Timestamp>().unwrap();
+        assert_eq!(reapply_due(last_applied.map(at), at(now)), due);
     }
 }

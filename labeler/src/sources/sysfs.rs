@@ -1,9 +1,9 @@
 //! Reads GPUs and NUMA nodes from a sysfs tree (the host's `/sys`, or a fake
-//! tree in tests): `bus/pci/devices/*/{vendor,class,numa_node}` and
+//! tree in tests): `bus/pci/devices/*/{vendor,class,numa_node,physfn}` and
 //! `devices/system/node/node*/{cpulist,meminfo}`.
 
 use super::{read_text, SourceError};
-use crate::model::{is_display_class, NumaNode, PciGpu, SysfsView, Vendor};
+use crate::model::{is_gpu_class, NumaNode, PciGpu, SysfsView, Vendor};
 use crate::parse::sysfs::{
     parse_cpulist, parse_hex_attribute, parse_meminfo_total_kib, parse_numa_node,
 };
@@ -54,7 +54,12 @@ fn read_gpus(devices: &Path) -> Result<Vec<PciGpu>, SourceError> {
         };
         let class_path = device.join("class");
         let class = parse_hex_attribute(&read_text(&class_path)?).map_err(at(&class_path))?;
-        if !is_display_class(class) {
+        if !is_gpu_class(vendor, class) {
+            continue;
+        }
+        // An SR-IOV virtual function is a slice of a GPU already counted
+        // through its physical function.
+        if device.join("physfn").symlink_metadata().is_ok() {
             continue;
         }
         let numa_path = device.join("numa_node");
