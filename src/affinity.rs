@@ -4,11 +4,11 @@
 //! The required terms are ANDed into every existing `nodeSelectorTerm`
 //! (expanding the OR where our requirement is itself an OR). Merging is
 //! idempotent: a term that already carries one of our terms is left alone, and
-//! a preferred term already present is not added again.
+//! a preferred term already present with at least our weight is not added again.
 
 use crate::settings::{AffinityMode, TopologyConfig};
 use gpu_topology::fit::required_terms;
-use gpu_topology::{admit_terms, aligned_terms, LabelPrefix, Term};
+use gpu_topology::{admit_terms, aligned_terms, GpuDemand, LabelPrefix, Term};
 use serde_json::{Map, Value};
 
 /// The affinity a GPU pod needs.
@@ -22,21 +22,22 @@ pub struct AffinityRequirement {
 }
 
 impl AffinityRequirement {
-    /// What a pod needing `n` GPUs gets under `topology`.
-    pub fn for_demand(n: u32, topology: &TopologyConfig) -> Self {
+    /// What a pod with `demand` gets under `topology`.
+    pub fn for_demand(demand: impl Into<GpuDemand>, topology: &TopologyConfig) -> Self {
+        let demand = demand.into();
         let weight = topology.preferred_weight;
         match topology.affinity {
             AffinityMode::Off => AffinityRequirement::default(),
             AffinityMode::Required => AffinityRequirement {
-                required: required_terms(n, topology.alignment),
+                required: required_terms(demand, topology.alignment),
                 preferred: Vec::new(),
                 weight,
             },
             AffinityMode::Preferred => {
-                let required = admit_terms(n);
+                let required = admit_terms(demand);
                 // A preference every admissible node meets anyway (node
-                // alignment: `gpus >= n`) would only add noise.
-                let preferred = aligned_terms(n, topology.alignment)
+                // alignment: `gpus >= total`) would only add noise.
+                let preferred = aligned_terms(demand, topology.alignment)
                     .into_iter()
                     .filter(|term| !required.iter().all(|r| contains_all(r, term)))
                     .collect();
@@ -197,14 +198,21 @@ fn matches_nothing(term: &Map<String, Value>) -> bool {
     empty("matchExpressions") && empty("matchFields")
 }
 
-/// Appends each of `preferred` unless a preference already asks for it.
+/// Appends each of `preferred` unless a preference already asks for it with
+/// at least `weight`: a weaker one (a pod author's `weight: 1`) must not
+/// stand in for the operator's preference.
 fn add_preferences(preferences: &mut Vec<Value>, preferred: Vec<Vec<Value>>, weight: i64) {
     for expressions in preferred {
         let present = preferences.iter().any(|preference| {
-            preference
-                .pointer("/preference/matchExpressions")
-                .and_then(Value::as_array)
-                .is_some_and(|existing| expressions.iter().all(|e| existing.contains(e)))
+            let strong_enough = preference
+                .get("weight")
+                .and_then(Value::as_i64)
+                .is_some_and(|existing| existing >= weight);
+            strong_enough
+                && preference
+                    .pointer("/preference/matchExpressions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|existing| expressions.iter().all(|e| existing.contains(e)))
         });
         if !present {
             preferences.push(object([
@@ -388,6 +396,29 @@ mod tests {
                 ["weight"],
             5
         );
+    }
+
+    /// The author's own copy of our preference counts only when it weighs at
+    /// least `preferredWeight` (100 by default).
+    #[rstest]
+    #[case::weaker_copy_gets_ours_added(1, 2)]
+    #[case::equal_weight_is_ours(100, 1)]
+    fn an_authors_weak_copy_of_the_preference_does_not_replace_it(
+        #[case] authors_weight: i64,
+        #[case] preferences: usize,
+    ) {
+        let spec = json!({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": authors_weight, "preference": {"matchExpressions": [expression("gpus-per-numa-max", "Gt", "3")]}}
+        ]}}});
+        let requirement = AffinityRequirement::for_demand(4, &Config::default().topology);
+        let after = merged(spec, &requirement);
+        let listed = after["affinity"]["nodeAffinity"]
+            ["preferredDuringSchedulingIgnoredDuringExecution"]
+            .as_array()
+            .unwrap();
+        assert_eq!(listed.len(), preferences, "{listed:?}");
+        assert_eq!(listed[0]["weight"], authors_weight);
+        assert_eq!(merged(after.clone(), &requirement), after);
     }
 
     #[rstest]

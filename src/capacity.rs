@@ -23,17 +23,21 @@ pub fn check(
     capacity: &CapacitySettings,
     topology: &TopologyConfig,
 ) -> Result<(), String> {
-    let n = demand.gpus(topology.scope);
-    if let Some(max) = capacity.max_gpus_per_node.filter(|max| n > *max) {
+    let needs = demand.gpu_demand(topology.scope);
+    // The scheduler places the whole pod: its total must fit one node,
+    // whatever the scope of alignment.
+    if let Some(max) = capacity.max_gpus_per_node.filter(|max| needs.total > *max) {
         return Err(too_many(
             demand,
-            topology.scope,
+            TopologyManagerScope::Pod,
             &format!("the largest GPU node has {max} (capacity.maxGpusPerNode)"),
             max,
         ));
     }
     if let (Some(max), Some(reason)) = (
-        capacity.max_gpus_per_numa_node.filter(|max| n > *max),
+        capacity
+            .max_gpus_per_numa_node
+            .filter(|max| needs.aligned > *max),
         numa_reason(capacity, topology),
     ) {
         return Err(too_many(
@@ -119,7 +123,9 @@ mod tests {
     #[case::fits_a_node(&[8], capacity(Some(8), Some(4), false), topology(POD, PREFERRED, Alignment::Numa), None)]
     #[case::above_node(&[4, 6], capacity(Some(8), None, false), topology(POD, PREFERRED, Alignment::Numa),
         Some("it needs 10 GPUs (container \"worker-0\": 4 nvidia.com/gpu; container \"worker-1\": 6 nvidia.com/gpu) but the largest GPU node has 8 (capacity.maxGpusPerNode). Request at most 8 GPUs per pod"))]
-    #[case::container_scope_counts_the_largest(&[6, 6], capacity(Some(8), None, false), topology(CONTAINER, PREFERRED, Alignment::Numa), None)]
+    #[case::container_scope_aligns_the_largest(&[4, 4], capacity(Some(8), Some(4), true), topology(CONTAINER, PREFERRED, Alignment::Numa), None)]
+    #[case::container_scope_still_needs_the_total_on_a_node(&[6, 6], capacity(Some(8), None, false), topology(CONTAINER, PREFERRED, Alignment::Numa),
+        Some("it needs 12 GPUs (container \"worker-0\": 6 nvidia.com/gpu; container \"worker-1\": 6 nvidia.com/gpu) but the largest GPU node has 8 (capacity.maxGpusPerNode). Request at most 8 GPUs per pod"))]
     #[case::above_numa_but_relaxable(&[8], capacity(Some(8), Some(4), false), topology(POD, PREFERRED, Alignment::Numa), None)]
     #[case::above_numa_with_required_numa(&[8], capacity(Some(8), Some(4), false), topology(POD, REQUIRED, Alignment::Numa),
         Some("requires NUMA alignment (topology.affinity: required, topology.alignment: numa), and a NUMA node has at most 4 (capacity.maxGpusPerNumaNode). Request at most 4 GPUs per pod"))]

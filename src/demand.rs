@@ -3,7 +3,7 @@
 
 use crate::pod::{containers, Container, ContainerKind, ContainerRef, Section};
 use crate::quantity::Quantity;
-use gpu_topology::TopologyManagerScope;
+use gpu_topology::{GpuDemand, TopologyManagerScope};
 use serde_json::Value;
 
 /// One container's GPUs.
@@ -75,6 +75,12 @@ impl PodDemand {
                 .unwrap_or(0),
             TopologyManagerScope::Pod => self.effective_pod_request(),
         }
+    }
+
+    /// What a node must offer: the pod's effective request on the node, and
+    /// the unit aligned under `scope` ([`PodDemand::gpus`]).
+    pub fn gpu_demand(&self, scope: TopologyManagerScope) -> GpuDemand {
+        GpuDemand::new(self.effective_pod_request(), self.gpus(scope))
     }
 
     fn effective_pod_request(&self) -> u32 {

@@ -8,7 +8,7 @@ use crate::placement;
 use crate::pod_text::PodText;
 use crate::qos::{self, QosPlan, Target};
 use crate::request::AdmissionRequest;
-use crate::settings::{Config, QosMode};
+use crate::settings::{AffinityMode, Config, QosMode};
 use crate::workload;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::Resource;
@@ -199,14 +199,16 @@ pub fn evaluate_pod(pod: &Value, config: &Config, cluster: &dyn ClusterReader) -
         Ok(edits) => edits,
         Err(message) => return Decision::reject(message),
     };
-    let requirement = if pinned {
-        warnings.push(
-            "spec.nodeName is set, so the scheduler is bypassed: no GPU topology affinity was added"
-                .to_owned(),
-        );
+    let requirement = if !placement::affinity_applies(config, pinned) {
+        if pinned && topology.affinity != AffinityMode::Off {
+            warnings.push(
+                "spec.nodeName is set, so the scheduler is bypassed: no GPU topology affinity was added"
+                    .to_owned(),
+            );
+        }
         AffinityRequirement::default()
     } else {
-        AffinityRequirement::for_demand(demand.gpus(topology.scope), topology)
+        AffinityRequirement::for_demand(demand.gpu_demand(topology.scope), topology)
     };
     let mut mutated = pod.clone();
     let Some(mutated_spec) = mutated.get_mut("spec") else {
@@ -260,13 +262,18 @@ fn not_guaranteed_message(plan: &QosPlan, whole_cpus: bool) -> String {
         .iter()
         .map(|(target, reasons)| format!("{target}: {}", reasons.join(", ")))
         .collect();
+    // With pod-level resources, they alone decide QoS.
+    let (place, whole) = if by_target.iter().any(|(target, _)| **target == Target::Pod) {
+        ("in pod-level spec.resources", ", with whole CPUs")
+    } else {
+        (
+            "in every container",
+            ", with whole CPUs in containers that use GPUs",
+        )
+    };
     format!(
-        "GPU pod is not Guaranteed QoS (qos.mode: validate): {}. Set resources.requests equal to resources.limits for cpu and memory in every container{}.",
+        "GPU pod is not Guaranteed QoS (qos.mode: validate): {}. Set resources.requests equal to resources.limits for cpu and memory {place}{}.",
         listed.join("; "),
-        if whole_cpus {
-            ", with whole CPUs in containers that use GPUs"
-        } else {
-            ""
-        }
+        if whole_cpus { whole } else { "" }
     )
 }

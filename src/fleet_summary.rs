@@ -35,6 +35,9 @@ pub fn summary_request(settings: &FleetSummarySettings) -> GetResourceRequest {
     }
 }
 
+/// How far ahead of the policy-server's clock a summary may be dated.
+pub const MAX_CLOCK_SKEW_SECONDS: u64 = 60;
+
 /// Reads the summary and checks its age against `now` (Unix seconds); `Err`
 /// says why it is not used, for the warning.
 pub fn read_summary(
@@ -57,6 +60,15 @@ pub fn read_summary(
     let summary =
         parse_summary(&answer).map_err(|problem| format!("{location} is unreadable: {problem}"))?;
     let now = now.ok_or_else(|| format!("{location} cannot be dated: the clock is unavailable"))?;
+    // A summary from the future would never age: a stopped summarizer would
+    // go unnoticed. Clocks of different machines differ a little.
+    let ahead = summary.generated_at.saturating_sub(now);
+    if ahead > MAX_CLOCK_SKEW_SECONDS {
+        return Err(format!(
+            "{location} is dated {ahead} s ahead of this clock (generatedAt {}): is the summarizer's clock right?",
+            summary.generated_at
+        ));
+    }
     let age = summary.age(now);
     if age > settings.max_age_seconds {
         return Err(format!(
@@ -149,15 +161,14 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_fresh_summary_is_the_cluster_view() {
+    /// Fresh: up to maxAgeSeconds old, or dated at most a minute ahead.
+    #[rstest]
+    #[case::a_minute_old(WRITTEN_AT + 60)]
+    #[case::at_the_age_limit(WRITTEN_AT + 300)]
+    #[case::a_minute_ahead(WRITTEN_AT - 60)]
+    fn a_fresh_summary_is_the_cluster_view(#[case] now: u64) {
         let host = Host(Ok(config_map(&summary())));
-        let view = read_summary(
-            &host,
-            &FleetSummarySettings::default(),
-            Some(WRITTEN_AT + 60),
-        )
-        .unwrap();
+        let view = read_summary(&host, &FleetSummarySettings::default(), Some(now)).unwrap();
         assert_eq!(view.fleet, summary().fleet);
         assert_eq!(view.malformed, 2);
     }
@@ -168,6 +179,8 @@ mod tests {
     #[case::stale(Ok(config_map(&summary())), Some(WRITTEN_AT + 301),
         "is 301 s old, more than capacity.fleetSummary.maxAgeSeconds (300): is the summarizer running?")]
     #[case::no_clock(Ok(config_map(&summary())), None, "cannot be dated: the clock is unavailable")]
+    #[case::from_the_future(Ok(config_map(&summary())), Some(WRITTEN_AT - 61),
+        "is dated 61 s ahead of this clock (generatedAt 1764450000): is the summarizer's clock right?")]
     #[case::not_json(Ok(b"{".to_vec()), Some(WRITTEN_AT), "is unreadable: not a ConfigMap")]
     #[case::no_data(Ok(br#"{"kind": "ConfigMap"}"#.to_vec()), Some(WRITTEN_AT), "is unreadable: the fleet summary has no \"format\" entry")]
     #[case::data_not_strings(Ok(br#"{"data": {"format": 1}}"#.to_vec()), Some(WRITTEN_AT), "is unreadable: not a ConfigMap")]

@@ -28,13 +28,26 @@ pub enum Requirement {
 }
 
 impl Requirement {
-    /// The requirement for a pod under `config`; `pinned` when `spec.nodeName`
-    /// is set (no affinity is added then).
-    pub fn for_pod(config: &Config, pinned: bool) -> Self {
+    /// The requirement for a pod under `config`.
+    pub fn for_pod(config: &Config) -> Self {
         match config.topology.affinity {
-            AffinityMode::Required if !pinned => Requirement::Host(config.topology.alignment),
-            _ => Requirement::Admit,
+            AffinityMode::Required => Requirement::Host(config.topology.alignment),
+            AffinityMode::Preferred | AffinityMode::Off => Requirement::Admit,
         }
+    }
+}
+
+/// Whether the pod gets node affinity; `pinned` when `spec.nodeName` is set.
+/// Always under `required`: the kubelet itself enforces required node
+/// affinity on a pod with `spec.nodeName`, so pinning is no way around it.
+/// Under `preferred` only when the scheduler places the pod: preferences bind
+/// only the scheduler, and the admission requirement would make the kubelet
+/// refuse a pinned pod on a node the labeler has not labeled.
+pub fn affinity_applies(config: &Config, pinned: bool) -> bool {
+    match config.topology.affinity {
+        AffinityMode::Required => true,
+        AffinityMode::Preferred => !pinned,
+        AffinityMode::Off => false,
     }
 }
 
@@ -79,11 +92,11 @@ pub fn check(
             };
         }
     };
-    let affinity_needs_labels = config.topology.affinity != AffinityMode::Off && !pinned;
+    let affinity_needs_labels = affinity_applies(config, pinned);
     check_fleet(
         demand,
         config.topology.scope,
-        Requirement::for_pod(config, pinned),
+        Requirement::for_pod(config),
         &view,
         &config.label_prefix,
         affinity_needs_labels,
@@ -144,13 +157,27 @@ pub fn check_fleet(
         warnings.push(format!("GPU fit not checked: {missing}"));
         return Ok(warnings);
     }
-    let n = demand.gpus(scope);
+    let needs = demand.gpu_demand(scope);
     let fits = match requirement {
-        Requirement::Host(alignment) => fleet.hosting(n, alignment),
-        Requirement::Admit => fleet.admitting(n),
+        Requirement::Host(alignment) => fleet.hosting(needs, alignment),
+        Requirement::Admit => fleet.admitting(needs),
     };
     if fits > 0 {
         return Ok(warnings);
+    }
+    let largest = fleet.largest_node();
+    if needs.total > needs.aligned && needs.total > largest.gpus {
+        // `container` scope, and the pod as a whole fits no node.
+        return Err(capacity::too_many(
+            demand,
+            TopologyManagerScope::Pod,
+            &format!(
+                "the largest labeled GPU node has {} ({})",
+                largest.gpus,
+                nodes(largest.nodes)
+            ),
+            largest.gpus,
+        ));
     }
     Err(no_fit_message(demand, scope, requirement, fleet))
 }
@@ -278,8 +305,21 @@ mod tests {
     use rstest::rstest;
     use serde_json::json;
 
-    fn demand(gpus: u32) -> PodDemand {
-        let spec = json!({"containers": [{"name": "worker", "resources": {"limits": {"nvidia.com/gpu": gpus.to_string()}}}]});
+    /// One container per count: `worker`, then `worker-1`, `worker-2`...
+    fn demand(counts: &[u32]) -> PodDemand {
+        let containers: Vec<_> = counts
+            .iter()
+            .enumerate()
+            .map(|(i, gpus)| {
+                let name = if i == 0 {
+                    "worker".to_owned()
+                } else {
+                    format!("worker-{i}")
+                };
+                json!({"name": name, "resources": {"limits": {"nvidia.com/gpu": gpus.to_string()}}})
+            })
+            .collect();
+        let spec = json!({ "containers": containers });
         PodDemand::from_pod_spec(&spec, &["nvidia.com/gpu".to_owned()]).unwrap()
     }
 
@@ -302,16 +342,18 @@ mod tests {
 
     /// (GPUs, scope, requirement, fleet, whole message)
     #[rstest]
-    #[case::one_node_too_small(8, POD, Requirement::Admit, fleet(&[(4, Some(4), Some(4), 1)]),
+    #[case::one_node_too_small(&[8], POD, Requirement::Admit, fleet(&[(4, Some(4), Some(4), 1)]),
         "GPU pod cannot be placed: it needs 8 GPUs (container \"worker\": 8 nvidia.com/gpu), but the only labeled GPU node cannot admit it: largest node offer: 4 GPUs on 1 node. Request at most 4 GPUs per pod, or split the work across several pods.")]
-    #[case::no_gpu_anywhere(1, POD, Requirement::Admit, fleet(&[(0, None, None, 3)]),
+    #[case::no_gpu_anywhere(&[1], POD, Requirement::Admit, fleet(&[(0, None, None, 3)]),
         "GPU pod cannot be placed: it needs 1 GPU (container \"worker\": 1 nvidia.com/gpu), but none of the 3 labeled GPU nodes can admit it: largest node offer: 0 GPUs on 3 nodes. No labeled node offers a GPU to any pod; check the nodes' GPU labels and device plugin.")]
-    #[case::alignment_label_missing(2, POD, Requirement::Host(Alignment::Nvlink), fleet(&[(8, Some(4), None, 2)]),
+    #[case::alignment_label_missing(&[2], POD, Requirement::Host(Alignment::Nvlink), fleet(&[(8, Some(4), None, 2)]),
         "GPU pod cannot be placed: it needs 2 GPUs (container \"worker\": 2 nvidia.com/gpu) NVLink-aligned, but none of the 2 labeled GPU nodes can host it: largest NVLink-aligned offer: 0 GPUs on 2 nodes; largest node offer: 8 GPUs on 2 nodes. Set topology.affinity: preferred so the GPUs may span NVLink groups.")]
-    #[case::per_container_scope(6, TopologyManagerScope::Container, Requirement::Host(Alignment::Numa), fleet(&[(4, Some(2), Some(4), 5)]),
+    #[case::per_container_scope(&[6], TopologyManagerScope::Container, Requirement::Host(Alignment::Numa), fleet(&[(4, Some(2), Some(4), 5)]),
         "GPU pod cannot be placed: it needs 6 GPUs in one container (container \"worker\": 6 nvidia.com/gpu) NUMA-aligned, but none of the 5 labeled GPU nodes can host it: largest NUMA-aligned offer: 2 GPUs on 5 nodes; largest node offer: 4 GPUs on 5 nodes. Request at most 2 GPUs per container, or split the work across several pods.")]
+    #[case::per_container_scope_total_above_every_node(&[4, 4, 4], TopologyManagerScope::Container, Requirement::Host(Alignment::Numa), fleet(&[(8, Some(4), Some(8), 5)]),
+        "GPU pod cannot be placed: it needs 12 GPUs (container \"worker\": 4 nvidia.com/gpu; container \"worker-1\": 4 nvidia.com/gpu; container \"worker-2\": 4 nvidia.com/gpu) but the largest labeled GPU node has 8 (5 nodes). Request at most 8 GPUs per pod, or split the work across several pods.")]
     fn no_fit_messages(
-        #[case] gpus: u32,
+        #[case] gpus: &[u32],
         #[case] scope: TopologyManagerScope,
         #[case] requirement: Requirement,
         #[case] fleet: Fleet,
@@ -329,23 +371,33 @@ mod tests {
         );
     }
 
+    /// (affinity mode, pinned, requirement, affinity added)
     #[rstest]
-    #[case::required_not_pinned(
+    #[case::required(
         AffinityMode::Required,
         false,
-        Requirement::Host(Alignment::Nvlink)
+        Requirement::Host(Alignment::Nvlink),
+        true
     )]
-    #[case::required_but_pinned(AffinityMode::Required, true, Requirement::Admit)]
-    #[case::preferred(AffinityMode::Preferred, false, Requirement::Admit)]
-    #[case::off(AffinityMode::Off, false, Requirement::Admit)]
+    #[case::required_and_pinned(
+        AffinityMode::Required,
+        true,
+        Requirement::Host(Alignment::Nvlink),
+        true
+    )]
+    #[case::preferred(AffinityMode::Preferred, false, Requirement::Admit, true)]
+    #[case::preferred_but_pinned(AffinityMode::Preferred, true, Requirement::Admit, false)]
+    #[case::off(AffinityMode::Off, false, Requirement::Admit, false)]
     fn requirement_follows_the_affinity(
         #[case] affinity: AffinityMode,
         #[case] pinned: bool,
         #[case] expected: Requirement,
+        #[case] applies: bool,
     ) {
         let mut config = Config::default();
         config.topology.affinity = affinity;
         config.topology.alignment = Alignment::Nvlink;
-        assert_eq!(Requirement::for_pod(&config, pinned), expected);
+        assert_eq!(Requirement::for_pod(&config), expected);
+        assert_eq!(affinity_applies(&config, pinned), applies);
     }
 }

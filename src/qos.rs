@@ -94,6 +94,7 @@ impl Finding {
                 Reason::LimitsWithoutRequests { value } => {
                     format!("{name} has limits {value} but no requests")
                 }
+                Reason::Zero => format!("{name} of 0 counts as unset"),
             })
             .collect();
         words.join(", ")
@@ -103,12 +104,26 @@ impl Finding {
 /// One reason a resource of a target is not Guaranteed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reason {
-    RequestsDiffer { request: Quantity, limit: Quantity },
-    RequestsWithoutLimits { request: Quantity },
+    RequestsDiffer {
+        request: Quantity,
+        limit: Quantity,
+    },
+    RequestsWithoutLimits {
+        request: Quantity,
+    },
     NotSet,
-    BelowContainerLimit { value: Quantity, floor: Quantity },
-    NotWholeCpus { value: Quantity },
-    LimitsWithoutRequests { value: Quantity },
+    BelowContainerLimit {
+        value: Quantity,
+        floor: Quantity,
+    },
+    NotWholeCpus {
+        value: Quantity,
+    },
+    LimitsWithoutRequests {
+        value: Quantity,
+    },
+    /// A request or limit of zero: Kubernetes counts only values above zero.
+    Zero,
 }
 
 /// The outcome of planning Guaranteed QoS for a pod.
@@ -158,20 +173,24 @@ pub fn plan(spec: &Value, demand: &PodDemand, qos: &QosConfig) -> Result<QosPlan
             Err(problem) => plan.problems.push(format!("{}: {problem}", container.id)),
         }
     }
+    // Once pod-level resources set cpu or memory, Kubernetes decides QoS from
+    // them alone: both must be Guaranteed there. Containers may leave them
+    // unset and share the pod's budget, so they stay as they are.
+    let pod_level_decides = Resource::ALL.into_iter().any(|resource| {
+        let pod_level = Current::of(pod_resources, resource);
+        pod_level.requests.is_some() || pod_level.limits.is_some()
+    });
     for resource in Resource::ALL {
         let current = |resources| Current::of(resources, resource);
-        let pod_level = current(pod_resources);
-        if pod_level.requests.is_some() || pod_level.limits.is_some() {
-            // Pod-level resources decide QoS for this resource; containers may
-            // leave it unset and share the pod's budget, so they stay as they are.
+        if pod_level_decides {
             let floor = largest_container_limit(&all, resource);
             let rule = Rule {
-                // Unused: only reached when pod-level requests or limits are set.
-                default: Err(DefaultMissing("spec.resources")),
+                // Never invented: the author sets the pod's budget.
+                default: Err(DefaultMissing(POD_LEVEL_BUDGET)),
                 floor,
                 whole: qos.whole_cpus && resource == Resource::Cpu && demand.is_gpu_pod(),
             };
-            plan.add(Target::Pod, resource, &pod_level, &rule);
+            plan.add(Target::Pod, resource, &current(pod_resources), &rule);
             continue;
         }
         for container in &writable {
@@ -206,6 +225,9 @@ struct Rule {
 
 /// The setting that would have provided a default, when it is not configured.
 struct DefaultMissing(&'static str);
+
+/// [`DefaultMissing`] at the pod level, where no setting provides one.
+const POD_LEVEL_BUDGET: &str = "spec.resources";
 
 fn default_for(qos: &QosConfig, resource: Resource, gpus: u32) -> Result<Quantity, DefaultMissing> {
     let (setting, key) = match (resource, gpus > 0) {
@@ -244,6 +266,13 @@ impl QosPlan {
             (Err(problem), _) | (_, Err(problem)) => return self.problems.push(problem),
         };
         let mut reasons = Vec::new();
+        // Kubernetes counts only values above zero toward QoS: a zero is unset.
+        let is_zero = |value: &Option<Quantity>| value.is_some_and(|q| q.is_zero());
+        if is_zero(&requests) || is_zero(&limits) {
+            reasons.push(Reason::Zero);
+        }
+        let requests = requests.filter(|q| !q.is_zero());
+        let limits = limits.filter(|q| !q.is_zero());
         // The value requests and limits both get: the limit when set (requests
         // rise to it), else the request, else the configured default.
         let mut value = match (requests, limits) {
@@ -269,6 +298,11 @@ impl QosPlan {
                 Ok(default) => {
                     reasons.push(Reason::NotSet);
                     *default
+                }
+                Err(DefaultMissing(POD_LEVEL_BUDGET)) => {
+                    return self.problems.push(format!(
+                        "{target}: sets no {name}; Kubernetes decides QoS from pod-level resources alone once they are set: set spec.resources.limits.{name} too"
+                    ));
                 }
                 Err(DefaultMissing(key)) => {
                     return self.problems.push(format!(
@@ -321,7 +355,9 @@ impl QosPlan {
             target,
             resource,
             reasons,
-            defaulted_by_kubernetes: sections_written == [Section::Requests] && requests.is_none(),
+            // The API server copies limits only to requests that are absent.
+            defaulted_by_kubernetes: sections_written == [Section::Requests]
+                && current.requests.is_none(),
         });
     }
 }
@@ -441,6 +477,12 @@ mod tests {
     #[case::equal_values_keep_their_spelling(
         json!({"requests": {"cpu": "2000m", "memory": "1024Mi"}, "limits": {"cpu": "2", "memory": "1Gi", "nvidia.com/gpu": "1"}}),
         json!({"requests": {"cpu": "2000m", "memory": "1024Mi"}, "limits": {"cpu": "2", "memory": "1Gi", "nvidia.com/gpu": "1"}}))]
+    #[case::zero_values_count_as_unset(
+        json!({"requests": {"cpu": "0", "memory": "0"}, "limits": {"cpu": "0", "memory": "0", "nvidia.com/gpu": "1"}}),
+        json!({"requests": {"cpu": "4", "memory": "16Gi"}, "limits": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}}))]
+    #[case::zero_request_rises_to_the_limit(
+        json!({"requests": {"cpu": "0", "memory": "8Gi"}, "limits": {"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "1"}}),
+        json!({"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "1"}}))]
     #[case::sidecar_defaults_for_a_container_without_gpus(
         json!(null),
         json!({"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "250m", "memory": "256Mi"}}))]
@@ -537,5 +579,26 @@ mod tests {
         assert_eq!(spec["resources"], after);
         // Containers share the pod-level budget and stay as they are.
         assert_eq!(spec["containers"], containers);
+    }
+
+    /// Pod-level resources that set one of cpu and memory decide QoS alone:
+    /// the other must be set there too, and no default is invented for it.
+    #[rstest]
+    #[case::cpu_only(json!({"limits": {"cpu": "8"}}), "pod-level spec.resources: sets no memory; Kubernetes decides QoS from pod-level resources alone once they are set: set spec.resources.limits.memory too")]
+    #[case::memory_only(json!({"requests": {"memory": "8Gi"}}), "pod-level spec.resources: sets no cpu;")]
+    fn pod_level_resources_must_set_cpu_and_memory(#[case] pod: Value, #[case] expected: &str) {
+        let spec = json!({"resources": pod, "containers": [
+            {"name": "a", "resources": {"limits": {"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "1"}}}
+        ]});
+        let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+        let plan = plan(&spec, &demand, &qos()).unwrap();
+        assert_eq!(plan.problems.len(), 1, "{:?}", plan.problems);
+        assert!(
+            plan.problems[0].starts_with(expected),
+            "{:?}",
+            plan.problems
+        );
+        // The containers are not planned: the pod level decides.
+        assert!(plan.edits.iter().all(|edit| edit.target == Target::Pod));
     }
 }

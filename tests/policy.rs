@@ -154,6 +154,31 @@ fn node_name_pods_get_no_affinity_and_a_warning() {
     );
 }
 
+/// Pinning a pod is no way around `required` alignment: the kubelet enforces
+/// required node affinity on a pod with `spec.nodeName`.
+#[test]
+fn node_name_pods_get_required_affinity_all_the_same() {
+    let decision = decide(
+        "node-name-pod",
+        json!({"topology": {"affinity": "required", "alignment": "nvlink"}}),
+    );
+    let terms = required_terms(&mutated(&decision));
+    assert!(!terms.is_empty());
+    assert!(terms.iter().all(|term| term["matchExpressions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["key"] == "gpu-topology.io/nvlink-group-max")));
+    assert!(
+        !decision
+            .warnings
+            .iter()
+            .any(|w| w.contains("spec.nodeName is set")),
+        "{:?}",
+        decision.warnings
+    );
+}
+
 /// Requests the policy must leave untouched: (fixture, settings, a request
 /// field to change first).
 #[rstest]
@@ -183,6 +208,8 @@ fn accepted_untouched(
 #[rstest]
 #[case::validate_names_container_and_values("inference-deployment-pod", json!({"qos": {"mode": "validate"}}),
     "GPU pod is not Guaranteed QoS (qos.mode: validate): container \"vllm\": cpu requests 2 differ from limits 4, memory requests 8Gi differ from limits 16Gi. Set resources.requests equal to resources.limits")]
+#[case::validate_pod_level_resources("pod-level-resources-pod", json!({"qos": {"mode": "validate"}}),
+    "(qos.mode: validate): pod-level spec.resources: cpu requests 2 differ from limits 3500m, cpu 3500m is not a whole number of CPUs. Set resources.requests equal to resources.limits for cpu and memory in pod-level spec.resources, with whole CPUs.")]
 #[case::validate_fractional_cpu("fractional-cpu-pod", json!({"qos": {"mode": "validate"}}),
     "container \"embedder\": cpu 1500m is not a whole number of CPUs")]
 #[case::validate_unset_resources("training-pod-init-and-sidecar", json!({"qos": {"mode": "validate"}}),
@@ -260,14 +287,29 @@ fn affinity_modes(
     assert_eq!(preferences(object), preferred);
 }
 
+/// Two containers of one GPU each: under `container` scope each container is
+/// aligned on its own (one GPU per NUMA node suffices), but the node must hold
+/// both GPUs.
 #[test]
-fn container_scope_counts_the_largest_container() {
+fn container_scope_aligns_each_container_but_places_the_whole_pod() {
     let decision = decide(
         "multi-container-pod",
         json!({"topology": {"scope": "container"}}),
     );
-    let terms = required_terms(&mutated(&decision));
-    assert_eq!(terms[0]["matchExpressions"][0], gt("gpus", "0"));
+    let object = &mutated(&decision);
+    assert_eq!(
+        required_terms(object),
+        vec![
+            json!({"matchExpressions": [gt("gpus", "1"), not_single_numa_node()]}),
+            json!({"matchExpressions": [gt("gpus", "1"), gt("gpus-per-numa-max", "0")]})
+        ]
+    );
+    assert_eq!(
+        preferences(object),
+        vec![
+            json!({"weight": 100, "preference": {"matchExpressions": [gt("gpus-per-numa-max", "0")]}})
+        ]
+    );
 }
 
 #[test]

@@ -1,16 +1,47 @@
-//! Fit arithmetic: which nodes can host a pod that needs `n` GPUs, and how.
+//! Fit arithmetic: which nodes can host a pod's GPUs ([`GpuDemand`]), and how.
 //!
 //! Two questions, each answered as node-selector terms (see [`crate::selector`]):
-//! - can the kubelet *admit* the pod at all? It needs `gpus >= n`, and on a node
-//!   whose Topology Manager runs `single-numa-node` it also needs
-//!   `gpus-per-numa-max >= n`, or the pod fails with `TopologyAffinityError`;
-//! - can the node *align* the pod's GPUs (one NUMA node, one NVLink group, or
-//!   just one node)?
+//! - can the kubelet *admit* the pod at all? It needs `gpus >= total`, and on a
+//!   node whose Topology Manager runs `single-numa-node` it also needs
+//!   `gpus-per-numa-max >= aligned`, or the pod fails with
+//!   `TopologyAffinityError`;
+//! - can the node *align* the pod's GPUs (`aligned` of them on one NUMA node or
+//!   in one NVLink group, or `total` on one node)?
 
 use crate::labels::{LabelKey, NodeTopology, TopologyManagerPolicy};
 use crate::selector::{terms_match, Requirement, Term};
 use std::fmt;
 use std::str::FromStr;
+
+/// The GPUs a pod needs on one node (`total`: the scheduler places the whole
+/// pod), and the most of them the kubelet's Topology Manager aligns as one
+/// unit (`aligned`: the whole pod under `pod` scope, the largest container
+/// under `container` scope). A plain count is a pod-scope demand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GpuDemand {
+    pub total: u32,
+    pub aligned: u32,
+}
+
+impl GpuDemand {
+    /// `total` GPUs in units of at most `aligned` (never more than `total`).
+    pub fn new(total: u32, aligned: u32) -> Self {
+        Self {
+            total,
+            aligned: aligned.min(total),
+        }
+    }
+}
+
+impl From<u32> for GpuDemand {
+    /// All `n` GPUs aligned as one unit (`pod` scope).
+    fn from(n: u32) -> Self {
+        Self {
+            total: n,
+            aligned: n,
+        }
+    }
+}
 
 /// How tightly a pod's GPUs must sit together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -75,15 +106,16 @@ impl fmt::Display for Alignment {
     }
 }
 
-/// Terms (ORed) selecting nodes whose kubelet can admit a pod needing `n` GPUs.
-/// Empty when `n` is 0: a pod without GPUs needs no GPU node.
-pub fn admit_terms(n: u32) -> Vec<Term> {
-    if n == 0 {
+/// Terms (ORed) selecting nodes whose kubelet can admit a pod with `demand`.
+/// Empty when it needs no GPU: a pod without GPUs needs no GPU node.
+pub fn admit_terms(demand: impl Into<GpuDemand>) -> Vec<Term> {
+    let demand = demand.into();
+    if demand.total == 0 {
         return Vec::new();
     }
     let enough_gpus = Requirement::AtLeast {
         key: LabelKey::Gpus,
-        count: n,
+        count: demand.total,
     };
     vec![
         vec![
@@ -97,44 +129,54 @@ pub fn admit_terms(n: u32) -> Vec<Term> {
             enough_gpus,
             Requirement::AtLeast {
                 key: LabelKey::GpusPerNumaMax,
-                count: n,
+                count: demand.aligned,
             },
         ],
     ]
 }
 
-/// The term selecting nodes that can host `n` GPUs at `alignment`.
-/// Empty when `n` is 0.
-pub fn aligned_terms(n: u32, alignment: Alignment) -> Vec<Term> {
-    if n == 0 {
+/// The term selecting nodes that can place `demand` at `alignment`: its
+/// aligned unit on one NUMA node or NVLink group, or its total on the node.
+/// Empty when it needs no GPU.
+pub fn aligned_terms(demand: impl Into<GpuDemand>, alignment: Alignment) -> Vec<Term> {
+    let demand = demand.into();
+    if demand.total == 0 {
         return Vec::new();
     }
+    let count = match alignment {
+        Alignment::Node => demand.total,
+        Alignment::Numa | Alignment::Nvlink => demand.aligned,
+    };
     vec![vec![Requirement::AtLeast {
         key: alignment.capacity_key(),
-        count: n,
+        count,
     }]]
 }
 
-/// Can the kubelet on `node` admit a pod needing `n` GPUs?
-pub fn can_admit(node: &NodeTopology, n: u32) -> bool {
-    n == 0 || terms_match(&admit_terms(n), node)
+/// Can the kubelet on `node` admit a pod with `demand`?
+pub fn can_admit(node: &NodeTopology, demand: impl Into<GpuDemand>) -> bool {
+    let demand = demand.into();
+    demand.total == 0 || terms_match(&admit_terms(demand), node)
 }
 
-/// Can `node` host `n` GPUs at `alignment`?
-pub fn can_align(node: &NodeTopology, n: u32, alignment: Alignment) -> bool {
-    n == 0 || terms_match(&aligned_terms(n, alignment), node)
+/// Can `node` place `demand` at `alignment`?
+pub fn can_align(node: &NodeTopology, demand: impl Into<GpuDemand>, alignment: Alignment) -> bool {
+    let demand = demand.into();
+    demand.total == 0 || terms_match(&aligned_terms(demand, alignment), node)
 }
 
-/// Terms (ORed) selecting nodes that can both admit a pod needing `n` GPUs and
-/// host them at `alignment`: the hard requirement of `affinity: required`.
-/// Empty when `n` is 0.
-pub fn required_terms(n: u32, alignment: Alignment) -> Vec<Term> {
-    conjoin(&aligned_terms(n, alignment), &admit_terms(n))
+/// Terms (ORed) selecting nodes that can both admit a pod with `demand` and
+/// place it at `alignment`: the hard requirement of `affinity: required`.
+/// Empty when it needs no GPU.
+pub fn required_terms(demand: impl Into<GpuDemand>, alignment: Alignment) -> Vec<Term> {
+    let demand = demand.into();
+    conjoin(&aligned_terms(demand, alignment), &admit_terms(demand))
 }
 
-/// Can `node` admit a pod needing `n` GPUs and host them at `alignment`?
-pub fn can_host(node: &NodeTopology, n: u32, alignment: Alignment) -> bool {
-    n == 0 || terms_match(&required_terms(n, alignment), node)
+/// Can `node` admit a pod with `demand` and place it at `alignment`?
+pub fn can_host(node: &NodeTopology, demand: impl Into<GpuDemand>, alignment: Alignment) -> bool {
+    let demand = demand.into();
+    demand.total == 0 || terms_match(&required_terms(demand, alignment), node)
 }
 
 /// The AND of two ORs of terms, as an OR of terms: every pair of terms joined,
@@ -274,6 +316,60 @@ mod tests {
         if expected {
             assert!(can_admit(&node, n) && can_align(&node, n, alignment));
         }
+    }
+
+    /// `container` scope: the node holds the pod's total, each container is
+    /// aligned on its own.
+    #[rstest]
+    #[case::two_containers_of_four_on_hgx(
+        node(8, 4, 8, SNN),
+        GpuDemand::new(8, 4),
+        Alignment::Numa,
+        true
+    )]
+    #[case::total_above_the_node(
+        node(8, 4, 8, None),
+        GpuDemand::new(12, 6),
+        Alignment::Nvlink,
+        false
+    )]
+    #[case::container_above_the_numa_node(
+        node(8, 4, 8, None),
+        GpuDemand::new(8, 6),
+        Alignment::Numa,
+        false
+    )]
+    #[case::container_above_snn_numa_node(
+        node(8, 4, 8, SNN),
+        GpuDemand::new(6, 6),
+        Alignment::Node,
+        false
+    )]
+    #[case::node_alignment_counts_the_total(
+        node(8, 2, 2, None),
+        GpuDemand::new(8, 2),
+        Alignment::Node,
+        true
+    )]
+    fn per_container_demand(
+        #[case] node: NodeTopology,
+        #[case] demand: GpuDemand,
+        #[case] alignment: Alignment,
+        #[case] expected: bool,
+    ) {
+        assert_eq!(can_host(&node, demand, alignment), expected);
+    }
+
+    #[test]
+    fn per_container_terms_ask_for_the_total_on_the_node() {
+        assert_eq!(
+            required_terms(GpuDemand::new(12, 6), Alignment::Numa),
+            vec![vec![
+                at_least(LabelKey::GpusPerNumaMax, 6),
+                at_least(LabelKey::Gpus, 12)
+            ]]
+        );
+        assert_eq!(GpuDemand::new(2, 6), GpuDemand::from(2));
     }
 
     #[test]

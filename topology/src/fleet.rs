@@ -7,7 +7,7 @@
 //! ([`can_host`], [`can_admit`]), so the fit check and the node affinity agree
 //! by construction.
 
-use crate::fit::{can_admit, can_host, Alignment};
+use crate::fit::{can_admit, can_host, Alignment, GpuDemand};
 use crate::labels::{LabelError, NodeTopology, TopologyManagerPolicy};
 
 /// Nodes that publish the same topology.
@@ -96,19 +96,27 @@ impl Fleet {
             .fold(0, |sum, g| sum.saturating_add(g.nodes))
     }
 
-    /// Nodes that can admit a pod needing `n` GPUs and host them at `alignment`
+    /// Nodes that can admit a pod with `demand` and place it at `alignment`
     /// (what `affinity: required` selects).
-    pub fn hosting(&self, n: u32, alignment: Alignment) -> u32 {
-        self.count(|t| can_host(t, n, alignment))
+    pub fn hosting(&self, demand: impl Into<GpuDemand>, alignment: Alignment) -> u32 {
+        let demand = demand.into();
+        self.count(|t| can_host(t, demand, alignment))
     }
 
-    /// Nodes whose kubelet can admit a pod needing `n` GPUs (what
+    /// Nodes whose kubelet can admit a pod with `demand` (what
     /// `affinity: preferred` requires).
-    pub fn admitting(&self, n: u32) -> u32 {
-        self.count(|t| can_admit(t, n))
+    pub fn admitting(&self, demand: impl Into<GpuDemand>) -> u32 {
+        let demand = demand.into();
+        self.count(|t| can_admit(t, demand))
     }
 
-    /// The largest pod any node can host at `alignment`.
+    /// The most GPUs any node has, whatever its Topology Manager admits.
+    pub fn largest_node(&self) -> Offer {
+        self.largest(|t, n| t.gpus.is_some_and(|have| have >= n))
+    }
+
+    /// The largest pod (all its GPUs aligned as one unit) any node can host
+    /// at `alignment`.
     pub fn largest_hosted(&self, alignment: Alignment) -> Offer {
         self.largest(|t, n| can_host(t, n, alignment))
     }

@@ -17,6 +17,7 @@ pub mod summary;
 
 pub use fit::{
     admit_terms, aligned_terms, can_admit, can_align, can_host, conjoin, required_terms, Alignment,
+    GpuDemand,
 };
 pub use fleet::{Fleet, NodeGroup, NodeRead, Offer};
 pub use labels::{
