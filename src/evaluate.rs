@@ -228,7 +228,11 @@ pub fn evaluate_pod(pod: &Value, config: &Config, cluster: &dyn ClusterReader) -
 }
 
 /// The resource edits Guaranteed QoS needs, or the rejection message.
-fn plan_qos(spec: &Value, demand: &PodDemand, config: &Config) -> Result<Vec<qos::Edit>, String> {
+pub(crate) fn plan_qos(
+    spec: &Value,
+    demand: &PodDemand,
+    config: &Config,
+) -> Result<Vec<qos::Edit>, String> {
     let plan = match config.qos.mode {
         QosMode::Off => return Ok(Vec::new()),
         QosMode::Mutate | QosMode::Validate => qos::plan(spec, demand, &config.qos)?,

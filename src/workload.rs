@@ -7,7 +7,7 @@
 
 use crate::cluster::ClusterReader;
 use crate::demand::PodDemand;
-use crate::evaluate::{is_pinned, Decision, UPDATE};
+use crate::evaluate::{is_pinned, plan_qos, Decision, UPDATE};
 use crate::placement;
 use crate::request::AdmissionRequest;
 use crate::settings::Config;
@@ -73,7 +73,9 @@ pub fn find(group: &str, kind: &str) -> Option<&'static WorkloadKind> {
 }
 
 /// Validates a workload being created or updated: accepted untouched unless
-/// its pod template is malformed or no node can place its pods.
+/// its pod template is malformed, no node can place its pods, or Pod
+/// admission would reject every pod it creates (Guaranteed QoS that
+/// `qos.mode: validate` requires, or that `mutate` cannot reach).
 pub fn evaluate(
     request: &AdmissionRequest,
     workload: &WorkloadKind,
@@ -109,7 +111,10 @@ pub fn evaluate(
             ))
         }
     };
-    match placement::check(&demand, is_pinned(spec), config, cluster) {
+    let fit = placement::check(&demand, is_pinned(spec), config, cluster);
+    // Only the verdict matters here: the edits are made to each Pod.
+    let fit = fit.and_then(|warnings| plan_qos(spec, &demand, config).map(|_| warnings));
+    match fit {
         Ok(warnings) => Decision {
             warnings: warnings
                 .into_iter()
