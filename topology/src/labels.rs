@@ -151,6 +151,20 @@ pub enum LabelKey {
 }
 
 impl LabelKey {
+    /// Whether the fit arithmetic ([`crate::fit`]) reads this label. The
+    /// others describe the node for people and future use; a value of theirs
+    /// that this version cannot read (a newer labeler's) leaves that field
+    /// unknown instead of leaving the whole node out.
+    pub const fn decides_fit(self) -> bool {
+        matches!(
+            self,
+            LabelKey::Gpus
+                | LabelKey::GpusPerNumaMax
+                | LabelKey::NvlinkGroupMax
+                | LabelKey::TopologyManagerPolicy
+        )
+    }
+
     pub const ALL: [LabelKey; 11] = [
         LabelKey::Gpus,
         LabelKey::GpusPerNumaMax,
@@ -323,8 +337,23 @@ impl NodeTopology {
             .collect()
     }
 
-    /// Sets one field from its label string, validating the value.
+    /// Sets one field from its label string, validating the value. A value
+    /// that does not parse is an error for a label the fit reads
+    /// ([`LabelKey::decides_fit`]); for the others the field stays unknown.
     pub fn set(&mut self, key: LabelKey, full_key: &str, value: &str) -> Result<(), LabelError> {
+        match self.set_strictly(key, full_key, value) {
+            Err(_) if !key.decides_fit() => Ok(()),
+            result => result,
+        }
+    }
+
+    /// [`NodeTopology::set`], failing on any value that does not parse.
+    pub fn set_strictly(
+        &mut self,
+        key: LabelKey,
+        full_key: &str,
+        value: &str,
+    ) -> Result<(), LabelError> {
         let invalid = |expected| LabelError::InvalidValue {
             key: full_key.to_owned(),
             value: value.to_owned(),
@@ -478,15 +507,40 @@ mod tests {
     #[case::spaces("gpu-topology.io/gpus", " 4")]
     #[case::empty("gpu-topology.io/gpus", "")]
     #[case::overflow("gpu-topology.io/gpus", "99999999999")]
-    #[case::unknown_interconnect("gpu-topology.io/interconnect", "infiniband")]
     #[case::wrong_case_policy("gpu-topology.io/topology-manager-policy", "SingleNumaNode")]
-    #[case::unknown_scope("gpu-topology.io/topology-manager-scope", "node")]
-    #[case::unknown_cpu_policy("gpu-topology.io/cpu-manager-policy", "dynamic")]
-    fn malformed_values_are_errors_naming_the_label(#[case] key: &str, #[case] value: &str) {
+    #[case::nvlink_not_a_count("gpu-topology.io/nvlink-group-max", "all")]
+    #[case::per_numa_not_a_count("gpu-topology.io/gpus-per-numa-max", "4.0")]
+    fn malformed_values_the_fit_reads_are_errors_naming_the_label(
+        #[case] key: &str,
+        #[case] value: &str,
+    ) {
         let err = NodeTopology::from_labels(&LabelPrefix::default(), [(key, value)]).unwrap_err();
         let message = err.to_string();
         assert!(message.contains(key), "{message}");
         assert!(message.contains(&format!("{value:?}")), "{message}");
+    }
+
+    /// Labels the fit does not read: a value this version cannot read (a
+    /// newer labeler's word) leaves the field unknown, and the node counts.
+    #[rstest]
+    #[case::newer_interconnect("gpu-topology.io/interconnect", "nvlink-c2c")]
+    #[case::unknown_scope("gpu-topology.io/topology-manager-scope", "node")]
+    #[case::unknown_cpu_policy("gpu-topology.io/cpu-manager-policy", "dynamic")]
+    #[case::numa_nodes_not_a_count("gpu-topology.io/numa-nodes", "four")]
+    fn unreadable_informational_values_are_unknown(#[case] key: &str, #[case] value: &str) {
+        let labels = [("gpu-topology.io/gpus", "8"), (key, value)];
+        let parsed = NodeTopology::from_labels(&LabelPrefix::default(), labels).unwrap();
+        assert_eq!(
+            parsed,
+            NodeTopology {
+                gpus: Some(8),
+                ..NodeTopology::default()
+            }
+        );
+        let mut strict = NodeTopology::default();
+        assert!(strict
+            .set_strictly(LabelPrefix::default().parse_key(key).unwrap(), key, value)
+            .is_err());
     }
 
     #[rstest]

@@ -211,8 +211,12 @@ mod tests {
         vec![("plain", raw(&[("gpus-per-numa-max", "4")])), ("other-prefix", BTreeMap::from([("example.com/gpus".to_owned(), "8".to_owned())])), ("hgx-1", node_labels(&hgx()))],
         vec![(hgx(), 1)], 0, 2)]
     #[case::malformed_values_are_counted_not_grouped(
-        vec![("bad-count", raw(&[("gpus", "eight")])), ("bad-word", raw(&[("gpus", "8"), ("interconnect", "carrier-pigeon")])), ("hgx-1", node_labels(&hgx()))],
+        vec![("bad-count", raw(&[("gpus", "eight")])), ("bad-policy", raw(&[("gpus", "8"), ("topology-manager-policy", "carrier-pigeon")])), ("hgx-1", node_labels(&hgx()))],
         vec![(hgx(), 1)], 2, 0)]
+    // A value the fit does not read, from a newer labeler: the field is unknown, the node counts.
+    #[case::newer_informational_values_are_unknown(
+        vec![("newer", raw(&[("gpus", "8"), ("interconnect", "nvlink-c2c")]))],
+        vec![(NodeTopology { gpus: Some(8), ..NodeTopology::default() }, 1)], 0, 0)]
     #[case::unknown_names_under_the_prefix_are_ignored(
         vec![("newer-labeler", { let mut l = node_labels(&l4()); l.insert("gpu-topology.io/future-label".into(), "x".into()); l })],
         vec![(l4(), 1)], 0, 0)]
