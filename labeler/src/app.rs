@@ -1,6 +1,6 @@
 //! Runs discovery and publishing, once or as a daemon.
 
-use crate::discover::{discover, SourceOptions};
+use crate::discover::{discover, SourceOptions, ToolMemory};
 use crate::reconcile::{reconcile, Outcome};
 use crate::sinks::kubernetes::{KubernetesSink, RetryPolicy};
 use crate::sinks::nfd::NfdSink;
@@ -143,9 +143,14 @@ impl RunError {
     }
 }
 
-/// Discovers the sources and reconciles them into labels, logging why any label is left out.
-pub async fn labels(config: &Config) -> Result<(Labels, Outcome), SourceError> {
-    let discovery = discover(&config.sources).await?;
+/// Discovers the sources and reconciles them into labels, logging why any
+/// label is left out. `memory` carries the live tools' last good reports
+/// from round to round.
+pub async fn labels(
+    config: &Config,
+    memory: &mut ToolMemory,
+) -> Result<(Labels, Outcome), SourceError> {
+    let discovery = discover(&config.sources, memory).await?;
     let outcome = reconcile(&discovery.inputs);
     for warning in discovery.warnings.iter().chain(&outcome.warnings) {
         tracing::warn!("{warning}");
@@ -155,7 +160,7 @@ pub async fn labels(config: &Config) -> Result<(Labels, Outcome), SourceError> {
 
 /// Discovers and publishes once.
 pub async fn run_once(config: &Config, publisher: &mut Publisher) -> Result<(), RunError> {
-    let (labels, outcome) = labels(config).await?;
+    let (labels, outcome) = labels(config, &mut ToolMemory::default()).await?;
     publisher.publish(&labels, &outcome).await?;
     tracing::info!(count = labels.len(), "labels published");
     Ok(())
@@ -168,11 +173,12 @@ pub async fn run_once(config: &Config, publisher: &mut Publisher) -> Result<(), 
 pub async fn run_daemon(config: &Config, publisher: &mut Publisher) -> Result<(), RunError> {
     let mut shutdown = std::pin::pin!(shutdown_signal().map_err(RunError::Signals)?);
     let mut published: Option<Labels> = None;
+    let mut memory = ToolMemory::default();
     loop {
         tokio::select! {
             biased;
             () = &mut shutdown => break,
-            () = round(config, publisher, &mut published) => {}
+            () = round(config, publisher, &mut published, &mut memory) => {}
         }
         tokio::select! {
             biased;
@@ -184,8 +190,13 @@ pub async fn run_daemon(config: &Config, publisher: &mut Publisher) -> Result<()
     Ok(())
 }
 
-async fn round(config: &Config, publisher: &mut Publisher, published: &mut Option<Labels>) {
-    let (labels, outcome) = match labels(config).await {
+async fn round(
+    config: &Config,
+    publisher: &mut Publisher,
+    published: &mut Option<Labels>,
+    memory: &mut ToolMemory,
+) {
+    let (labels, outcome) = match labels(config, memory).await {
         Ok(result) => result,
         Err(error) => {
             tracing::error!(%error, "discovery failed; nothing published this round");

@@ -7,12 +7,13 @@
 use crate::model::ToolReport;
 use crate::parse::{nvidia_smi, rocm_smi};
 use crate::reconcile::{Inputs, VendorChoice};
-use crate::sources::command::{run, CommandOutput};
+use crate::sources::command::{CommandOutput, Runner};
 use crate::sources::kubelet::read_kubelet;
 use crate::sources::sysfs::read_sysfs;
 use crate::sources::{read_text, SourceError};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A path-based source.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +55,50 @@ impl SourceOptions {
     }
 }
 
+/// How long a live tool's last good report stands in for runs of it that
+/// fail (a timeout, an error exit): a node's GPU links do not change while it
+/// runs, and one failed run should not make labels vanish for a round and
+/// come back in the next.
+pub const REPORT_REUSE_LIMIT: Duration = Duration::from_secs(10 * 60);
+
+/// What the labeler keeps of its live tools (NVML, nvidia-smi, rocm-smi)
+/// from one daemon round to the next: each one's last good report, and the
+/// runs that were killed at their timeout.
+#[derive(Debug, Default)]
+pub struct ToolMemory {
+    reports: BTreeMap<String, (ToolReport, Instant)>,
+    pub runner: Runner,
+}
+
+impl ToolMemory {
+    pub fn remember(&mut self, tool: &str, report: &ToolReport, now: Instant) {
+        self.reports.insert(tool.to_owned(), (report.clone(), now));
+    }
+
+    /// The last good report of `tool` and its age, while within
+    /// [`REPORT_REUSE_LIMIT`].
+    pub fn recall(&self, tool: &str, now: Instant) -> Option<(&ToolReport, Duration)> {
+        let (report, at) = self.reports.get(tool)?;
+        let age = now.saturating_duration_since(*at);
+        (age <= REPORT_REUSE_LIMIT).then_some((report, age))
+    }
+
+    /// A run of `tool` failed with `error`: its last good report if recent
+    /// enough, with the warning to log either way.
+    fn stand_in(&self, tool: &str, error: &str, now: Instant) -> (Option<ToolReport>, String) {
+        match self.recall(tool, now) {
+            Some((report, age)) => (
+                Some(report.clone()),
+                format!(
+                    "{error}: using its last good report, {}s old",
+                    age.as_secs()
+                ),
+            ),
+            None => (None, format!("{error}: its labels are left out")),
+        }
+    }
+}
+
 /// The sources' data, and warnings about default sources that failed.
 #[derive(Debug, Clone, Default)]
 pub struct Discovery {
@@ -85,7 +130,12 @@ impl ToolKind {
     }
 }
 
-pub async fn discover(options: &SourceOptions) -> Result<Discovery, SourceError> {
+/// Reads every source. `memory` holds the live tools' last good reports: it
+/// is updated with this round's, and stands in for a run that fails.
+pub async fn discover(
+    options: &SourceOptions,
+    memory: &mut ToolMemory,
+) -> Result<Discovery, SourceError> {
     let mut discovery = Discovery::default();
     discovery.inputs.vendor = options.vendor;
     discovery.inputs.sysfs = match &options.sysfs {
@@ -101,18 +151,33 @@ pub async fn discover(options: &SourceOptions) -> Result<Discovery, SourceError>
     };
     #[cfg(feature = "nvml")]
     if options.nvml && !options.offline() {
-        match tokio::task::spawn_blocking(crate::sources::nvml::read_nvml).await {
-            Ok(Ok(Some(report))) => discovery.inputs.tools.push(report),
-            Ok(Ok(None)) => tracing::debug!("NVML not available"),
-            Ok(Err(e)) => discovery.warnings.push(format!("NVML not used: {e}")),
-            Err(e) => discovery.warnings.push(format!("NVML not used: {e}")),
+        const NVML: &str = "NVML";
+        let failure = match tokio::task::spawn_blocking(crate::sources::nvml::read_nvml).await {
+            Ok(Ok(Some(report))) => {
+                memory.remember(NVML, &report, Instant::now());
+                discovery.inputs.tools.push(report);
+                None
+            }
+            Ok(Ok(None)) => {
+                tracing::debug!("NVML not available");
+                None
+            }
+            Ok(Err(e)) => Some(format!("NVML not used: {e}")),
+            Err(e) => Some(format!("NVML not used: {e}")),
+        };
+        if let Some(error) = failure {
+            let (report, warning) = memory.stand_in(NVML, &error, Instant::now());
+            discovery.inputs.tools.extend(report);
+            discovery.warnings.push(warning);
         }
     }
     for (source, kind) in [
         (&options.nvidia_smi, ToolKind::NvidiaSmi),
         (&options.rocm_smi, ToolKind::RocmSmi),
     ] {
-        if let Some(report) = tool_report(source, kind, options, &mut discovery.warnings).await? {
+        if let Some(report) =
+            tool_report(source, kind, options, memory, &mut discovery.warnings).await?
+        {
             discovery.inputs.tools.push(report);
         }
     }
@@ -136,6 +201,7 @@ async fn tool_report(
     source: &ToolSource,
     kind: ToolKind,
     options: &SourceOptions,
+    memory: &mut ToolMemory,
     warnings: &mut Vec<String>,
 ) -> Result<Option<ToolReport>, SourceError> {
     match source {
@@ -148,13 +214,22 @@ async fn tool_report(
         }
         ToolSource::Command(_) if options.offline() => Ok(None),
         ToolSource::Command(program) => {
-            match run(program, kind.args(), options.command_timeout).await {
+            let output = memory
+                .runner
+                .run(program, kind.args(), options.command_timeout)
+                .await;
+            match output {
                 Ok(CommandOutput::NotInstalled) => {
                     tracing::debug!(program, "not installed");
                     Ok(None)
                 }
                 Ok(CommandOutput::Stdout(text)) => match kind.parse(&text, true) {
-                    Ok(report) => Ok(Some(report)),
+                    Ok(report) => {
+                        memory.remember(program, &report, Instant::now());
+                        Ok(Some(report))
+                    }
+                    // Output that does not parse is no passing failure (a
+                    // new driver's format): never papered over.
                     Err(e) => {
                         warnings.push(format!(
                             "{program} output not used ({e}): its labels are left out"
@@ -163,8 +238,10 @@ async fn tool_report(
                     }
                 },
                 Err(e) => {
-                    warnings.push(format!("{e}: its labels are left out"));
-                    Ok(None)
+                    let (report, warning) =
+                        memory.stand_in(program, &e.to_string(), Instant::now());
+                    warnings.push(warning);
+                    Ok(report)
                 }
             }
         }

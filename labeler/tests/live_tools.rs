@@ -1,0 +1,246 @@
+//! Running the live topology tools: real child processes (shell scripts that
+//! stand where nvidia-smi would), for what only running can show: a tool
+//! that is not installed, one that fails, one that hangs, and a failed run
+//! between good ones.
+
+mod common;
+
+use common::{scratch_dir, topology_fixtures};
+use gpu_topology_labeler::discover::{
+    discover, PathSource, SourceOptions, ToolMemory, ToolSource, REPORT_REUSE_LIMIT,
+};
+use gpu_topology_labeler::parse::nvidia_smi;
+use gpu_topology_labeler::reconcile::VendorChoice;
+use gpu_topology_labeler::sources::command::{CommandOutput, Runner};
+use rstest::rstest;
+use std::path::PathBuf;
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
+
+const FIXTURE: &str = "h100-sxm-8gpu-2numa.txt";
+
+/// Every script, written before any test starts a process: a script still
+/// open for writing while another thread forks cannot be executed
+/// ("text file busy").
+static SCRIPTS: LazyLock<PathBuf> = LazyLock::new(|| {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch_dir("live-tools");
+    let fixture = topology_fixtures().join(FIXTURE);
+    let scripts = [
+        ("good", format!("cat '{}'", fixture.display())),
+        (
+            "failing",
+            "echo \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver\" >&2; exit 9"
+                .to_owned(),
+        ),
+        ("hanging", "exec sleep 30".to_owned()),
+        ("lingering", "exec sleep 1".to_owned()),
+        ("garbage", "echo 'no matrix here'".to_owned()),
+        // Good until the file `broken` appears next to it.
+        (
+            "flaky",
+            format!(
+                "if [ -e '{}' ]; then exit 1; fi; cat '{}'",
+                dir.join("broken").display(),
+                fixture.display()
+            ),
+        ),
+    ];
+    for (name, body) in scripts {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    dir
+});
+
+fn script(name: &str) -> String {
+    SCRIPTS.join(name).display().to_string()
+}
+
+#[tokio::test]
+async fn a_tool_that_is_not_installed_is_no_error() {
+    let output = Runner::default()
+        .run(
+            "/nonexistent/nvidia-smi",
+            &["topo", "-m"],
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+    assert_eq!(output, CommandOutput::NotInstalled);
+}
+
+#[tokio::test]
+async fn a_good_run_gives_its_output() {
+    let CommandOutput::Stdout(text) = Runner::default()
+        .run(&script("good"), &["topo", "-m"], Duration::from_secs(10))
+        .await
+        .unwrap()
+    else {
+        panic!("no output");
+    };
+    assert_eq!(
+        text,
+        std::fs::read_to_string(topology_fixtures().join(FIXTURE)).unwrap()
+    );
+}
+
+#[tokio::test]
+async fn an_error_exit_names_the_status_and_quotes_stderr() {
+    let error = Runner::default()
+        .run(&script("failing"), &["topo", "-m"], Duration::from_secs(10))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("exit status: 9"), "{error}");
+    assert!(
+        error.contains("couldn't communicate with the NVIDIA driver"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_hanging_tool_is_killed_at_the_timeout() {
+    let mut runner = Runner::default();
+    let started = Instant::now();
+    let error = runner
+        .run(
+            &script("hanging"),
+            &["topo", "-m"],
+            Duration::from_millis(300),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("no answer within 300ms"), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // The killed run has exited by the next round: the tool runs again.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let output = runner
+        .run(&script("good"), &["topo", "-m"], Duration::from_secs(10))
+        .await;
+    assert!(matches!(output, Ok(CommandOutput::Stdout(_))), "{output:?}");
+}
+
+/// A run that is still alive after its kill (stuck in the kernel, as on a
+/// wedged driver; here a live process stands for it) blocks new runs of the
+/// same tool until it exits, and only of that tool.
+#[tokio::test]
+async fn no_tool_starts_while_an_earlier_run_of_it_lingers() {
+    let mut runner = Runner::default();
+    let program = script("good");
+    let lingering = tokio::process::Command::new(script("lingering"))
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    runner.linger(&program, lingering);
+    let error = runner
+        .run(&program, &["topo", "-m"], Duration::from_secs(10))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("has not exited yet"), "{error}");
+    let other = runner
+        .run(&script("failing"), &["topo", "-m"], Duration::from_secs(10))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(other.contains("exit status: 9"), "{other}");
+    // Once it has exited (after its second), the tool runs again.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let output = runner
+        .run(&program, &["topo", "-m"], Duration::from_secs(10))
+        .await;
+    assert!(matches!(output, Ok(CommandOutput::Stdout(_))), "{output:?}");
+}
+
+fn live(program: &str) -> SourceOptions {
+    SourceOptions {
+        sysfs: PathSource::Disabled,
+        nvidia_smi: ToolSource::Command(program.to_owned()),
+        rocm_smi: ToolSource::Disabled,
+        nvml: false,
+        kubelet: PathSource::Disabled,
+        kubelet_drop_ins: None,
+        vendor: VendorChoice::Auto,
+        command_timeout: Duration::from_secs(10),
+    }
+}
+
+/// A failed run between good ones reuses the last good report (with a
+/// warning), so link labels do not vanish for a round.
+#[tokio::test]
+async fn a_failed_run_reuses_the_last_good_report() {
+    let flaky = script("flaky");
+    let broken = SCRIPTS.join("broken");
+    let _ = std::fs::remove_file(&broken);
+    let mut memory = ToolMemory::default();
+    let good = discover(&live(&flaky), &mut memory).await.unwrap();
+    assert_eq!(good.inputs.tools.len(), 1);
+    assert!(good.warnings.is_empty(), "{:?}", good.warnings);
+
+    std::fs::write(&broken, "").unwrap();
+    let failed = discover(&live(&flaky), &mut memory).await.unwrap();
+    // Without a good report to fall back on, its labels are left out.
+    let unremembered = discover(&live(&flaky), &mut ToolMemory::default())
+        .await
+        .unwrap();
+    std::fs::remove_file(&broken).unwrap();
+    assert_eq!(failed.inputs.tools, good.inputs.tools);
+    assert!(
+        failed
+            .warnings
+            .iter()
+            .any(|w| w.contains("exit status: 1") && w.contains("using its last good report")),
+        "{:?}",
+        failed.warnings
+    );
+    assert!(unremembered.inputs.tools.is_empty());
+    assert!(
+        unremembered
+            .warnings
+            .iter()
+            .any(|w| w.contains("its labels are left out")),
+        "{:?}",
+        unremembered.warnings
+    );
+}
+
+/// Output that does not parse is never papered over with an old report.
+#[tokio::test]
+async fn unparsable_output_is_not_replaced_by_the_last_report() {
+    let mut memory = ToolMemory::default();
+    discover(&live(&script("good")), &mut memory).await.unwrap();
+    let garbage = script("garbage");
+    let report = memory
+        .recall(&script("good"), Instant::now())
+        .unwrap()
+        .0
+        .clone();
+    memory.remember(&garbage, &report, Instant::now());
+    let discovery = discover(&live(&garbage), &mut memory).await.unwrap();
+    assert!(discovery.inputs.tools.is_empty());
+    assert!(
+        discovery
+            .warnings
+            .iter()
+            .any(|w| w.contains("output not used")),
+        "{:?}",
+        discovery.warnings
+    );
+}
+
+#[rstest]
+#[case::just_now(Duration::ZERO, true)]
+#[case::at_the_limit(REPORT_REUSE_LIMIT, true)]
+#[case::past_the_limit(REPORT_REUSE_LIMIT + Duration::from_secs(1), false)]
+fn a_report_stands_in_for_ten_minutes(#[case] age: Duration, #[case] recalled: bool) {
+    let text = std::fs::read_to_string(topology_fixtures().join(FIXTURE)).unwrap();
+    let report = nvidia_smi::parse(&text).unwrap().into_report(true);
+    let mut memory = ToolMemory::default();
+    let at = Instant::now();
+    memory.remember("nvidia-smi", &report, at);
+    assert_eq!(memory.recall("nvidia-smi", at + age).is_some(), recalled);
+    assert!(memory.recall("rocm-smi", at).is_none());
+}
