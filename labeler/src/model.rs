@@ -44,6 +44,24 @@ impl fmt::Display for Vendor {
     }
 }
 
+/// Groups of GPUs as the text summary lists them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Groups {
+    /// Every maximal group of two or more GPUs, sorted.
+    Listed(Vec<Vec<usize>>),
+    /// More maximal groups than [`crate::cliques::MAX_LISTED_CLIQUES`].
+    TooMany,
+}
+
+impl Groups {
+    fn of(graph: &Graph) -> Self {
+        match graph.maximal_cliques() {
+            Some(cliques) => Groups::Listed(cliques.into_iter().filter(|c| c.len() > 1).collect()),
+            None => Groups::TooMany,
+        }
+    }
+}
+
 /// PCI base class 0x03 is "display controller": VGA (0x0300), 3D (0x0302) and
 /// other (0x0380, used by datacenter GPUs without a display engine).
 pub const PCI_CLASS_DISPLAY: u32 = 0x03;
@@ -212,18 +230,12 @@ impl Links {
 
     /// Maximal cliques of GPUs pairwise linked by NVLink/XGMI (two or more GPUs),
     /// or `None` when fabric links are not visible or there are too many GPUs.
-    pub fn fabric_cliques(&self) -> Option<Vec<Vec<usize>>> {
+    pub fn fabric_cliques(&self) -> Option<Groups> {
         if !self.fabric_visible {
             return None;
         }
         let graph = self.graph(|link| link.fabric.is_some())?;
-        Some(
-            graph
-                .maximal_cliques()
-                .into_iter()
-                .filter(|clique| clique.len() > 1)
-                .collect(),
-        )
+        Some(Groups::of(&graph))
     }
 
     /// Largest group of GPUs pairwise linked by NVLink/XGMI; 1 when no pair is.
@@ -252,16 +264,9 @@ impl Links {
     }
 
     /// Maximal groups of GPUs pairwise PIX/PXB (two or more GPUs), counting only known paths.
-    pub fn pcie_switch_groups(&self) -> Vec<Vec<usize>> {
+    pub fn pcie_switch_groups(&self) -> Groups {
         self.graph(|link| link.pcie.is_some_and(PciePath::shares_switch))
-            .map(|graph| {
-                graph
-                    .maximal_cliques()
-                    .into_iter()
-                    .filter(|clique| clique.len() > 1)
-                    .collect()
-            })
-            .unwrap_or_default()
+            .map_or(Groups::Listed(Vec::new()), |graph| Groups::of(&graph))
     }
 
     /// The fastest GPU-to-GPU interconnect, by this rule:
@@ -469,7 +474,10 @@ mod tests {
         links.set(0, 1, pcie(PciePath::Pix));
         links.set(2, 3, pcie(PciePath::Pix));
         assert_eq!(links.pcie_switch_group_max(), Some(Ok(4)));
-        assert_eq!(links.pcie_switch_groups(), vec![vec![0, 1, 2, 3]]);
+        assert_eq!(
+            links.pcie_switch_groups(),
+            Groups::Listed(vec![vec![0, 1, 2, 3]])
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //!
 //! Whatever cannot be known is left out, with a warning saying why.
 
+use crate::cliques::MAX_VERTICES;
 use crate::model::{PciGpu, SysfsView, ToolReport, Vendor};
 use crate::parse::kubelet::KubeletSettings;
 use gpu_topology::{Interconnect, LabelKey, NodeTopology};
@@ -304,6 +305,17 @@ fn derive_links(count: usize, tools: &[&ToolReport], outcome: &mut Outcome) {
         // A single GPU is trivially a group of one, whatever the links.
         outcome.topology.nvlink_group_max = Some(1);
         outcome.topology.pcie_switch_group_max = Some(1);
+        return;
+    }
+    if count > MAX_VERTICES {
+        outcome.warnings.push(format!(
+            "{count} GPUs are more than the {MAX_VERTICES} whose links the labeler can group: {} left out",
+            names(&[
+                LabelKey::NvlinkGroupMax,
+                LabelKey::PcieSwitchGroupMax,
+                LabelKey::Interconnect
+            ])
+        ));
         return;
     }
     if tools.is_empty() {

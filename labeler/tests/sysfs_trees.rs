@@ -216,3 +216,45 @@ fn malformed_sysfs_files_are_errors_naming_the_file() {
     let error = read_sysfs(&root).unwrap_err();
     assert!(error.origin.ends_with("meminfo"), "{error}");
 }
+
+/// More GPUs than the link grouping handles (64): the count and NUMA labels
+/// stand, the link labels are left out with a warning that says why.
+#[test]
+fn more_than_sixty_four_gpus_leave_link_labels_out_and_say_why() {
+    use gpu_topology_labeler::model::{NumaNode, PciGpu, SysfsView};
+    let gpus = (0..72)
+        .map(|i| PciGpu {
+            address: format!("0000:{i:02x}:00.0"),
+            vendor: Vendor::Nvidia,
+            class: 0x030200,
+            numa: Some(i / 36),
+        })
+        .collect();
+    let numa_nodes = (0..2)
+        .map(|id| {
+            let node = NumaNode {
+                cpus: 144,
+                memory_kib: 1 << 30,
+            };
+            (id, node)
+        })
+        .collect();
+    let outcome = reconcile(&Inputs {
+        sysfs: Some(SysfsView { gpus, numa_nodes }),
+        tools: vec![],
+        kubelet: None,
+        vendor: AUTO,
+    });
+    let labels = labels_of(&outcome);
+    assert_eq!(labels["gpu-topology.io/gpus"], "72");
+    assert_eq!(labels["gpu-topology.io/gpus-per-numa-max"], "36");
+    assert!(!labels.contains_key("gpu-topology.io/nvlink-group-max"));
+    assert!(
+        outcome
+            .warnings
+            .iter()
+            .any(|w| w.contains("72 GPUs are more than the 64")),
+        "{:?}",
+        outcome.warnings
+    );
+}

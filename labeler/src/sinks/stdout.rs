@@ -2,7 +2,8 @@
 //! in text mode, a human-readable topology summary.
 
 use super::Labels;
-use crate::model::ToolReport;
+use crate::cliques::MAX_LISTED_CLIQUES;
+use crate::model::{Groups, ToolReport};
 use crate::reconcile::Outcome;
 use std::fmt::Write;
 
@@ -104,16 +105,14 @@ fn links(report: &ToolReport) -> String {
             .collect::<Vec<_>>()
             .join(",")
     };
-    let groups = |cliques: &[Vec<usize>]| {
-        if cliques.is_empty() {
-            "none".to_owned()
-        } else {
-            cliques
-                .iter()
-                .map(|c| format!("{{{}}}", group(c)))
-                .collect::<Vec<_>>()
-                .join(" ")
-        }
+    let groups = |groups: &Groups| match groups {
+        Groups::Listed(cliques) if cliques.is_empty() => "none".to_owned(),
+        Groups::Listed(cliques) => cliques
+            .iter()
+            .map(|c| format!("{{{}}}", group(c)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        Groups::TooMany => format!("more than {MAX_LISTED_CLIQUES} (not listed)"),
     };
     match report.links.fabric_cliques() {
         Some(cliques) => {
