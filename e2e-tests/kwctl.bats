@@ -35,6 +35,11 @@ run_scenario() {
     extra_args+=(--replay-host-capabilities-interactions "$dir/$(jq -r .session "$file")")
   fi
   if jq -e '(.contextAwareResources // []) | length > 0' "$file" >/dev/null; then
+    # Without a session, kwctl would query the cluster in KUBECONFIG.
+    if ! jq -e '.session' "$file" >/dev/null; then
+      echo "FAIL $(basename "$file" .json): contextAwareResources without a session file"
+      return 1
+    fi
     extra_args+=(--allow-context-aware)
   fi
   err=$(mktemp)
@@ -45,9 +50,12 @@ run_scenario() {
   status=$?
 
   if jq -e '.expect.settingsValid == false' "$file" >/dev/null; then
-    # kwctl refuses invalid settings before evaluating: non-zero exit, message on stderr.
+    # kwctl refuses invalid settings before evaluating: non-zero exit, message
+    # on stderr. It prints the policy's message Debug-formatted (`"...\"..."`),
+    # so escaped quotes are unescaped before fragments are looked for.
     failures=$(jq -n --arg text "$out$(cat "$err")" --argjson status "$status" --slurpfile s "$file" '
-      ($s[0].expect.message | if type == "array" then . elif type == "string" then [.] else [] end) as $f
+      ($text | gsub("\\\\\""; "\"")) as $text
+      | ($s[0].expect.message | if type == "array" then . elif type == "string" then [.] else [] end) as $f
       | [ (if $status == 0 then "kwctl accepted settings that must be refused" else empty end),
           ($f[] | select(. as $x | $text | contains($x) | not) | "kwctl output does not mention \(tojson)") ]')
   elif [ "$status" -ne 0 ]; then

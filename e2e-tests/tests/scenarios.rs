@@ -53,6 +53,13 @@ fn scenario_files_are_well_formed() {
             scenario.name
         );
         assert!(!scenario.file.description.is_empty(), "{}", scenario.name);
+        // Under kwctl, granted access without a session file means asking the
+        // cluster in KUBECONFIG: scenarios stay offline.
+        assert!(
+            scenario.file.context_aware_resources.is_empty() || scenario.file.session.is_some(),
+            "{}: contextAwareResources needs a session file (kwctl would query a live cluster)",
+            scenario.name
+        );
     }
 }
 
