@@ -170,8 +170,8 @@ fn decide_pod(
         .unwrap_or_else(Decision::reject)
 }
 
-/// True when `spec.nodeName` is set: the scheduler, and so node affinity, is
-/// bypassed.
+/// True when `spec.nodeName` is set: the scheduler is bypassed (the kubelet
+/// still enforces required node affinity).
 pub fn is_pinned(spec: &Value) -> bool {
     spec.get("nodeName")
         .and_then(Value::as_str)

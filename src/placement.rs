@@ -1,14 +1,15 @@
-//! The fit check: can any node place a pod needing `n` GPUs? Answered from the
+//! The fit check: can any node place a pod's GPUs? Answered from the
 //! cluster view (the nodes' topology labels) or the static `capacity`
 //! settings, as `capacity.source` says.
 //!
 //! The cluster check asks the same question as the node affinity the pod gets
 //! (the predicates of `gpu_topology::fit`), so the policy rejects exactly the
 //! pods that affinity would leave Pending, and the kubelet would refuse:
-//! - `affinity: required`: some node must host `n` GPUs at the alignment;
-//! - otherwise (`preferred`, `off`, or `spec.nodeName` set): some node's
-//!   kubelet must admit the pod (`gpus >= n`, and on `single-numa-node`
-//!   nodes `gpus-per-numa-max >= n`).
+//! - `affinity: required` (pinned pods too): some node must hold the pod's
+//!   GPUs and host its aligned unit at the alignment;
+//! - otherwise (`preferred`, `off`): some node's kubelet must admit the pod
+//!   (`gpus >=` the total, and on `single-numa-node` nodes
+//!   `gpus-per-numa-max >=` the aligned unit).
 
 use crate::capacity;
 use crate::cluster::ClusterReader;
@@ -16,7 +17,9 @@ use crate::demand::PodDemand;
 use crate::fleet_summary;
 use crate::nodes::{read_cluster, ClusterView};
 use crate::settings::{AffinityMode, CapacitySource, Config};
-use gpu_topology::{Alignment, Fleet, LabelPrefix, Offer, TopologyManagerScope};
+use gpu_topology::{
+    can_admit, can_host, Alignment, Fleet, GpuDemand, LabelPrefix, Offer, TopologyManagerScope,
+};
 
 /// What a node must do for the pod, as its affinity will demand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,7 +169,10 @@ pub fn check_fleet(
         return Ok(warnings);
     }
     let largest = fleet.largest_node();
-    if needs.total > needs.aligned && needs.total > largest.gpus {
+    if needs.total > needs.aligned && needs.total <= largest.gpus {
+        return Err(no_fit_per_container(demand, needs, requirement, fleet));
+    }
+    if needs.total > needs.aligned {
         // `container` scope, and the pod as a whole fits no node.
         return Err(capacity::too_many(
             demand,
@@ -242,6 +248,44 @@ pub fn no_fit_message(
     format!(
         "GPU pod cannot be placed: it needs {need}, but {nobody}: {}. {remedy}.",
         facts.join("; ")
+    )
+}
+
+/// `container` scope, where some node holds the pod's total but none can
+/// place its largest container as required: the offer counts only the nodes
+/// that hold the total.
+fn no_fit_per_container(
+    demand: &PodDemand,
+    needs: GpuDemand,
+    requirement: Requirement,
+    fleet: &Fleet,
+) -> String {
+    let (how, best, relax) = match requirement {
+        Requirement::Host(alignment) => (
+            alignment.describe(),
+            fleet.largest_unit(needs.total, |t, d| can_host(t, d, alignment)),
+            format!(
+                ", or set topology.affinity: preferred so the GPUs may span {}",
+                span(alignment)
+            ),
+        ),
+        Requirement::Admit => (
+            "admitted by the kubelet",
+            fleet.largest_unit(needs.total, can_admit),
+            ", or split the work across several pods".to_owned(),
+        ),
+    };
+    let remedy = if best.gpus == 0 {
+        "No labeled node that holds the pod can place any of its containers as required; check the nodes' GPU labels".to_owned()
+    } else {
+        format!("Request at most {} per container{relax}", gpus(best.gpus))
+    };
+    format!(
+        "GPU pod cannot be placed: it needs {} on one node, {} {how}, but on the labeled nodes that hold {} the largest container offer is {}. {remedy}.",
+        demand.describe(TopologyManagerScope::Pod),
+        demand.describe(TopologyManagerScope::Container),
+        gpus(needs.total),
+        offer(best),
     )
 }
 
@@ -352,6 +396,8 @@ mod tests {
         "GPU pod cannot be placed: it needs 6 GPUs in one container (container \"worker\": 6 nvidia.com/gpu) NUMA-aligned, but none of the 5 labeled GPU nodes can host it: largest NUMA-aligned offer: 2 GPUs on 5 nodes; largest node offer: 4 GPUs on 5 nodes. Request at most 2 GPUs per container, or split the work across several pods.")]
     #[case::per_container_scope_total_above_every_node(&[4, 4, 4], TopologyManagerScope::Container, Requirement::Host(Alignment::Numa), fleet(&[(8, Some(4), Some(8), 5)]),
         "GPU pod cannot be placed: it needs 12 GPUs (container \"worker\": 4 nvidia.com/gpu; container \"worker-1\": 4 nvidia.com/gpu; container \"worker-2\": 4 nvidia.com/gpu) but the largest labeled GPU node has 8 (5 nodes). Request at most 8 GPUs per pod, or split the work across several pods.")]
+    #[case::per_container_scope_no_node_holding_the_pod_aligns_a_container(&[4, 4], TopologyManagerScope::Container, Requirement::Host(Alignment::Numa), fleet(&[(8, Some(2), Some(8), 1), (4, Some(4), Some(4), 3)]),
+        "GPU pod cannot be placed: it needs 8 GPUs (container \"worker\": 4 nvidia.com/gpu; container \"worker-1\": 4 nvidia.com/gpu) on one node, 4 GPUs in one container (container \"worker\": 4 nvidia.com/gpu) NUMA-aligned, but on the labeled nodes that hold 8 GPUs the largest container offer is 2 GPUs on 1 node. Request at most 2 GPUs per container, or set topology.affinity: preferred so the GPUs may span NUMA nodes.")]
     fn no_fit_messages(
         #[case] gpus: &[u32],
         #[case] scope: TopologyManagerScope,

@@ -265,6 +265,15 @@ impl QosPlan {
             (Ok(requests), Ok(limits)) => (requests, limits),
             (Err(problem), _) | (_, Err(problem)) => return self.problems.push(problem),
         };
+        if let (Some(request), Some(limit)) = (requests, limits) {
+            // Invalid for the API server too (a zero limit included): the
+            // author's intent is unclear, so it is not repaired.
+            if request > limit {
+                return self.problems.push(format!(
+                    "{target}: {name} requests {request} are more than limits {limit}; requests cannot exceed limits"
+                ));
+            }
+        }
         let mut reasons = Vec::new();
         // Kubernetes counts only values above zero toward QoS: a zero is unset.
         let is_zero = |value: &Option<Quantity>| value.is_some_and(|q| q.is_zero());
@@ -276,11 +285,6 @@ impl QosPlan {
         // The value requests and limits both get: the limit when set (requests
         // rise to it), else the request, else the configured default.
         let mut value = match (requests, limits) {
-            (Some(request), Some(limit)) if request > limit => {
-                return self.problems.push(format!(
-                    "{target}: {name} requests {request} are more than limits {limit}; requests cannot exceed limits"
-                ));
-            }
             (Some(request), Some(limit)) => {
                 if request != limit {
                     reasons.push(Reason::RequestsDiffer { request, limit });
@@ -537,6 +541,8 @@ mod tests {
         "container \"c\": sets no cpu and qos.sidecarCpu is not configured")]
     #[case::requests_above_limits(json!({"requests": {"cpu": "4"}, "limits": {"cpu": "2"}}), qos(),
         "container \"c\": cpu requests 4 are more than limits 2")]
+    #[case::requests_above_a_zero_limit(json!({"requests": {"memory": "1Gi"}, "limits": {"memory": "0"}}), qos(),
+        "container \"c\": memory requests 1Gi are more than limits 0")]
     #[case::garbage_quantity(json!({"limits": {"memory": "lots"}}), qos(),
         "container \"c\": resources.limits.memory \"lots\" is not a Kubernetes quantity")]
     #[case::resources_not_an_object(json!("big"), qos(), "container \"c\": resources is not an object")]

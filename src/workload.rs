@@ -73,9 +73,10 @@ pub fn find(group: &str, kind: &str) -> Option<&'static WorkloadKind> {
 }
 
 /// Validates a workload being created or updated: accepted untouched unless
-/// its pod template is malformed, no node can place its pods, or Pod
-/// admission would reject every pod it creates (Guaranteed QoS that
-/// `qos.mode: validate` requires, or that `mutate` cannot reach).
+/// its pod template is malformed or no node can place its pods. A template
+/// whose pods the QoS rules would reject as written is accepted with a
+/// warning: a LimitRange or another webhook may still fill in their
+/// resources before they reach this policy.
 pub fn evaluate(
     request: &AdmissionRequest,
     workload: &WorkloadKind,
@@ -111,9 +112,15 @@ pub fn evaluate(
             ))
         }
     };
-    let fit = placement::check(&demand, is_pinned(spec), config, cluster);
-    // Only the verdict matters here: the edits are made to each Pod.
-    let fit = fit.and_then(|warnings| plan_qos(spec, &demand, config).map(|_| warnings));
+    let fit = placement::check(&demand, is_pinned(spec), config, cluster).map(|mut warnings| {
+        // Only the verdict matters here: the edits are made to each Pod.
+        if let Err(message) = plan_qos(spec, &demand, config) {
+            warnings.push(format!(
+                "its pods will be rejected unless a LimitRange or another webhook sets their resources first: {message}"
+            ));
+        }
+        warnings
+    });
     match fit {
         Ok(warnings) => Decision {
             warnings: warnings

@@ -154,6 +154,28 @@ fn node_name_pods_get_no_affinity_and_a_warning() {
     );
 }
 
+/// A template whose pods the QoS rules would reject as written is accepted,
+/// untouched, with a warning: a LimitRange may still fill in the pods'
+/// resources before they reach the policy.
+#[rstest]
+#[case::validate_mode("deployment-create", json!({"qos": {"mode": "validate"}}),
+    "its pods will be rejected unless a LimitRange or another webhook sets their resources first: GPU pod is not Guaranteed QoS (qos.mode: validate): container \"vllm\": cpu is not set")]
+#[case::no_default_configured("deployment-create", json!({"qos": {"cpuPerGpu": null}}),
+    "GPU pod cannot be made Guaranteed QoS: container \"vllm\": sets no cpu and qos.cpuPerGpu is not configured")]
+fn workload_templates_pods_would_reject_warn(
+    #[case] fixture: &str,
+    #[case] settings: Value,
+    #[case] expected: &str,
+) {
+    let decision = decide(fixture, settings);
+    assert_eq!(decision.verdict, Verdict::Accept);
+    assert!(
+        decision.warnings.iter().any(|w| w.contains(expected)),
+        "{:?}",
+        decision.warnings
+    );
+}
+
 /// Pinning a pod is no way around `required` alignment: the kubelet enforces
 /// required node affinity on a pod with `spec.nodeName`.
 #[test]
@@ -210,10 +232,6 @@ fn accepted_untouched(
     "GPU pod is not Guaranteed QoS (qos.mode: validate): container \"vllm\": cpu requests 2 differ from limits 4, memory requests 8Gi differ from limits 16Gi. Set resources.requests equal to resources.limits")]
 #[case::validate_pod_level_resources("pod-level-resources-pod", json!({"qos": {"mode": "validate"}}),
     "(qos.mode: validate): pod-level spec.resources: cpu requests 2 differ from limits 3500m, cpu 3500m is not a whole number of CPUs. Set resources.requests equal to resources.limits for cpu and memory in pod-level spec.resources, with whole CPUs.")]
-#[case::validate_applies_to_workload_templates("deployment-create", json!({"qos": {"mode": "validate"}}),
-    "GPU pod is not Guaranteed QoS (qos.mode: validate): container \"vllm\": cpu is not set")]
-#[case::workload_template_without_a_default("deployment-create", json!({"qos": {"cpuPerGpu": null}}),
-    "GPU pod cannot be made Guaranteed QoS: container \"vllm\": sets no cpu and qos.cpuPerGpu is not configured")]
 #[case::validate_fractional_cpu("fractional-cpu-pod", json!({"qos": {"mode": "validate"}}),
     "container \"embedder\": cpu 1500m is not a whole number of CPUs")]
 #[case::validate_unset_resources("training-pod-init-and-sidecar", json!({"qos": {"mode": "validate"}}),

@@ -34,7 +34,14 @@ static SCRIPTS: LazyLock<PathBuf> = LazyLock::new(|| {
                 .to_owned(),
         ),
         ("hanging", "exec sleep 30".to_owned()),
-        ("lingering", "exec sleep 1".to_owned()),
+        // Runs until the file `gate` appears next to it.
+        (
+            "lingering",
+            format!(
+                "while [ ! -e '{}' ]; do sleep 0.05; done",
+                dir.join("gate").display()
+            ),
+        ),
         ("garbage", "echo 'no matrix here'".to_owned()),
         // Good until the file `broken` appears next to it.
         (
@@ -58,8 +65,30 @@ fn script(name: &str) -> String {
     SCRIPTS.join(name).display().to_string()
 }
 
+/// Runs `program` until `done` accepts the outcome, for up to 10 s: a killed
+/// process is reaped a moment after its kill, on a loaded machine later.
+async fn run_until(
+    runner: &mut Runner,
+    program: &str,
+    timeout: Duration,
+    done: impl Fn(&Result<CommandOutput, String>) -> bool,
+) -> Result<CommandOutput, String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let outcome = runner
+            .run(program, &["topo", "-m"], timeout)
+            .await
+            .map_err(|e| e.to_string());
+        if done(&outcome) || Instant::now() > deadline {
+            return outcome;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_tool_that_is_not_installed_is_no_error() {
+    LazyLock::force(&SCRIPTS); // no fork while a script is being written
     let output = Runner::default()
         .run(
             "/nonexistent/nvidia-smi",
@@ -115,12 +144,17 @@ async fn a_hanging_tool_is_killed_at_the_timeout() {
         .to_string();
     assert!(error.contains("no answer within 300ms"), "{error}");
     assert!(started.elapsed() < Duration::from_secs(10));
-    // The killed run has exited by the next round: the tool runs again.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let output = runner
-        .run(&script("good"), &["topo", "-m"], Duration::from_secs(10))
-        .await;
-    assert!(matches!(output, Ok(CommandOutput::Stdout(_))), "{output:?}");
+    // Once the killed run has exited, the same tool starts again (and is
+    // killed at its timeout again), instead of being refused as lingering.
+    let again = run_until(
+        &mut runner,
+        &script("hanging"),
+        Duration::from_millis(300),
+        |outcome| !matches!(outcome, Err(e) if e.contains("has not exited yet")),
+    )
+    .await
+    .unwrap_err();
+    assert!(again.contains("no answer within 300ms"), "{again}");
 }
 
 /// A run that is still alive after its kill (stuck in the kernel, as on a
@@ -147,11 +181,12 @@ async fn no_tool_starts_while_an_earlier_run_of_it_lingers() {
         .unwrap_err()
         .to_string();
     assert!(other.contains("exit status: 9"), "{other}");
-    // Once it has exited (after its second), the tool runs again.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let output = runner
-        .run(&program, &["topo", "-m"], Duration::from_secs(10))
-        .await;
+    // Once it has exited, the tool runs again.
+    std::fs::write(SCRIPTS.join("gate"), "").unwrap();
+    let output = run_until(&mut runner, &program, Duration::from_secs(10), |outcome| {
+        outcome.is_ok()
+    })
+    .await;
     assert!(matches!(output, Ok(CommandOutput::Stdout(_))), "{output:?}");
 }
 

@@ -110,6 +110,16 @@ impl Fleet {
         self.count(|t| can_admit(t, demand))
     }
 
+    /// Under `container` scope: the largest unit (GPUs in one container) that
+    /// a node holding `total` GPUs can place, as `fits` judges a demand.
+    pub fn largest_unit(
+        &self,
+        total: u32,
+        fits: impl Fn(&NodeTopology, GpuDemand) -> bool,
+    ) -> Offer {
+        self.largest(|t, n| fits(t, GpuDemand::new(total, n)))
+    }
+
     /// The most GPUs any node has, whatever its Topology Manager admits.
     pub fn largest_node(&self) -> Offer {
         self.largest(|t, n| t.gpus.is_some_and(|have| have >= n))

@@ -402,7 +402,8 @@ impl NodeTopology {
 
     /// Reads the topology from a node's labels. Labels outside `prefix`, and
     /// names under it that this version does not know (a newer labeler), are
-    /// ignored; a known key with a malformed value is an error naming it.
+    /// ignored; a malformed value of a label the fit reads is an error naming
+    /// it, one of another label leaves that field unknown ([`Self::set`]).
     pub fn from_labels<'a, I>(prefix: &LabelPrefix, labels: I) -> Result<Self, LabelError>
     where
         I: IntoIterator<Item = (&'a str, &'a str)>,
