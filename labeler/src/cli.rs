@@ -77,7 +77,7 @@ pub struct Cli {
     /// Re-discovery interval in daemon mode (e.g. 90s, 5m)
     #[arg(long, value_parser = parse_duration, default_value = "60s")]
     pub interval: Duration,
-    /// Kill nvidia-smi/rocm-smi after this long
+    /// Kill nvidia-smi/rocm-smi after this long; also the limit of each NVML call
     #[arg(long, value_parser = parse_duration, default_value = "30s")]
     pub command_timeout: Duration,
     /// NFD local feature directory (nfd-worker's features.d)

@@ -68,6 +68,10 @@ pub const REPORT_REUSE_LIMIT: Duration = Duration::from_secs(10 * 60);
 pub struct ToolMemory {
     reports: BTreeMap<String, (ToolReport, Instant)>,
     pub runner: Runner,
+    /// NVML is a library: its calls run on a thread of their own, with the
+    /// tools' timeout.
+    #[cfg(feature = "nvml")]
+    nvml: crate::sources::blocking::BlockingCall<Result<Option<ToolReport>, SourceError>>,
 }
 
 impl ToolMemory {
@@ -152,7 +156,15 @@ pub async fn discover(
     #[cfg(feature = "nvml")]
     if options.nvml && !options.offline() {
         const NVML: &str = "NVML";
-        let failure = match tokio::task::spawn_blocking(crate::sources::nvml::read_nvml).await {
+        let answer = memory
+            .nvml
+            .run(
+                NVML,
+                options.command_timeout,
+                crate::sources::nvml::read_nvml,
+            )
+            .await;
+        let failure = match answer {
             Ok(Ok(Some(report))) => {
                 memory.remember(NVML, &report, Instant::now());
                 discovery.inputs.tools.push(report);

@@ -34,7 +34,7 @@ fn main() -> ExitCode {
     let Some(runtime) = runtime() else {
         return ExitCode::from(exit::USAGE);
     };
-    ExitCode::from(runtime.block_on(async {
+    let code = runtime.block_on(async {
         let mut publisher = match Publisher::from_config(&config.sink).await {
             Ok(publisher) => publisher,
             Err(error) => {
@@ -54,8 +54,15 @@ fn main() -> ExitCode {
                 error.exit_code()
             }
         }
-    }))
+    });
+    // An NVML call stuck in a hung driver must not hold the exit: the
+    // runtime would otherwise wait for its thread.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    ExitCode::from(code)
 }
+
+/// How long the exit waits for blocking calls still running.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// `gpu-topology-labeler summarize`: the fleet summary ConfigMap.
 fn summarize(args: SummarizeArgs) -> u8 {
