@@ -168,12 +168,13 @@ pub fn check_fleet(
     if fits > 0 {
         return Ok(warnings);
     }
-    let largest = fleet.largest_node();
-    if needs.total > needs.aligned && needs.total <= largest.gpus {
-        return Err(no_fit_per_container(demand, needs, requirement, fleet));
-    }
     if needs.total > needs.aligned {
-        // `container` scope, and the pod as a whole fits no node.
+        // `container` scope: say whether the pod as a whole fits no node, or
+        // its largest container fits none of the nodes that hold it.
+        let largest = fleet.largest_node();
+        if needs.total <= largest.gpus {
+            return Err(no_fit_per_container(demand, needs, requirement, fleet));
+        }
         return Err(capacity::too_many(
             demand,
             TopologyManagerScope::Pod,
