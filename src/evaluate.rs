@@ -200,7 +200,8 @@ pub fn evaluate_pod(pod: &Value, config: &Config, cluster: &dyn ClusterReader) -
         Err(message) => return Decision::reject(message),
     };
     let requirement = if !placement::affinity_applies(config, pinned) {
-        if pinned && topology.affinity != AffinityMode::Off {
+        // Not applied under `preferred` only because the pod is pinned.
+        if topology.affinity != AffinityMode::Off {
             warnings.push(
                 "spec.nodeName is set, so the scheduler is bypassed: no GPU topology affinity was added"
                     .to_owned(),

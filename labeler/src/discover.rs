@@ -67,7 +67,7 @@ pub const REPORT_REUSE_LIMIT: Duration = Duration::from_secs(10 * 60);
 #[derive(Debug, Default)]
 pub struct ToolMemory {
     reports: BTreeMap<String, (ToolReport, Instant)>,
-    pub runner: Runner,
+    runner: Runner,
     /// NVML is a library: its calls run on a thread of their own, with the
     /// tools' timeout.
     #[cfg(feature = "nvml")]
@@ -174,8 +174,7 @@ pub async fn discover(
                 tracing::debug!("NVML not available");
                 None
             }
-            Ok(Err(e)) => Some(format!("NVML not used: {e}")),
-            Err(e) => Some(format!("NVML not used: {e}")),
+            Ok(Err(e)) | Err(e) => Some(format!("NVML not used: {e}")),
         };
         if let Some(error) = failure {
             let (report, warning) = memory.stand_in(NVML, &error, Instant::now());

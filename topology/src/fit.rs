@@ -372,6 +372,28 @@ mod tests {
         assert_eq!(GpuDemand::new(2, 6), GpuDemand::from(2));
     }
 
+    /// The labels the fit reads are exactly those the label contract keeps
+    /// strict ([`LabelKey::decides_fit`]).
+    #[test]
+    fn every_label_the_terms_use_decides_fit() {
+        let demand = GpuDemand::new(8, 4);
+        let mut used: Vec<LabelKey> = Alignment::ALL
+            .into_iter()
+            .flat_map(|alignment| required_terms(demand, alignment))
+            .chain(admit_terms(demand))
+            .flatten()
+            .map(|requirement| requirement.label_key())
+            .collect();
+        used.sort();
+        used.dedup();
+        let mut deciding: Vec<LabelKey> = LabelKey::ALL
+            .into_iter()
+            .filter(|key| key.decides_fit())
+            .collect();
+        deciding.sort();
+        assert_eq!(used, deciding);
+    }
+
     #[test]
     fn conjoin_with_an_empty_side_is_the_other_side() {
         let terms = admit_terms(2);
