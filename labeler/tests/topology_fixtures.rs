@@ -153,7 +153,7 @@ fn nvidia_smi_fixture_matches_ground_truth(
 
 #[test]
 fn every_fixture_in_the_folder_is_covered() {
-    // A fixture added to shared/ without a case above must not go unnoticed.
+    // A fixture added to tests/fixtures/topology/ without a case above must not go unnoticed.
     let covered = [
         "dgx1-v100-drv440.txt",
         "dgx1-v100-drv470-handedited.txt",

@@ -9,12 +9,13 @@ use gpu_topology_labeler::reconcile::{reconcile, Inputs};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The acceptance fixtures: `shared/` lies beside the repository checkout.
+/// The acceptance fixtures: real topology dumps kept in the repository, with
+/// their provenance in `SOURCES.md` and the true topology in `ground_truth.json`.
 pub fn topology_fixtures() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/topology");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/topology");
     assert!(
         dir.join("ground_truth.json").is_file(),
-        "acceptance fixtures missing: expected {} (the shared/ folder must sit beside the repository)",
+        "acceptance fixtures missing: expected {}",
         dir.display()
     );
     dir
