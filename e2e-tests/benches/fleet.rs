@@ -94,6 +94,7 @@ fn topology(
         topology_manager_policy: Some(policy),
         topology_manager_scope: Some(TopologyManagerScope::Pod),
         cpu_manager_policy: Some(CpuManagerPolicy::Static),
+        ..NodeTopology::default()
     }
 }
 

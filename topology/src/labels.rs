@@ -148,24 +148,71 @@ pub enum LabelKey {
     TopologyManagerScope,
     /// The kubelet's `cpuManagerPolicy`.
     CpuManagerPolicy,
+    /// GPUs on each NUMA node of the machine, in NUMA id order (`4.4`).
+    NumaGpus,
+    /// Online CPUs on each NUMA node, reserved ones included (`56.56`).
+    NumaCpus,
+    /// CPUs the kubelet reserves (CPU Manager `static`) on each NUMA node (`2.0`).
+    NumaReservedCpus,
+    /// Hardware threads per physical core (SMT): `2` with Hyper-Threading.
+    ThreadsPerCore,
+    /// Regular memory (MiB, rounded down) the Memory Manager can allocate on
+    /// each NUMA node: MemTotal less hugepages and reserved memory.
+    NumaMemoryMib,
+    /// 2 MiB hugepages the Memory Manager can allocate on each NUMA node.
+    NumaHugepages2Mi,
+    /// 1 GiB hugepages the Memory Manager can allocate on each NUMA node.
+    NumaHugepages1Gi,
+    /// The kubelet's `memoryManagerPolicy` (`none`, `static`).
+    MemoryManagerPolicy,
+    /// The Topology Manager option `prefer-closest-numa-nodes` (`true`, `false`).
+    TopologyManagerPreferClosestNumaNodes,
+    /// The Topology Manager option `max-allowable-numa-nodes`.
+    TopologyManagerMaxAllowableNumaNodes,
+    /// The CPU Manager option `full-pcpus-only` (`true`, `false`).
+    CpuManagerFullPcpusOnly,
+    /// The CPU Manager option `distribute-cpus-across-numa` (`true`, `false`).
+    CpuManagerDistributeCpusAcrossNuma,
+    /// The CPU Manager option `align-by-socket` (`true`, `false`).
+    CpuManagerAlignBySocket,
+    /// A digest of every fact the admission decision reads ([`ShapeId`]):
+    /// nodes with equal facts share it, so node affinity can select exactly
+    /// the machine shapes whose kubelet admits a pod (`In`, `NotIn`).
+    Shape,
+}
+
+/// How the readers treat a label ([`LabelKey::role`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LabelRole {
+    /// Read by the count-based fit terms ([`crate::fit`]): a value that does
+    /// not parse makes the node malformed.
+    Fit,
+    /// A fact the kubelet admission model reads: an unreadable value leaves
+    /// it unknown, and the model then answers "unknown" where it matters.
+    Fact,
+    /// Describes the node for people; an unreadable value leaves it unknown.
+    Informational,
+    /// The node's shape digest itself.
+    Identity,
+}
+
+/// The kind of value a label holds, which decides its encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    /// A non-negative decimal integer (`8`), comparable with `Gt`/`Lt`.
+    Count,
+    /// Counts, one per NUMA node in id order, joined by `.` (`4.4`).
+    CountList,
+    /// One word of a fixed list (`single-numa-node`).
+    Word,
+    /// `true` or `false`.
+    Flag,
+    /// 16 lowercase hexadecimal digits.
+    Digest,
 }
 
 impl LabelKey {
-    /// Whether the fit arithmetic ([`crate::fit`]) reads this label. The
-    /// others describe the node for people and future use; a value of theirs
-    /// that this version cannot read (a newer labeler's) leaves that field
-    /// unknown instead of leaving the whole node out.
-    pub const fn decides_fit(self) -> bool {
-        matches!(
-            self,
-            LabelKey::Gpus
-                | LabelKey::GpusPerNumaMax
-                | LabelKey::NvlinkGroupMax
-                | LabelKey::TopologyManagerPolicy
-        )
-    }
-
-    pub const ALL: [LabelKey; 11] = [
+    pub const ALL: [LabelKey; 25] = [
         LabelKey::Gpus,
         LabelKey::GpusPerNumaMax,
         LabelKey::NumaNodes,
@@ -177,6 +224,20 @@ impl LabelKey {
         LabelKey::TopologyManagerPolicy,
         LabelKey::TopologyManagerScope,
         LabelKey::CpuManagerPolicy,
+        LabelKey::NumaGpus,
+        LabelKey::NumaCpus,
+        LabelKey::NumaReservedCpus,
+        LabelKey::ThreadsPerCore,
+        LabelKey::NumaMemoryMib,
+        LabelKey::NumaHugepages2Mi,
+        LabelKey::NumaHugepages1Gi,
+        LabelKey::MemoryManagerPolicy,
+        LabelKey::TopologyManagerPreferClosestNumaNodes,
+        LabelKey::TopologyManagerMaxAllowableNumaNodes,
+        LabelKey::CpuManagerFullPcpusOnly,
+        LabelKey::CpuManagerDistributeCpusAcrossNuma,
+        LabelKey::CpuManagerAlignBySocket,
+        LabelKey::Shape,
     ];
 
     /// The key's name under the prefix.
@@ -193,11 +254,107 @@ impl LabelKey {
             LabelKey::TopologyManagerPolicy => "topology-manager-policy",
             LabelKey::TopologyManagerScope => "topology-manager-scope",
             LabelKey::CpuManagerPolicy => "cpu-manager-policy",
+            LabelKey::NumaGpus => "numa-gpus",
+            LabelKey::NumaCpus => "numa-cpus",
+            LabelKey::NumaReservedCpus => "numa-reserved-cpus",
+            LabelKey::ThreadsPerCore => "threads-per-core",
+            LabelKey::NumaMemoryMib => "numa-memory-mib",
+            LabelKey::NumaHugepages2Mi => "numa-hugepages-2mi",
+            LabelKey::NumaHugepages1Gi => "numa-hugepages-1gi",
+            LabelKey::MemoryManagerPolicy => "memory-manager-policy",
+            LabelKey::TopologyManagerPreferClosestNumaNodes => {
+                "topology-manager-prefer-closest-numa-nodes"
+            }
+            LabelKey::TopologyManagerMaxAllowableNumaNodes => {
+                "topology-manager-max-allowable-numa-nodes"
+            }
+            LabelKey::CpuManagerFullPcpusOnly => "cpu-manager-full-pcpus-only",
+            LabelKey::CpuManagerDistributeCpusAcrossNuma => {
+                "cpu-manager-distribute-cpus-across-numa"
+            }
+            LabelKey::CpuManagerAlignBySocket => "cpu-manager-align-by-socket",
+            LabelKey::Shape => "shape",
         }
     }
 
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|key| key.name() == name)
+    }
+
+    /// How readers treat the label's value.
+    pub const fn role(self) -> LabelRole {
+        match self {
+            LabelKey::Gpus
+            | LabelKey::GpusPerNumaMax
+            | LabelKey::NvlinkGroupMax
+            | LabelKey::TopologyManagerPolicy => LabelRole::Fit,
+            LabelKey::NumaNodes
+            | LabelKey::PcieSwitchGroupMax
+            | LabelKey::CpusPerNuma
+            | LabelKey::MemoryPerNumaGib
+            | LabelKey::Interconnect => LabelRole::Informational,
+            LabelKey::Shape => LabelRole::Identity,
+            LabelKey::TopologyManagerScope
+            | LabelKey::CpuManagerPolicy
+            | LabelKey::NumaGpus
+            | LabelKey::NumaCpus
+            | LabelKey::NumaReservedCpus
+            | LabelKey::ThreadsPerCore
+            | LabelKey::NumaMemoryMib
+            | LabelKey::NumaHugepages2Mi
+            | LabelKey::NumaHugepages1Gi
+            | LabelKey::MemoryManagerPolicy
+            | LabelKey::TopologyManagerPreferClosestNumaNodes
+            | LabelKey::TopologyManagerMaxAllowableNumaNodes
+            | LabelKey::CpuManagerFullPcpusOnly
+            | LabelKey::CpuManagerDistributeCpusAcrossNuma
+            | LabelKey::CpuManagerAlignBySocket => LabelRole::Fact,
+        }
+    }
+
+    /// Whether the count-based fit terms ([`crate::fit`]) read this label. A
+    /// value of any other label that this version cannot read (a newer
+    /// labeler's) leaves that field unknown instead of leaving the whole node
+    /// out.
+    pub const fn decides_fit(self) -> bool {
+        matches!(self.role(), LabelRole::Fit)
+    }
+
+    /// Whether the label is part of the node's [`ShapeId`]: every label the
+    /// admission decision reads (the fit terms and the kubelet model's facts).
+    pub const fn shapes(self) -> bool {
+        matches!(self.role(), LabelRole::Fit | LabelRole::Fact)
+    }
+
+    /// The kind of value the label holds.
+    pub const fn kind(self) -> ValueKind {
+        match self {
+            LabelKey::Gpus
+            | LabelKey::GpusPerNumaMax
+            | LabelKey::NumaNodes
+            | LabelKey::NvlinkGroupMax
+            | LabelKey::PcieSwitchGroupMax
+            | LabelKey::CpusPerNuma
+            | LabelKey::MemoryPerNumaGib
+            | LabelKey::ThreadsPerCore
+            | LabelKey::TopologyManagerMaxAllowableNumaNodes => ValueKind::Count,
+            LabelKey::NumaGpus
+            | LabelKey::NumaCpus
+            | LabelKey::NumaReservedCpus
+            | LabelKey::NumaMemoryMib
+            | LabelKey::NumaHugepages2Mi
+            | LabelKey::NumaHugepages1Gi => ValueKind::CountList,
+            LabelKey::Interconnect
+            | LabelKey::TopologyManagerPolicy
+            | LabelKey::TopologyManagerScope
+            | LabelKey::CpuManagerPolicy
+            | LabelKey::MemoryManagerPolicy => ValueKind::Word,
+            LabelKey::TopologyManagerPreferClosestNumaNodes
+            | LabelKey::CpuManagerFullPcpusOnly
+            | LabelKey::CpuManagerDistributeCpusAcrossNuma
+            | LabelKey::CpuManagerAlignBySocket => ValueKind::Flag,
+            LabelKey::Shape => ValueKind::Digest,
+        }
     }
 }
 
@@ -270,8 +427,54 @@ label_enum!(
     }
 );
 
-/// What a node's labels say about its GPU topology. `None` means unknown, and an
-/// unknown value is never published.
+label_enum!(
+    /// The kubelet's `memoryManagerPolicy`, lowercased (the kubelet spells
+    /// `None` and `Static`).
+    MemoryManagerPolicy, "one of none, static" {
+        None => "none",
+        Static => "static",
+    }
+);
+
+/// Most NUMA nodes a per-NUMA list label describes. The kubelet's Topology
+/// Manager refuses machines with more than 8 unless `max-allowable-numa-nodes`
+/// says otherwise; a list of more entries than this is not read.
+pub const MAX_NUMA_NODES: usize = 64;
+
+/// A node's shape: a digest of every fact the admission decision reads
+/// ([`LabelKey::shapes`]), written as 16 lowercase hexadecimal digits.
+///
+/// The labeler publishes it ([`NodeTopology::shape_id`]); the policy never
+/// recomputes it but takes it from the label, so a newer labeler that reads
+/// more facts does not make an older policy's view disagree with the nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ShapeId(pub u64);
+
+/// Hexadecimal digits of a [`ShapeId`].
+const SHAPE_DIGITS: usize = 16;
+
+impl ShapeId {
+    /// Reads 16 lowercase hexadecimal digits.
+    pub fn parse(value: &str) -> Option<Self> {
+        if value.len() != SHAPE_DIGITS
+            || !value
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            return None;
+        }
+        u64::from_str_radix(value, 16).ok().map(ShapeId)
+    }
+}
+
+impl fmt::Display for ShapeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+/// What a node's labels say about its GPU topology and its kubelet. `None`
+/// means unknown, and an unknown value is never published.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct NodeTopology {
     pub gpus: Option<u32>,
@@ -285,6 +488,24 @@ pub struct NodeTopology {
     pub topology_manager_policy: Option<TopologyManagerPolicy>,
     pub topology_manager_scope: Option<TopologyManagerScope>,
     pub cpu_manager_policy: Option<CpuManagerPolicy>,
+    /// GPUs per NUMA node, every NUMA node of the machine in id order.
+    pub numa_gpus: Option<Vec<u32>>,
+    /// Online CPUs per NUMA node, reserved ones included.
+    pub numa_cpus: Option<Vec<u32>>,
+    /// CPUs the kubelet reserves per NUMA node.
+    pub numa_reserved_cpus: Option<Vec<u32>>,
+    pub threads_per_core: Option<u32>,
+    /// Regular memory (MiB) the Memory Manager can allocate per NUMA node.
+    pub numa_memory_mib: Option<Vec<u32>>,
+    pub numa_hugepages_2mi: Option<Vec<u32>>,
+    pub numa_hugepages_1gi: Option<Vec<u32>>,
+    pub memory_manager_policy: Option<MemoryManagerPolicy>,
+    pub prefer_closest_numa_nodes: Option<bool>,
+    pub max_allowable_numa_nodes: Option<u32>,
+    pub full_pcpus_only: Option<bool>,
+    pub distribute_cpus_across_numa: Option<bool>,
+    pub align_by_socket: Option<bool>,
+    pub shape: Option<ShapeId>,
 }
 
 impl NodeTopology {
@@ -299,15 +520,83 @@ impl NodeTopology {
             LabelKey::PcieSwitchGroupMax => self.pcie_switch_group_max,
             LabelKey::CpusPerNuma => self.cpus_per_numa,
             LabelKey::MemoryPerNumaGib => self.memory_per_numa_gib,
-            LabelKey::Interconnect
-            | LabelKey::TopologyManagerPolicy
-            | LabelKey::TopologyManagerScope
-            | LabelKey::CpuManagerPolicy => None,
+            LabelKey::ThreadsPerCore => self.threads_per_core,
+            LabelKey::TopologyManagerMaxAllowableNumaNodes => self.max_allowable_numa_nodes,
+            _ => None,
+        }
+    }
+
+    /// The per-NUMA counts of a list label, or `None` when unknown or when
+    /// `key` is not a list.
+    pub fn counts(&self, key: LabelKey) -> Option<&[u32]> {
+        match key {
+            LabelKey::NumaGpus => self.numa_gpus.as_deref(),
+            LabelKey::NumaCpus => self.numa_cpus.as_deref(),
+            LabelKey::NumaReservedCpus => self.numa_reserved_cpus.as_deref(),
+            LabelKey::NumaMemoryMib => self.numa_memory_mib.as_deref(),
+            LabelKey::NumaHugepages2Mi => self.numa_hugepages_2mi.as_deref(),
+            LabelKey::NumaHugepages1Gi => self.numa_hugepages_1gi.as_deref(),
+            _ => None,
+        }
+    }
+
+    fn counts_mut(&mut self, key: LabelKey) -> Option<&mut Option<Vec<u32>>> {
+        match key {
+            LabelKey::NumaGpus => Some(&mut self.numa_gpus),
+            LabelKey::NumaCpus => Some(&mut self.numa_cpus),
+            LabelKey::NumaReservedCpus => Some(&mut self.numa_reserved_cpus),
+            LabelKey::NumaMemoryMib => Some(&mut self.numa_memory_mib),
+            LabelKey::NumaHugepages2Mi => Some(&mut self.numa_hugepages_2mi),
+            LabelKey::NumaHugepages1Gi => Some(&mut self.numa_hugepages_1gi),
+            _ => None,
+        }
+    }
+
+    fn count_mut(&mut self, key: LabelKey) -> Option<&mut Option<u32>> {
+        match key {
+            LabelKey::Gpus => Some(&mut self.gpus),
+            LabelKey::GpusPerNumaMax => Some(&mut self.gpus_per_numa_max),
+            LabelKey::NumaNodes => Some(&mut self.numa_nodes),
+            LabelKey::NvlinkGroupMax => Some(&mut self.nvlink_group_max),
+            LabelKey::PcieSwitchGroupMax => Some(&mut self.pcie_switch_group_max),
+            LabelKey::CpusPerNuma => Some(&mut self.cpus_per_numa),
+            LabelKey::MemoryPerNumaGib => Some(&mut self.memory_per_numa_gib),
+            LabelKey::ThreadsPerCore => Some(&mut self.threads_per_core),
+            LabelKey::TopologyManagerMaxAllowableNumaNodes => {
+                Some(&mut self.max_allowable_numa_nodes)
+            }
+            _ => None,
+        }
+    }
+
+    /// The value of a `true`/`false` label, or `None` when unknown or when
+    /// `key` is not a flag.
+    pub fn flag(&self, key: LabelKey) -> Option<bool> {
+        match key {
+            LabelKey::TopologyManagerPreferClosestNumaNodes => self.prefer_closest_numa_nodes,
+            LabelKey::CpuManagerFullPcpusOnly => self.full_pcpus_only,
+            LabelKey::CpuManagerDistributeCpusAcrossNuma => self.distribute_cpus_across_numa,
+            LabelKey::CpuManagerAlignBySocket => self.align_by_socket,
+            _ => None,
+        }
+    }
+
+    fn flag_mut(&mut self, key: LabelKey) -> Option<&mut Option<bool>> {
+        match key {
+            LabelKey::TopologyManagerPreferClosestNumaNodes => {
+                Some(&mut self.prefer_closest_numa_nodes)
+            }
+            LabelKey::CpuManagerFullPcpusOnly => Some(&mut self.full_pcpus_only),
+            LabelKey::CpuManagerDistributeCpusAcrossNuma => {
+                Some(&mut self.distribute_cpus_across_numa)
+            }
+            LabelKey::CpuManagerAlignBySocket => Some(&mut self.align_by_socket),
+            _ => None,
         }
     }
 
     /// The value of an enumerated label, or `None` when unknown or when `key`
-    /// is a count.
+    /// is not a word.
     pub fn word(&self, key: LabelKey) -> Option<&'static str> {
         match key {
             LabelKey::Interconnect => self.interconnect.map(Interconnect::as_str),
@@ -318,15 +607,23 @@ impl NodeTopology {
                 .topology_manager_scope
                 .map(TopologyManagerScope::as_str),
             LabelKey::CpuManagerPolicy => self.cpu_manager_policy.map(CpuManagerPolicy::as_str),
+            LabelKey::MemoryManagerPolicy => {
+                self.memory_manager_policy.map(MemoryManagerPolicy::as_str)
+            }
             _ => None,
         }
     }
 
-    /// The value of `key` as its label string, or `None` when unknown.
+    /// The value of `key` as its label string, or `None` when unknown (or,
+    /// for a list, when it cannot be written as a valid label value).
     pub fn value(&self, key: LabelKey) -> Option<String> {
-        self.count(key)
-            .map(|n| n.to_string())
-            .or_else(|| self.word(key).map(str::to_owned))
+        match key.kind() {
+            ValueKind::Count => self.count(key).map(|n| n.to_string()),
+            ValueKind::CountList => self.counts(key).and_then(format_count_list),
+            ValueKind::Word => self.word(key).map(str::to_owned),
+            ValueKind::Flag => self.flag(key).map(|flag| flag.to_string()),
+            ValueKind::Digest => self.shape.map(|shape| shape.to_string()),
+        }
     }
 
     /// The labels to publish, keyed by full label key. Unknown values are left out.
@@ -337,8 +634,40 @@ impl NodeTopology {
             .collect()
     }
 
+    /// The digest of every label the admission decision reads
+    /// ([`LabelKey::shapes`]), as the labeler publishes it in `shape`. Each
+    /// known value is hashed as `name=value;` in [`LabelKey::ALL`] order
+    /// (FNV-1a, 64 bits), so equal facts give equal shapes on every
+    /// platform and version that reads the same facts.
+    pub fn shape_id(&self) -> ShapeId {
+        const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+        const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+        let mut hash = FNV_OFFSET;
+        let mut feed = |bytes: &[u8]| {
+            for byte in bytes {
+                hash ^= u64::from(*byte);
+                hash = hash.wrapping_mul(FNV_PRIME);
+            }
+        };
+        for key in LabelKey::ALL.into_iter().filter(|key| key.shapes()) {
+            if let Some(value) = self.value(key) {
+                feed(key.name().as_bytes());
+                feed(b"=");
+                feed(value.as_bytes());
+                feed(b";");
+            }
+        }
+        ShapeId(hash)
+    }
+
+    /// This topology with its `shape` set from its facts ([`Self::shape_id`]).
+    pub fn with_shape(mut self) -> Self {
+        self.shape = Some(self.shape_id());
+        self
+    }
+
     /// Sets one field from its label string, validating the value. A value
-    /// that does not parse is an error for a label the fit reads
+    /// that does not parse is an error for a label the fit terms read
     /// ([`LabelKey::decides_fit`]); for the others the field stays unknown.
     pub fn set(&mut self, key: LabelKey, full_key: &str, value: &str) -> Result<(), LabelError> {
         match self.set_strictly(key, full_key, value) {
@@ -359,43 +688,76 @@ impl NodeTopology {
             value: value.to_owned(),
             expected,
         };
-        let count = || parse_count(value).ok_or_else(|| invalid("a non-negative decimal integer"));
-        match key {
-            LabelKey::Gpus => self.gpus = Some(count()?),
-            LabelKey::GpusPerNumaMax => self.gpus_per_numa_max = Some(count()?),
-            LabelKey::NumaNodes => self.numa_nodes = Some(count()?),
-            LabelKey::NvlinkGroupMax => self.nvlink_group_max = Some(count()?),
-            LabelKey::PcieSwitchGroupMax => self.pcie_switch_group_max = Some(count()?),
-            LabelKey::CpusPerNuma => self.cpus_per_numa = Some(count()?),
-            LabelKey::MemoryPerNumaGib => self.memory_per_numa_gib = Some(count()?),
-            LabelKey::Interconnect => {
-                self.interconnect = Some(
-                    value
-                        .parse()
-                        .map_err(|()| invalid(Interconnect::EXPECTED))?,
-                )
+        match key.kind() {
+            ValueKind::Count => {
+                let count =
+                    parse_count(value).ok_or_else(|| invalid("a non-negative decimal integer"))?;
+                if let Some(field) = self.count_mut(key) {
+                    *field = Some(count);
+                }
             }
-            LabelKey::TopologyManagerPolicy => {
-                self.topology_manager_policy = Some(
-                    value
-                        .parse()
-                        .map_err(|()| invalid(TopologyManagerPolicy::EXPECTED))?,
-                )
+            ValueKind::CountList => {
+                let counts = parse_count_list(value).ok_or_else(|| {
+                    invalid("non-negative decimal integers joined by '.', one per NUMA node")
+                })?;
+                if let Some(field) = self.counts_mut(key) {
+                    *field = Some(counts);
+                }
             }
-            LabelKey::TopologyManagerScope => {
-                self.topology_manager_scope = Some(
-                    value
-                        .parse()
-                        .map_err(|()| invalid(TopologyManagerScope::EXPECTED))?,
-                )
+            ValueKind::Flag => {
+                let flag = match value {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(invalid("true or false")),
+                };
+                if let Some(field) = self.flag_mut(key) {
+                    *field = Some(flag);
+                }
             }
-            LabelKey::CpuManagerPolicy => {
-                self.cpu_manager_policy = Some(
-                    value
-                        .parse()
-                        .map_err(|()| invalid(CpuManagerPolicy::EXPECTED))?,
-                )
+            ValueKind::Digest => {
+                self.shape = Some(
+                    ShapeId::parse(value)
+                        .ok_or_else(|| invalid("16 lowercase hexadecimal digits"))?,
+                );
             }
+            ValueKind::Word => match key {
+                LabelKey::Interconnect => {
+                    self.interconnect = Some(
+                        value
+                            .parse()
+                            .map_err(|()| invalid(Interconnect::EXPECTED))?,
+                    )
+                }
+                LabelKey::TopologyManagerPolicy => {
+                    self.topology_manager_policy = Some(
+                        value
+                            .parse()
+                            .map_err(|()| invalid(TopologyManagerPolicy::EXPECTED))?,
+                    )
+                }
+                LabelKey::TopologyManagerScope => {
+                    self.topology_manager_scope = Some(
+                        value
+                            .parse()
+                            .map_err(|()| invalid(TopologyManagerScope::EXPECTED))?,
+                    )
+                }
+                LabelKey::CpuManagerPolicy => {
+                    self.cpu_manager_policy = Some(
+                        value
+                            .parse()
+                            .map_err(|()| invalid(CpuManagerPolicy::EXPECTED))?,
+                    )
+                }
+                LabelKey::MemoryManagerPolicy => {
+                    self.memory_manager_policy = Some(
+                        value
+                            .parse()
+                            .map_err(|()| invalid(MemoryManagerPolicy::EXPECTED))?,
+                    )
+                }
+                _ => {}
+            },
         }
         Ok(())
     }
@@ -421,6 +783,45 @@ impl NodeTopology {
     pub fn is_empty(&self) -> bool {
         *self == NodeTopology::default()
     }
+}
+
+/// Writes per-NUMA counts as a label value (`4.4`); `None` when there are
+/// none, more than [`MAX_NUMA_NODES`], or the text would exceed a label
+/// value's 63 characters (the value is then unknown, never cut short).
+pub fn format_count_list(counts: &[u32]) -> Option<String> {
+    if counts.is_empty() || counts.len() > MAX_NUMA_NODES {
+        return None;
+    }
+    let text = counts
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(".");
+    (text.len() <= MAX_LABEL_VALUE_LEN).then_some(text)
+}
+
+/// Reads per-NUMA counts written as [`format_count_list`] writes them.
+pub fn parse_count_list(value: &str) -> Option<Vec<u32>> {
+    if value.is_empty() || value.len() > MAX_LABEL_VALUE_LEN {
+        return None;
+    }
+    let counts = value
+        .split('.')
+        .map(parse_count)
+        .collect::<Option<Vec<u32>>>()?;
+    (counts.len() <= MAX_NUMA_NODES).then_some(counts)
+}
+
+/// True when `value` is a valid Kubernetes label value: at most 63
+/// characters, alphanumerics, `-`, `_` and `.`, beginning and ending with an
+/// alphanumeric (or empty).
+pub fn is_label_value(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    let inner = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
+    value.len() <= MAX_LABEL_VALUE_LEN
+        && bytes.iter().all(inner)
+        && bytes.first().is_none_or(u8::is_ascii_alphanumeric)
+        && bytes.last().is_none_or(u8::is_ascii_alphanumeric)
 }
 
 /// Parses a count written as plain decimal digits (no sign, no spaces), the
@@ -453,7 +854,22 @@ mod tests {
             topology_manager_policy: Some(TopologyManagerPolicy::SingleNumaNode),
             topology_manager_scope: Some(TopologyManagerScope::Pod),
             cpu_manager_policy: Some(CpuManagerPolicy::Static),
+            numa_gpus: Some(vec![0, 2, 0, 2, 0, 2, 0, 2]),
+            numa_cpus: Some(vec![32; 8]),
+            numa_reserved_cpus: Some(vec![2, 0, 0, 0, 0, 0, 0, 0]),
+            threads_per_core: Some(2),
+            numa_memory_mib: Some(vec![257_000; 8]),
+            numa_hugepages_2mi: Some(vec![0; 8]),
+            numa_hugepages_1gi: Some(vec![0; 8]),
+            memory_manager_policy: Some(MemoryManagerPolicy::Static),
+            prefer_closest_numa_nodes: Some(true),
+            max_allowable_numa_nodes: Some(8),
+            full_pcpus_only: Some(true),
+            distribute_cpus_across_numa: Some(false),
+            align_by_socket: Some(false),
+            shape: None,
         }
+        .with_shape()
     }
 
     #[test]
@@ -466,6 +882,16 @@ mod tests {
             labels["gpu-topology.io/topology-manager-policy"],
             "single-numa-node"
         );
+        assert_eq!(labels["gpu-topology.io/numa-gpus"], "0.2.0.2.0.2.0.2");
+        assert_eq!(
+            labels["gpu-topology.io/numa-memory-mib"],
+            "257000.257000.257000.257000.257000.257000.257000.257000"
+        );
+        assert_eq!(
+            labels["gpu-topology.io/cpu-manager-full-pcpus-only"],
+            "true"
+        );
+        assert_eq!(labels["gpu-topology.io/shape"].len(), 16);
         let parsed = NodeTopology::from_labels(
             &prefix,
             labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
@@ -528,6 +954,16 @@ mod tests {
     #[case::unknown_scope("gpu-topology.io/topology-manager-scope", "node")]
     #[case::unknown_cpu_policy("gpu-topology.io/cpu-manager-policy", "dynamic")]
     #[case::numa_nodes_not_a_count("gpu-topology.io/numa-nodes", "four")]
+    #[case::list_with_an_empty_entry("gpu-topology.io/numa-gpus", "4..4")]
+    #[case::list_with_a_sign("gpu-topology.io/numa-cpus", "56.-1")]
+    #[case::list_of_words("gpu-topology.io/numa-memory-mib", "lots")]
+    #[case::flag_spelled_otherwise("gpu-topology.io/cpu-manager-full-pcpus-only", "True")]
+    #[case::shape_too_short("gpu-topology.io/shape", "abc")]
+    #[case::shape_in_capitals("gpu-topology.io/shape", "ABCDEF0123456789")]
+    #[case::memory_policy_as_the_kubelet_spells_it(
+        "gpu-topology.io/memory-manager-policy",
+        "Static"
+    )]
     fn unreadable_informational_values_are_unknown(#[case] key: &str, #[case] value: &str) {
         let labels = [("gpu-topology.io/gpus", "8"), (key, value)];
         let parsed = NodeTopology::from_labels(&LabelPrefix::default(), labels).unwrap();
@@ -542,6 +978,84 @@ mod tests {
         assert!(strict
             .set_strictly(LabelPrefix::default().parse_key(key).unwrap(), key, value)
             .is_err());
+    }
+
+    #[rstest]
+    #[case::one_node("8", Some(vec![8]))]
+    #[case::two_nodes("4.4", Some(vec![4, 4]))]
+    #[case::zeros("0.2.0.2", Some(vec![0, 2, 0, 2]))]
+    #[case::empty("", None)]
+    #[case::trailing_dot("4.", None)]
+    #[case::leading_dot(".4", None)]
+    #[case::too_large_an_entry("4.99999999999", None)]
+    fn count_lists(#[case] value: &str, #[case] expected: Option<Vec<u32>>) {
+        assert_eq!(parse_count_list(value), expected);
+        if let Some(counts) = expected {
+            assert_eq!(format_count_list(&counts).as_deref(), Some(value));
+        }
+    }
+
+    /// A list that would not fit a label value is unknown, never cut short.
+    #[test]
+    fn lists_too_long_for_a_label_value_are_left_out() {
+        let sixteen_nodes = vec![1_000_000; 16];
+        assert_eq!(format_count_list(&sixteen_nodes), None);
+        let topology = NodeTopology {
+            numa_memory_mib: Some(sixteen_nodes),
+            ..NodeTopology::default()
+        };
+        assert!(topology.to_labels(&LabelPrefix::default()).is_empty());
+        assert_eq!(format_count_list(&[]), None);
+    }
+
+    #[test]
+    fn the_shape_follows_the_facts_only() {
+        let node = dgx_a100();
+        let shape = node.shape.unwrap();
+        // Informational labels do not change the shape...
+        let renamed = NodeTopology {
+            interconnect: Some(Interconnect::Pcie),
+            pcie_switch_group_max: None,
+            ..node.clone()
+        };
+        assert_eq!(renamed.shape_id(), shape);
+        // ...every fact does, and so does the shape label itself never.
+        let fewer_cpus = NodeTopology {
+            numa_reserved_cpus: Some(vec![4, 0, 0, 0, 0, 0, 0, 0]),
+            ..node.clone()
+        };
+        assert_ne!(fewer_cpus.shape_id(), shape);
+        let other_label = NodeTopology {
+            shape: Some(ShapeId(1)),
+            ..node.clone()
+        };
+        assert_eq!(other_label.shape_id(), shape);
+        // Its label round-trips.
+        assert_eq!(ShapeId::parse(&shape.to_string()), Some(shape));
+        assert_eq!(ShapeId(0xab).to_string(), "00000000000000ab");
+    }
+
+    /// The digest is part of the contract: a labeler and a policy built from
+    /// different versions of this crate must agree on it for equal facts.
+    #[test]
+    fn the_shape_digest_is_stable() {
+        let node = NodeTopology {
+            gpus: Some(8),
+            numa_gpus: Some(vec![4, 4]),
+            topology_manager_policy: Some(TopologyManagerPolicy::Restricted),
+            ..NodeTopology::default()
+        };
+        // FNV-1a 64 of "gpus=8;topology-manager-policy=restricted;numa-gpus=4.4;".
+        let text = "gpus=8;topology-manager-policy=restricted;numa-gpus=4.4;";
+        let mut expected: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in text.bytes() {
+            expected = (expected ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        assert_eq!(node.shape_id(), ShapeId(expected));
+        assert_eq!(
+            NodeTopology::default().shape_id().to_string(),
+            "cbf29ce484222325"
+        );
     }
 
     #[rstest]
@@ -574,11 +1088,42 @@ mod tests {
     #[test]
     fn every_label_value_is_a_valid_kubernetes_label_value() {
         let labels = dgx_a100().to_labels(&LabelPrefix::default());
-        for value in labels.values() {
-            assert!(value.len() <= MAX_LABEL_VALUE_LEN);
-            assert!(value
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_'));
+        assert_eq!(labels.len(), LabelKey::ALL.len());
+        for (key, value) in &labels {
+            assert!(is_label_value(value), "{key}={value:?}");
+            // The name part of a key is itself limited to 63 characters.
+            let name = key.split_once('/').unwrap().1;
+            assert!(name.len() <= MAX_LABEL_VALUE_LEN, "{name}");
+        }
+    }
+
+    #[rstest]
+    #[case::empty("", true)]
+    #[case::word("single-numa-node", true)]
+    #[case::list("4.4", true)]
+    #[case::leading_dash("-4", false)]
+    #[case::trailing_dot("4.", false)]
+    #[case::slash("a/b", false)]
+    #[case::too_long(&"a".repeat(64), false)]
+    fn label_values(#[case] value: &str, #[case] valid: bool) {
+        assert_eq!(is_label_value(value), valid);
+    }
+
+    /// Names, kinds and roles are declared once per key; these keep the
+    /// declarations consistent with each other.
+    #[test]
+    fn every_key_round_trips_its_name_and_value_kind() {
+        for key in LabelKey::ALL {
+            assert_eq!(LabelKey::from_name(key.name()), Some(key));
+            let node = dgx_a100();
+            let value = node.value(key).unwrap_or_else(|| panic!("{key:?} unset"));
+            let mut read = NodeTopology::default();
+            read.set_strictly(key, key.name(), &value).unwrap();
+            assert_eq!(read.value(key), Some(value), "{key:?}");
+            assert_eq!(
+                key.shapes(),
+                !matches!(key.role(), LabelRole::Informational | LabelRole::Identity)
+            );
         }
     }
 }
