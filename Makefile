@@ -5,25 +5,45 @@
 #   make e2e-tests   the built module against e2e-tests/scenarios (harness; kwctl bats when available)
 #   make bench       criterion benchmarks (Wasm harness vs native); not part of `make test`
 #   make miri        the allocator's tests under Miri (nightly); not part of `make test`
+#   make artifacthub-pkg.yml   regenerate the Artifact Hub package with kwctl (release time)
 
 SHELL := /bin/bash
 CARGO ?= cargo
 KWCTL ?= kwctl
 BATS ?= bats
 WASM_TARGET := wasm32-wasip1
-BUILT_WASM := target/$(WASM_TARGET)/release/gpu_topology_policy.wasm
+# The module's path inside cargo's target directory (see policy.wasm).
+BUILT_WASM := $(WASM_TARGET)/release/gpu_topology_policy.wasm
+# The generated bats suite: one @test per e2e-tests/scenarios/*.json (git-ignored).
+KWCTL_BATS := e2e-tests/kwctl.bats
 
-.PHONY: test unit-tests e2e-tests kwctl-e2e-tests demo bench miri fmt lint clean FORCE
+.PHONY: test unit-tests e2e-tests kwctl-e2e-tests $(KWCTL_BATS) demo bench miri fmt lint clean FORCE
 
 # Cargo decides what is stale; the copy (and so the file's date) changes only
 # when the module does, so annotated-policy.wasm is rebuilt only then.
+# `--locked`: build exactly Cargo.lock, as the Kubewarden policies' Makefiles do.
+# The module is read from the target directory cargo itself reports, so
+# CARGO_TARGET_DIR and build.target-dir are honoured (`--artifact-dir`, which
+# would copy it out, is still unstable on Rust 1.95).
 policy.wasm: FORCE
-	$(CARGO) build --target $(WASM_TARGET) --release -p gpu-topology-policy
-	@cmp -s $(BUILT_WASM) policy.wasm || cp $(BUILT_WASM) policy.wasm
+	$(CARGO) build --locked --target $(WASM_TARGET) --release -p gpu-topology-policy
+	@target_dir=$$($(CARGO) metadata --locked --format-version 1 --no-deps \
+		| sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p'); \
+	if [ -z "$$target_dir" ]; then \
+		echo "policy.wasm: cargo metadata reported no target_directory" >&2; exit 1; \
+	fi; \
+	cmp -s "$$target_dir/$(BUILT_WASM)" policy.wasm || cp "$$target_dir/$(BUILT_WASM)" policy.wasm
 	@echo "policy.wasm: $$(stat -c %s policy.wasm) bytes"
 
 annotated-policy.wasm: policy.wasm policy-metadata.yml README.md
 	$(KWCTL) annotate -m policy-metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
+
+# What `kwctl scaffold artifacthub` derives from the metadata and the Rancher UI
+# questions; tests/metadata.rs checks the checked-in file against both. Run at
+# release time (it needs kwctl); createdAt is the only line that then changes.
+artifacthub-pkg.yml: policy-metadata.yml questions-ui.yml
+	$(KWCTL) scaffold artifacthub --metadata-path policy-metadata.yml \
+		--questions-path questions-ui.yml --output artifacthub-pkg.yml
 
 fmt:
 	$(CARGO) fmt --all
@@ -50,17 +70,33 @@ e2e-tests: policy.wasm
 	@echo "e2e: harness scenarios RAN (cargo test -p e2e-tests, module policy.wasm)"
 	@$(MAKE) --no-print-directory kwctl-e2e-tests
 
-# The same scenarios through `kwctl run` (bats), when kwctl and bats are installed.
+# The bats file is generated on every run, so that scenarios added to
+# e2e-tests/scenarios/ become tests without anyone editing it.
+$(KWCTL_BATS):
+	@e2e-tests/gen-kwctl-bats.sh $(KWCTL_BATS)
+
+# The same scenarios through `kwctl run` (bats), when kwctl and bats are
+# installed. With bats but no kwctl, the generated suite is still counted
+# (`bats --count`): one test per scenario plus the demo test.
 kwctl-e2e-tests:
-	@missing=""; \
-	command -v $(KWCTL) >/dev/null 2>&1 || missing="$$missing kwctl"; \
-	command -v $(BATS) >/dev/null 2>&1 || missing="$$missing bats"; \
-	if [ -n "$$missing" ]; then \
-		echo "e2e: kwctl bats suite SKIPPED (not on PATH:$$missing)"; \
+	@if ! command -v $(BATS) >/dev/null 2>&1; then \
+		missing="bats"; command -v $(KWCTL) >/dev/null 2>&1 || missing="kwctl bats"; \
+		echo "e2e: kwctl bats suite SKIPPED (not on PATH: $$missing)"; \
+		exit 0; \
+	fi; \
+	$(MAKE) --no-print-directory $(KWCTL_BATS) || exit 1; \
+	scenarios=$$(ls e2e-tests/scenarios/*.json | wc -l); \
+	tests=$$($(BATS) --count $(KWCTL_BATS)) || exit 1; \
+	if [ "$$tests" -ne "$$((scenarios + 1))" ]; then \
+		echo "e2e: $(KWCTL_BATS) has $$tests tests for $$scenarios scenarios (expected one each, plus the demo)" >&2; \
+		exit 1; \
+	fi; \
+	if ! command -v $(KWCTL) >/dev/null 2>&1; then \
+		echo "e2e: kwctl bats suite SKIPPED (not on PATH: kwctl; $(KWCTL_BATS) generated with $$tests tests)"; \
 	else \
 		$(MAKE) --no-print-directory annotated-policy.wasm && \
-		KWCTL=$(KWCTL) $(BATS) e2e-tests/kwctl.bats && \
-		echo "e2e: kwctl bats suite RAN (e2e-tests/kwctl.bats)"; \
+		KWCTL=$(KWCTL) $(BATS) $(KWCTL_BATS) && \
+		echo "e2e: kwctl bats suite RAN ($(KWCTL_BATS), $$tests tests)"; \
 	fi
 
 # The README's first command. With KWCTL set (environment or `make demo
@@ -82,4 +118,4 @@ miri:
 
 clean:
 	$(CARGO) clean
-	rm -f policy.wasm annotated-policy.wasm
+	rm -f policy.wasm annotated-policy.wasm $(KWCTL_BATS)

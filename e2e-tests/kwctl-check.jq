@@ -1,6 +1,7 @@
 # Checks one `kwctl run` AdmissionResponse (the input) against a scenario's
 # expectation, the same checks as the Rust runner (e2e-tests/src/scenario.rs).
-# Arguments: --argjson expect <scenario .expect>, --argjson object <the request's object>.
+# Arguments: --argjson expect <scenario .expect>, --argjson object <the request's object>,
+# --argjson patch <the response's patch, base64-decoded by the caller; [] when none>.
 # Output: a JSON array of failure messages (empty: the scenario passed).
 
 def fragments: if type == "array" then . elif type == "string" then [.] else [] end;
@@ -22,7 +23,7 @@ def matches($e):
 
 . as $response
 | ($response.status.message // "") as $message
-| (if $response.patch then $response.patch | @base64d | fromjson else [] end) as $actual
+| $patch as $actual
 | [
     (if ($expect.allowed != null) and ($response.allowed != $expect.allowed)
      then "expected allowed=\($expect.allowed), got \($response.allowed) (message: \($message | tojson))"

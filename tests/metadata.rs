@@ -1,51 +1,220 @@
-//! policy-metadata.yml and artifacthub-pkg.yml describe the same policy.
+//! The files that describe the policy to Kubewarden, Artifact Hub and the
+//! Rancher UI say the same thing as the policy itself: policy-metadata.yml
+//! (rules, host capabilities, resources), artifacthub-pkg.yml (derived from
+//! the metadata the way `kwctl scaffold artifacthub` derives it),
+//! questions-ui.yml (every settings key of the README's Settings reference)
+//! and the deployment example.
 
 use gpu_topology_policy::fleet_summary::summary_request;
 use gpu_topology_policy::nodes::node_list_request;
-use gpu_topology_policy::settings::FleetSummarySettings;
+use gpu_topology_policy::settings::{settings_from_value, Config, FleetSummarySettings};
 use gpu_topology_policy::workload::WORKLOADS;
-use serde_yaml::Value;
+use serde_yaml::{Mapping, Value};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+fn repo_file(file: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
 
 fn load(file: &str) -> Value {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
-    serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    serde_yaml::from_str(&repo_file(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+fn text<'a>(value: &'a Value, key: &str) -> &'a str {
+    value[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("{key} is not a string: {value:?}"))
+}
+
+fn yaml(text: &str) -> Value {
+    serde_yaml::from_str(text).unwrap()
+}
+
+/// The Artifact Hub recommendation and provider `kwctl scaffold artifacthub`
+/// writes for every policy (policy-evaluator `policy_artifacthub.rs`:
+/// `Recommendation::default`, `Provider::default`).
+const KUBEWARDEN_CONTROLLER_PACKAGE: &str =
+    "https://artifacthub.io/packages/helm/kubewarden/kubewarden-controller";
+const SCAFFOLD_PROVIDER: &str = "kubewarden";
+
+/// The top-level keys of the package, in the order kwctl writes them (the
+/// field order of policy-evaluator's `ArtifactHubPkg`).
+const PACKAGE_KEYS: [&str; 15] = [
+    "version",
+    "name",
+    "displayName",
+    "createdAt",
+    "description",
+    "license",
+    "homeURL",
+    "containersImages",
+    "keywords",
+    "links",
+    "install",
+    "maintainers",
+    "provider",
+    "recommendations",
+    "annotations",
+];
+
+/// The package fields kwctl copies from a metadata annotation as they are.
+const COPIED_ANNOTATIONS: [(&str, &str); 5] = [
+    ("name", "io.kubewarden.policy.title"),
+    ("displayName", "io.artifacthub.displayName"),
+    ("description", "io.kubewarden.policy.description"),
+    ("license", "io.kubewarden.policy.license"),
+    ("homeURL", "io.kubewarden.policy.url"),
+];
+
+/// The install text of `kwctl scaffold artifacthub`, as in the packages of
+/// the official policies (kubewarden/policies, e.g.
+/// policies/ns-policyserver-mapper-policy/artifacthub-pkg.yml).
+fn install_text(image: &str) -> String {
+    format!(
+        "The policy can be obtained using [`kwctl`](https://github.com/kubewarden/kwctl):\n\
+         ```console\nkwctl pull {image}\n```\n\
+         Then, generate the policy manifest and tune it to your liking. For example:\n\
+         ```console\nkwctl scaffold manifest -t ClusterAdmissionPolicy registry://{image}\n```\n"
+    )
+}
+
+/// `"Name <email>"`, the author annotation, as Artifact Hub maintainers.
+fn maintainers(author: &str) -> Value {
+    let (name, email) = author
+        .strip_suffix('>')
+        .and_then(|rest| rest.split_once(" <"))
+        .unwrap_or_else(|| panic!("author {author:?} is not \"Name <email>\""));
+    yaml(&format!("[{{name: {name:?}, email: {email:?}}}]"))
+}
+
+/// The context-aware resources the way kwctl writes them: policy-evaluator
+/// keeps them in a `BTreeSet`, so sorted by apiVersion, then kind.
+fn sorted_resources(resources: &Value) -> Value {
+    let mut sorted = resources.as_sequence().unwrap().clone();
+    sorted.sort_by_key(|r| (text(r, "apiVersion").to_owned(), text(r, "kind").to_owned()));
+    Value::Sequence(sorted)
+}
+
+/// The package `kwctl scaffold artifacthub --metadata-path policy-metadata.yml
+/// --questions-path questions-ui.yml` derives (policy-evaluator
+/// `policy_artifacthub.rs`, `ArtifactHubPkg::from_metadata`), without
+/// `createdAt`: that one is the time of the run.
+fn scaffolded_package(metadata: &Value, questions: &str) -> Value {
+    let annotations = &metadata["annotations"];
+    let version = text(annotations, "io.kubewarden.policy.version");
+    let image = format!(
+        "{}:v{version}",
+        text(annotations, "io.kubewarden.policy.ociUrl")
+    );
+    let source = text(annotations, "io.kubewarden.policy.source");
+    let keywords: Vec<Value> = text(annotations, "io.artifacthub.keywords")
+        .split(',')
+        .map(|keyword| Value::from(keyword.trim()))
+        .collect();
+    let rules = serde_yaml::to_string(&metadata["rules"]).unwrap();
+    let resources =
+        serde_yaml::to_string(&sorted_resources(&metadata["contextAwareResources"])).unwrap();
+    let mut package = Mapping::new();
+    let mut put = |key: &str, value: Value| package.insert(Value::from(key), value);
+    put("version", Value::from(version));
+    for (key, annotation) in COPIED_ANNOTATIONS {
+        put(key, Value::from(text(annotations, annotation)));
+    }
+    put(
+        "containersImages",
+        yaml(&format!("[{{name: policy, image: {image:?}}}]")),
+    );
+    put("keywords", Value::Sequence(keywords));
+    put(
+        "links",
+        yaml(&format!(
+            "[{{name: policy, url: \"{source}/releases/download/v{version}/policy.wasm\"}}, \
+             {{name: source, url: {source:?}}}]"
+        )),
+    );
+    put("install", Value::from(install_text(&image)));
+    put(
+        "maintainers",
+        maintainers(text(annotations, "io.kubewarden.policy.author")),
+    );
+    put("provider", yaml(&format!("{{name: {SCAFFOLD_PROVIDER}}}")));
+    put(
+        "recommendations",
+        yaml(&format!("[{{url: {KUBEWARDEN_CONTROLLER_PACKAGE:?}}}]")),
+    );
+    let mut hub = Mapping::new();
+    let mut note = |key: &str, value: String| hub.insert(Value::from(key), Value::from(value));
+    note("kubewarden/contextAwareResources", resources);
+    note(
+        "kubewarden/mutation",
+        metadata["mutating"].as_bool().unwrap().to_string(),
+    );
+    note("kubewarden/questions-ui", questions.to_owned());
+    note(
+        "kubewarden/resources",
+        text(annotations, "io.artifacthub.resources").to_owned(),
+    );
+    note("kubewarden/rules", rules);
+    put("annotations", Value::Mapping(hub));
+    Value::Mapping(package)
 }
 
 #[test]
-fn artifacthub_package_matches_the_policy_metadata() {
+fn artifacthub_package_is_what_kwctl_scaffold_derives_from_the_metadata() {
     let metadata = load("policy-metadata.yml");
-    let package = load("artifacthub-pkg.yml");
+    let mut package = load("artifacthub-pkg.yml");
+    let keys: Vec<&str> = package
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(|key| key.as_str().unwrap())
+        .collect();
+    assert_eq!(keys, PACKAGE_KEYS, "kwctl's field order");
+    let created_at = package
+        .as_mapping_mut()
+        .unwrap()
+        .remove("createdAt")
+        .unwrap();
+    let created_at = created_at.as_str().unwrap_or_default();
+    assert!(
+        created_at.len() >= 20 && created_at.as_bytes()[10] == b'T' && created_at.ends_with('Z'),
+        "createdAt {created_at:?} is not an RFC 3339 UTC time"
+    );
+    let expected = scaffolded_package(&metadata, &repo_file("questions-ui.yml"));
+    // Key by key, annotation by annotation, so a failure names what differs.
+    for (key, value) in expected.as_mapping().unwrap() {
+        let key = key.as_str().unwrap();
+        if key == "annotations" {
+            for (annotation, value) in value.as_mapping().unwrap() {
+                let annotation = annotation.as_str().unwrap();
+                assert_eq!(
+                    package["annotations"][annotation], *value,
+                    "annotations.{annotation}: what kwctl derives is on the right"
+                );
+            }
+        }
+        assert_eq!(
+            package[key], *value,
+            "{key}: what kwctl derives is on the right"
+        );
+    }
+}
+
+#[test]
+fn versions_agree_with_the_crate() {
     let version = env!("CARGO_PKG_VERSION");
-    assert_eq!(package["version"].as_str(), Some(version));
+    let metadata = load("policy-metadata.yml");
     assert_eq!(
         metadata["annotations"]["io.kubewarden.policy.version"].as_str(),
         Some(version)
     );
-    let rules: Value =
-        serde_yaml::from_str(package["annotations"]["kubewarden/rules"].as_str().unwrap()).unwrap();
-    assert_eq!(rules, metadata["rules"]);
-    assert_eq!(metadata["mutating"].as_bool(), Some(true));
     assert_eq!(
-        package["annotations"]["kubewarden/mutation"].as_str(),
-        Some("true")
-    );
-    assert_eq!(
-        package["annotations"]["kubewarden/resources"],
-        metadata["annotations"]["io.artifacthub.resources"]
+        load("artifacthub-pkg.yml")["version"].as_str(),
+        Some(version)
     );
     assert_eq!(metadata["executionMode"].as_str(), Some("kubewarden-wapc"));
-    // `kwctl scaffold artifacthub` reads the maintainers from the author
-    // annotation, as "name <email>".
-    let maintainer = &package["maintainers"][0];
-    let author = format!(
-        "{} <{}>",
-        maintainer["name"].as_str().unwrap(),
-        maintainer["email"].as_str().unwrap()
-    );
-    assert_eq!(
-        metadata["annotations"]["io.kubewarden.policy.author"].as_str(),
-        Some(author.as_str())
-    );
 }
 
 /// The deployment example runs the released module with the metadata's rules.
@@ -113,23 +282,19 @@ fn rules_cover_every_validated_workload() {
     );
 }
 
-/// Node access is declared where Kubewarden and Artifact Hub read it, and is
-/// what the policy lists.
+/// Node and summary access is declared where Kubewarden and Artifact Hub
+/// read it, and is what the policy lists and gets.
 #[test]
 fn context_aware_resources_declare_node_and_summary_access() {
     let metadata = load("policy-metadata.yml");
     let package = load("artifacthub-pkg.yml");
-    let expected: Value =
-        serde_yaml::from_str("[{apiVersion: v1, kind: Node}, {apiVersion: v1, kind: ConfigMap}]")
-            .unwrap();
+    let expected = yaml("[{apiVersion: v1, kind: Node}, {apiVersion: v1, kind: ConfigMap}]");
     assert_eq!(metadata["contextAwareResources"], expected);
-    let annotated: Value = serde_yaml::from_str(
-        package["annotations"]["kubewarden/contextAwareResources"]
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(annotated, expected);
+    let annotated = yaml(text(
+        &package["annotations"],
+        "kubewarden/contextAwareResources",
+    ));
+    assert_eq!(annotated, sorted_resources(&expected));
     let request = node_list_request(&gpu_topology::LabelPrefix::default());
     assert_eq!(
         (request.api_version.as_str(), request.kind.as_str()),
@@ -140,4 +305,204 @@ fn context_aware_resources_declare_node_and_summary_access() {
         (request.api_version.as_str(), request.kind.as_str()),
         ("v1", "ConfigMap")
     );
+}
+
+/// The operations of the host's `kubernetes` namespace (policy-evaluator
+/// `host_capabilities.rs`, `CAPABILITY_TREE`).
+const KUBERNETES_OPERATIONS: [&str; 4] = [
+    "list_resources_by_namespace",
+    "list_resources_all",
+    "get_resource",
+    "can_i",
+];
+
+/// What the policy's sources call: every `host_call` must go to the
+/// `kubewarden` binding's `kubernetes` namespace, and the operations are the
+/// `kubernetes` operation names written as string literals in those files
+/// (as kwctl detects them in the module's data: the name as a string).
+fn capabilities_called_by_the_sources() -> BTreeSet<String> {
+    const HOST_CALL: &str = "host_call(";
+    const KUBERNETES_HOST_CALL: &str = r#"host_call("kubewarden", "kubernetes","#;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut called = BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path).unwrap();
+        let calls = source.matches(HOST_CALL).count();
+        if calls == 0 {
+            continue;
+        }
+        assert_eq!(
+            source.matches(KUBERNETES_HOST_CALL).count(),
+            calls,
+            "{}: a host_call outside kubewarden/kubernetes; declare it in hostCapabilities and teach this test",
+            path.display()
+        );
+        for operation in KUBERNETES_OPERATIONS {
+            if source.contains(&format!("\"{operation}\"")) {
+                called.insert(format!("kubernetes/{operation}"));
+            }
+        }
+    }
+    called
+}
+
+#[test]
+fn host_capabilities_declare_exactly_what_the_sources_call() {
+    let metadata = load("policy-metadata.yml");
+    let declared: BTreeSet<String> = metadata["hostCapabilities"]
+        .as_sequence()
+        .expect("policy-metadata.yml declares hostCapabilities")
+        .iter()
+        .map(|pattern| pattern.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        declared,
+        capabilities_called_by_the_sources(),
+        "hostCapabilities (left) and the host calls in src/ (right) differ"
+    );
+}
+
+/// The settings keys of the README's Settings reference table, in order.
+fn readme_settings_keys() -> Vec<String> {
+    let readme = repo_file("README.md");
+    let section = readme
+        .split_once("## Settings reference")
+        .expect("README has a Settings reference")
+        .1;
+    section
+        .lines()
+        .skip_while(|line| !line.starts_with("| `"))
+        .take_while(|line| line.starts_with('|'))
+        .filter_map(|line| line.strip_prefix("| `")?.split_once('`'))
+        .map(|(key, _)| key.to_owned())
+        .collect()
+}
+
+/// Every question, depth first, with whether it groups subquestions.
+fn questions(list: &Value, out: &mut Vec<(String, bool)>) {
+    for question in list.as_sequence().unwrap() {
+        let subquestions = &question["subquestions"];
+        out.push((
+            text(question, "variable").to_owned(),
+            !subquestions.is_null(),
+        ));
+        if !subquestions.is_null() {
+            questions(subquestions, out);
+        }
+    }
+}
+
+/// The description shown at the top of the form; not a setting.
+const DESCRIPTION_VARIABLE: &str = "description";
+
+#[test]
+fn questions_ui_asks_every_setting_of_the_readme_and_nothing_else() {
+    let table = readme_settings_keys();
+    assert!(table.len() > 10, "README table not found: {table:?}");
+    let mut asked = Vec::new();
+    questions(&load("questions-ui.yml")["questions"], &mut asked);
+    let asked_keys: BTreeSet<&str> = asked.iter().map(|(key, _)| key.as_str()).collect();
+    let missing: Vec<&String> = table
+        .iter()
+        .filter(|key| !asked_keys.contains(key.as_str()))
+        .collect();
+    assert!(missing.is_empty(), "not in questions-ui.yml: {missing:?}");
+    // A question that is not a README key must be the form's description or
+    // a group (qos, topology) whose subquestions are.
+    let extra: Vec<&String> = asked
+        .iter()
+        .filter(|(key, groups)| !table.contains(key) && key != DESCRIPTION_VARIABLE && !groups)
+        .map(|(key, _)| key)
+        .collect();
+    assert!(extra.is_empty(), "not in the README table: {extra:?}");
+    assert_eq!(
+        asked_keys.len(),
+        asked.len(),
+        "a variable is asked twice: {asked:?}"
+    );
+}
+
+/// `value` under the dotted `path` of `settings`, creating the objects on it.
+fn set_path(settings: &mut serde_json::Value, path: &str, value: serde_json::Value) {
+    let mut node = settings;
+    let mut keys = path.split('.').peekable();
+    while let Some(key) = keys.next() {
+        let object = node.as_object_mut().unwrap();
+        if keys.peek().is_none() {
+            object.insert(key.to_owned(), value);
+            return;
+        }
+        node = object
+            .entry(key.to_owned())
+            .or_insert_with(|| serde_json::json!({}));
+    }
+}
+
+/// The settings a form left at its defaults submits, as modelled here: each
+/// question's `default` (when it has one that is not null) written at its
+/// variable's path; a question without a default writes nothing.
+fn settings_from_defaults(list: &Value, settings: &mut serde_json::Value) {
+    for question in list.as_sequence().unwrap() {
+        let variable = text(question, "variable");
+        let default = &question["default"];
+        if variable != DESCRIPTION_VARIABLE && !default.is_null() {
+            let value = serde_json::to_value(default).unwrap();
+            set_path(settings, variable, value);
+        }
+        if !question["subquestions"].is_null() {
+            settings_from_defaults(&question["subquestions"], settings);
+        }
+    }
+}
+
+#[test]
+fn questions_ui_defaults_are_the_policy_defaults() {
+    let mut settings = serde_json::json!({});
+    settings_from_defaults(&load("questions-ui.yml")["questions"], &mut settings);
+    let config = settings_from_value(settings.clone())
+        .and_then(|settings| settings.config())
+        .unwrap_or_else(|e| panic!("the form's defaults {settings} are refused: {e}"));
+    assert_eq!(config, Config::default(), "from {settings}");
+}
+
+/// Every enum question offers exactly the words the policy accepts: each
+/// option is valid at its key, and a word outside them is refused there.
+#[test]
+fn questions_ui_enum_options_are_accepted_by_the_policy() {
+    let mut asked = Vec::new();
+    collect_enums(&load("questions-ui.yml")["questions"], &mut asked);
+    assert!(asked.len() >= 5, "{asked:?}");
+    for (variable, options) in asked {
+        for option in options.iter().map(String::as_str).chain(["not-a-word"]) {
+            let mut settings = serde_json::json!({});
+            set_path(&mut settings, &variable, serde_json::Value::from(option));
+            let parsed = settings_from_value(settings.clone());
+            assert_eq!(
+                parsed.is_ok(),
+                option != "not-a-word",
+                "{variable}: {option}: {parsed:?}"
+            );
+        }
+    }
+}
+
+fn collect_enums(list: &Value, out: &mut Vec<(String, Vec<String>)>) {
+    for question in list.as_sequence().unwrap() {
+        if question["type"].as_str() == Some("enum") {
+            let options = question["options"]
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .map(|o| o.as_str().unwrap().to_owned())
+                .collect();
+            out.push((text(question, "variable").to_owned(), options));
+        }
+        if !question["subquestions"].is_null() {
+            collect_enums(&question["subquestions"], out);
+        }
+    }
 }
