@@ -443,6 +443,31 @@ async fn the_binary_makes_exactly_the_attempts_it_is_given(#[case] sink: &str) {
 }
 
 #[rstest]
+#[case::kubernetes("kubernetes")]
+#[case::nodefeature("nodefeature")]
+#[tokio::test]
+async fn an_api_sink_without_credentials_is_a_usage_error(#[case] sink: &str) {
+    let dir = scratch_dir(&format!("api-faults-{sink}-no-credentials"));
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_gpu-topology-labeler"))
+        .args(["--once", "--sink", sink, "--node-name", NODE])
+        .args(["--sysfs-root", "none", "--kubelet-config", "none"])
+        .args(["--nvidia-smi", "none", "--rocm-smi", "none", "--no-nvml"])
+        .env("KUBECONFIG", dir.join("missing-kubeconfig"))
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("KUBERNETES_SERVICE_PORT")
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(i32::from(exit::USAGE)),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Kubernetes client"), "{stderr}");
+}
+
+#[rstest]
 #[case::kubernetes("kubernetes", "node gpu-node-1")]
 #[case::nodefeature(
     "nodefeature",

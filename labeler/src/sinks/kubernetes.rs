@@ -32,10 +32,15 @@ pub fn apply_body(node: &str, labels: &Labels) -> Value {
     })
 }
 
-/// What to do about a failed apply, appended to its error ("" when the error
-/// says it all).
-pub fn hint(error: &ApiError) -> String {
+/// What to do about a failed apply of `node`'s labels, appended to its error
+/// ("" when the error says it all).
+pub fn hint(error: &ApiError, node: &str) -> String {
     match error.refused_code() {
+        // An apply to a Node that does not exist would create it, which
+        // `patch` alone does not allow: the name is wrong, not the Role.
+        Some(403) if error.refused_message().contains("cannot create resource") => format!(
+            "; there is no Node {node:?}: --node-name (NODE_NAME) must be the pod's spec.nodeName"
+        ),
         Some(403) => "; the service account needs `patch` on nodes (ClusterRole rule: \
                       apiGroups [\"\"], resources [nodes], verbs [patch])"
             .to_owned(),
@@ -82,10 +87,37 @@ impl KubernetesSink {
         .map_err(|failed| PublishError::Kubernetes {
             node: self.node.clone(),
             attempts: failed.attempts,
-            hint: hint(&failed.error),
+            hint: hint(&failed.error, &self.node),
             source: Box::new(failed.error),
         })?;
         self.last_applied = Some(now);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::forbidden(
+        "nodes \"gpu-node-1\" is forbidden: User \"system:serviceaccount:kube-system:gpu-topology-labeler\" cannot patch resource \"nodes\"",
+        "verbs [patch]"
+    )]
+    #[case::no_such_node(
+        "nodes \"gpu-node-9\" is forbidden: User \"system:serviceaccount:kube-system:gpu-topology-labeler\" cannot create resource \"nodes\"",
+        "there is no Node \"gpu-node-9\""
+    )]
+    fn forbidden_applies_say_what_to_do(#[case] message: &str, #[case] expected: &str) {
+        let error = api::refusal(403, message.as_bytes(), None);
+        let hint = hint(&error, "gpu-node-9");
+        assert!(hint.starts_with("; ") && hint.contains(expected), "{hint}");
+    }
+
+    #[test]
+    fn other_failures_need_no_hint() {
+        assert_eq!(hint(&api::refusal(422, b"invalid", None), "n"), "");
+        assert_eq!(hint(&api::refusal(503, b"unavailable", None), "n"), "");
     }
 }

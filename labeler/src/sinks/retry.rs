@@ -124,7 +124,7 @@ where
             Ok(value) => return Ok(value),
             Err(error) if attempt < retry.attempts && error.is_transient() => {
                 let pause = retry.pause(attempt, error.retry_after());
-                tracing::warn!(%error, attempt, ?pause, "{what}: API server unavailable, retrying");
+                tracing::warn!(%error, attempt, ?pause, "{what} failed, retrying");
                 tokio::time::sleep(pause).await;
                 attempt += 1;
             }
