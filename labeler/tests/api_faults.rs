@@ -377,15 +377,24 @@ async fn without_its_owner_nothing_is_applied(#[case] answer: Reply, #[case] exp
 async fn run_once(sink: &str, port: u16, extra: &[&str]) -> std::process::Output {
     let dir = scratch_dir(&format!("api-faults-{sink}-{port}"));
     let topo = topology_fixtures().join("dgx-a100-mlx5-nps4.txt");
+    labeler_once(sink, &kubeconfig(&dir, port, NAMESPACE))
+        .arg("--nvidia-smi-topo")
+        .arg(&topo)
+        .args(extra)
+        .output()
+        .await
+        .unwrap()
+}
+
+/// `--once --sink SINK` with the credentials of `kubeconfig` only, no tools of
+/// this machine, no downward-API variables of the environment.
+fn labeler_once(sink: &str, kubeconfig: &std::path::Path) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_gpu-topology-labeler"));
     command
         .args(["--once", "--sink", sink, "--node-name", NODE])
         .args(["--sysfs-root", "none", "--kubelet-config", "none"])
         .args(["--nvidia-smi", "none", "--rocm-smi", "none", "--no-nvml"])
-        .arg("--nvidia-smi-topo")
-        .arg(&topo)
-        .args(extra)
-        .env("KUBECONFIG", kubeconfig(&dir, port, NAMESPACE))
+        .env("KUBECONFIG", kubeconfig)
         .env_remove("KUBERNETES_SERVICE_HOST")
         .env_remove("KUBERNETES_SERVICE_PORT")
         .env_remove("NODE_NAME")
@@ -394,7 +403,7 @@ async fn run_once(sink: &str, port: u16, extra: &[&str]) -> std::process::Output
         .env_remove("HTTPS_PROXY")
         .env_remove("https_proxy")
         .kill_on_drop(true);
-    command.output().await.unwrap()
+    command
 }
 
 #[tokio::test]
@@ -448,13 +457,7 @@ async fn the_binary_makes_exactly_the_attempts_it_is_given(#[case] sink: &str) {
 #[tokio::test]
 async fn an_api_sink_without_credentials_is_a_usage_error(#[case] sink: &str) {
     let dir = scratch_dir(&format!("api-faults-{sink}-no-credentials"));
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_gpu-topology-labeler"))
-        .args(["--once", "--sink", sink, "--node-name", NODE])
-        .args(["--sysfs-root", "none", "--kubelet-config", "none"])
-        .args(["--nvidia-smi", "none", "--rocm-smi", "none", "--no-nvml"])
-        .env("KUBECONFIG", dir.join("missing-kubeconfig"))
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .env_remove("KUBERNETES_SERVICE_PORT")
+    let output = labeler_once(sink, &dir.join("missing-kubeconfig"))
         .output()
         .await
         .unwrap();
