@@ -2,8 +2,11 @@
 
 use crate::discover::{discover, SourceOptions, ToolMemory};
 use crate::reconcile::{reconcile, Outcome};
-use crate::sinks::kubernetes::{KubernetesSink, RetryPolicy};
+use crate::sinks::api;
+use crate::sinks::kubernetes::KubernetesSink;
 use crate::sinks::nfd::NfdSink;
+use crate::sinks::nodefeature::{NodeFeatureSink, Target};
+use crate::sinks::retry::RetryPolicy;
 use crate::sinks::stdout::{render_json, render_text};
 use crate::sinks::{Labels, PublishError};
 use crate::sources::SourceError;
@@ -16,11 +19,12 @@ use std::time::Duration;
 pub mod exit {
     /// Published (or printed); or the daemon stopped on SIGTERM/SIGINT.
     pub const OK: u8 = 0;
-    /// Invalid flags or configuration (including no Kubernetes credentials for the kubernetes sink).
+    /// Invalid flags or configuration (including no Kubernetes credentials for an API sink).
     pub const USAGE: u8 = 1;
     /// An explicitly given source (file or directory) is unreadable or malformed; nothing was published.
     pub const DISCOVERY: u8 = 2;
-    /// The sink failed (NFD file not writable, API server unavailable after all retries).
+    /// The sink failed (NFD file not writable; the API server refused the
+    /// request, or stayed unavailable through all attempts).
     pub const PUBLISH: u8 = 3;
 }
 
@@ -40,9 +44,21 @@ pub enum SinkConfig {
     },
     Kubernetes {
         node: String,
-        field_manager: String,
-        retry: RetryPolicy,
+        api: ApiSettings,
     },
+    NodeFeature {
+        target: Target,
+        api: ApiSettings,
+    },
+}
+
+/// What the two API sinks (kubernetes, nodefeature) share.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiSettings {
+    pub field_manager: String,
+    pub retry: RetryPolicy,
+    /// Longest wait for one API answer.
+    pub request_timeout: Duration,
 }
 
 /// Everything a run needs, validated.
@@ -60,10 +76,11 @@ pub enum Publisher {
     Stdout(Output),
     Nfd(NfdSink),
     Kubernetes(KubernetesSink),
+    NodeFeature(NodeFeatureSink),
 }
 
 impl Publisher {
-    /// Builds the sink; the kubernetes sink needs in-cluster (or kubeconfig) credentials.
+    /// Builds the sink; the API sinks need in-cluster (or kubeconfig) credentials.
     pub async fn from_config(sink: &SinkConfig) -> Result<Self, kube::Error> {
         Ok(match sink {
             SinkConfig::Stdout(output) => Publisher::Stdout(output.clone()),
@@ -74,27 +91,47 @@ impl Publisher {
             } => Publisher::Nfd(NfdSink::new(dir.clone(), file_name.clone(), *expiry)),
             SinkConfig::Kubernetes {
                 node,
-                field_manager,
-                retry,
+                api: settings,
             } => {
-                let client = kube::Client::try_default().await?;
+                let client = api::client(settings.request_timeout).await?;
                 Publisher::Kubernetes(KubernetesSink::new(
                     client,
                     node.clone(),
-                    field_manager,
-                    *retry,
+                    &settings.field_manager,
+                    settings.retry,
                 ))
+            }
+            SinkConfig::NodeFeature {
+                target,
+                api: settings,
+            } => {
+                let client = api::client(settings.request_timeout).await?;
+                let sink = NodeFeatureSink::new(
+                    client,
+                    target.clone(),
+                    &settings.field_manager,
+                    settings.retry,
+                );
+                if target.pod.is_none() {
+                    tracing::warn!(
+                        object = %sink.object(),
+                        "no --pod-name (POD_NAME): the NodeFeature object gets no owner and \
+                         outlives the labeler (nfd-gc removes it only with its Node)"
+                    );
+                }
+                Publisher::NodeFeature(sink)
             }
         })
     }
 
     /// Whether unchanged labels must be published anyway: the NFD file's
-    /// expiry nears, or the Node's labels are due to be applied again (a
-    /// hand-edited label is restored).
+    /// expiry nears, or the Node's labels or the NodeFeature object are due to
+    /// be applied again (a hand edit is undone).
     fn needs_refresh(&self) -> bool {
         match self {
             Publisher::Nfd(sink) => sink.needs_refresh(jiff::Timestamp::now()),
             Publisher::Kubernetes(sink) => sink.needs_refresh(jiff::Timestamp::now()),
+            Publisher::NodeFeature(sink) => sink.needs_refresh(jiff::Timestamp::now()),
             Publisher::Stdout(_) => false,
         }
     }
@@ -118,6 +155,7 @@ impl Publisher {
             }
             Publisher::Nfd(sink) => sink.publish(labels, jiff::Timestamp::now()),
             Publisher::Kubernetes(sink) => sink.publish(labels, jiff::Timestamp::now()).await,
+            Publisher::NodeFeature(sink) => sink.publish(labels, jiff::Timestamp::now()).await,
         }
     }
 }
@@ -167,8 +205,8 @@ pub async fn run_once(config: &Config, publisher: &mut Publisher) -> Result<(), 
 }
 
 /// Re-discovers every `interval` and publishes when the labels change (or the
-/// NFD file needs refreshing, or the Node's labels are due to be applied
-/// again), until SIGTERM or SIGINT. Failures are logged and
+/// NFD file needs refreshing, or the Node's labels or the NodeFeature are due
+/// to be applied again), until SIGTERM or SIGINT. Failures are logged and
 /// retried on the next round; the last published labels stay in place.
 pub async fn run_daemon(config: &Config, publisher: &mut Publisher) -> Result<(), RunError> {
     let mut shutdown = std::pin::pin!(shutdown_signal().map_err(RunError::Signals)?);

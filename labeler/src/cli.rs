@@ -1,11 +1,13 @@
 //! Command-line flags, and their validation into a [`Config`].
 
-use crate::app::{Config, Output, SinkConfig};
+use crate::app::{ApiSettings, Config, Output, SinkConfig};
 use crate::discover::{PathSource, SourceOptions, ToolSource};
 use crate::model::Vendor;
 use crate::reconcile::VendorChoice;
-use crate::sinks::kubernetes::{RetryPolicy, DEFAULT_FIELD_MANAGER};
+use crate::sinks::api::DEFAULT_FIELD_MANAGER;
 use crate::sinks::nfd::{DEFAULT_FEATURES_DIR, DEFAULT_FILE_NAME};
+use crate::sinks::nodefeature::{Target, MAX_NODE_NAME};
+use crate::sinks::retry::RetryPolicy;
 use crate::summarize::kubernetes::{
     SummarizerConfig, DEFAULT_SUMMARY_NAME, DEFAULT_SUMMARY_NAMESPACE, POLICY_DEFAULT_MAX_AGE,
 };
@@ -89,15 +91,24 @@ pub struct Cli {
     /// NFD drops the labels this long after the last write unless rewritten (must exceed 2x --interval)
     #[arg(long, value_parser = parse_duration, default_value = "1h")]
     pub nfd_expiry: Duration,
-    /// This node's name (from the downward API), for the kubernetes sink
+    /// This node's name (from the downward API), for the kubernetes and nodefeature sinks
     #[arg(long, env = "NODE_NAME")]
     pub node_name: Option<String>,
+    /// Namespace of the NodeFeature object (nodefeature sink) [default: the service account's]
+    #[arg(long, env = "POD_NAMESPACE", value_name = "NS")]
+    pub namespace: Option<String>,
+    /// The labeler's pod (from the downward API): its controller owns the NodeFeature object
+    #[arg(long, env = "POD_NAME", value_name = "NAME")]
+    pub pod_name: Option<String>,
     /// Server-side apply field manager
     #[arg(long, default_value = DEFAULT_FIELD_MANAGER)]
     pub field_manager: String,
-    /// Attempts per publish while the API server is unavailable (5xx, connection refused)
+    /// Attempts per publish while the API server is unavailable (5xx, 429, 409, no answer)
     #[arg(long, default_value_t = RetryPolicy::default().attempts)]
     pub api_attempts: u32,
+    /// Give up on an API answer after this long (the attempt is then retried)
+    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    pub request_timeout: Duration,
     /// Log verbosity (logs go to stderr)
     #[arg(long, value_enum, default_value_t = LogLevel::Info)]
     pub log_level: LogLevel,
@@ -145,7 +156,7 @@ pub struct SummarizeArgs {
 }
 
 /// A DNS label (RFC 1123): what a namespace name must be.
-fn is_dns_label(name: &str) -> bool {
+pub fn is_dns_label(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 63
         && name
@@ -155,8 +166,8 @@ fn is_dns_label(name: &str) -> bool {
         && !name.ends_with('-')
 }
 
-/// A DNS subdomain (RFC 1123): what a ConfigMap name must be.
-fn is_dns_subdomain(name: &str) -> bool {
+/// A DNS subdomain (RFC 1123): what a ConfigMap, node or pod name must be.
+pub fn is_dns_subdomain(name: &str) -> bool {
     name.len() <= 253 && name.split('.').all(is_dns_label)
 }
 
@@ -184,10 +195,7 @@ impl SummarizeArgs {
             namespace: self.summary_namespace,
             name: self.summary_name,
             field_manager: self.field_manager,
-            retry: RetryPolicy {
-                attempts: self.api_attempts.max(1),
-                ..RetryPolicy::default()
-            },
+            retry: api_retry(self.api_attempts),
             request_timeout: self.request_timeout,
             interval: self.interval,
             once: self.once,
@@ -220,6 +228,9 @@ pub enum GpuVendor {
 pub enum Sink {
     Nfd,
     Kubernetes,
+    /// An NFD NodeFeature object (NFD v0.14+)
+    #[value(name = "nodefeature")]
+    NodeFeature,
     Stdout,
 }
 
@@ -283,6 +294,55 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// The retries of `--api-attempts`: at least one attempt.
+fn api_retry(attempts: u32) -> RetryPolicy {
+    RetryPolicy {
+        attempts: attempts.max(1),
+        ..RetryPolicy::default()
+    }
+}
+
+/// `--node-name`, which the API sink `sink` cannot do without.
+fn required_node_name(node: Option<String>, sink: &str) -> Result<String, String> {
+    node.filter(|name| !name.is_empty()).ok_or_else(|| {
+        format!(
+            "--sink {sink} needs --node-name or NODE_NAME (set it from the downward API: spec.nodeName)"
+        )
+    })
+}
+
+/// The nodefeature sink's target, validated: the node name is also the value
+/// of the NodeFeature's node-name label, so it must be a valid label value.
+fn node_feature_target(
+    node: String,
+    namespace: Option<String>,
+    pod: Option<String>,
+) -> Result<Target, String> {
+    if !is_dns_subdomain(&node) || node.len() > MAX_NODE_NAME {
+        return Err(format!(
+            "--node-name {node:?}: a NodeFeature can only target a node whose name is a valid label value \
+             (lowercase letters, digits, '-' and '.', at most {MAX_NODE_NAME} characters); use --sink nfd"
+        ));
+    }
+    let namespace = namespace.filter(|namespace| !namespace.is_empty());
+    if let Some(namespace) = namespace.as_deref().filter(|ns| !is_dns_label(ns)) {
+        return Err(format!(
+            "--namespace {namespace:?} is not a namespace name (lowercase letters, digits and '-', at most 63 characters)"
+        ));
+    }
+    let pod = pod.filter(|pod| !pod.is_empty());
+    if let Some(pod) = pod.as_deref().filter(|pod| !is_dns_subdomain(pod)) {
+        return Err(format!(
+            "--pod-name {pod:?} is not a pod name (lowercase letters, digits, '-' and '.', at most 253 characters)"
+        ));
+    }
+    Ok(Target {
+        node,
+        namespace,
+        pod,
+    })
+}
+
 fn path_source(value: Option<&str>, default: &str) -> PathSource {
     match value {
         Some(DISABLED) => PathSource::Disabled,
@@ -326,7 +386,10 @@ impl Cli {
                 OutputFormat::Json => Output::Json,
             }),
             Sink::Nfd => {
-                if self.nfd_file_name.is_empty() || self.nfd_file_name.starts_with('.') || self.nfd_file_name.contains('/') {
+                if self.nfd_file_name.is_empty()
+                    || self.nfd_file_name.starts_with('.')
+                    || self.nfd_file_name.contains('/')
+                {
                     return Err(format!(
                         "--nfd-file-name {:?} must be a plain file name not starting with '.' (NFD ignores dot-files)",
                         self.nfd_file_name
@@ -345,14 +408,23 @@ impl Cli {
                 }
             }
             Sink::Kubernetes => SinkConfig::Kubernetes {
-                node: self
-                    .node_name
-                    .filter(|name| !name.is_empty())
-                    .ok_or("--sink kubernetes needs --node-name or NODE_NAME (set it from the downward API: spec.nodeName)")?,
-                field_manager: self.field_manager,
-                retry: RetryPolicy {
-                    attempts: self.api_attempts.max(1),
-                    ..RetryPolicy::default()
+                node: required_node_name(self.node_name, "kubernetes")?,
+                api: ApiSettings {
+                    field_manager: self.field_manager,
+                    retry: api_retry(self.api_attempts),
+                    request_timeout: self.request_timeout,
+                },
+            },
+            Sink::NodeFeature => SinkConfig::NodeFeature {
+                target: node_feature_target(
+                    required_node_name(self.node_name, "nodefeature")?,
+                    self.namespace,
+                    self.pod_name,
+                )?,
+                api: ApiSettings {
+                    field_manager: self.field_manager,
+                    retry: api_retry(self.api_attempts),
+                    request_timeout: self.request_timeout,
                 },
             },
         };
@@ -418,6 +490,12 @@ mod tests {
     #[case::expiry_too_short(&["--interval", "1h", "--nfd-expiry", "90m"], "twice")]
     #[case::interval_beyond_a_year(&["--interval", "18446744073709551615s"], "longest duration")]
     #[case::expiry_beyond_a_year(&["--nfd-expiry", "8785h"], "longest duration")]
+    #[case::nodefeature_without_node(&["--sink", "nodefeature"], "--sink nodefeature needs --node-name")]
+    #[case::node_name_longer_than_a_label_value(&["--sink", "nodefeature", "--node-name", &"n".repeat(64)], "valid label value")]
+    #[case::node_name_not_a_dns_name(&["--sink", "nodefeature", "--node-name", "GPU_Node"], "valid label value")]
+    #[case::bad_namespace(&["--sink", "nodefeature", "--node-name", "n1", "--namespace", "GPU_Topology"], "--namespace")]
+    #[case::bad_pod_name(&["--sink", "nodefeature", "--node-name", "n1", "--pod-name", "Labeler_1"], "--pod-name")]
+    #[case::zero_request_timeout(&["--request-timeout", "0s"], "positive duration")]
     fn invalid_flags_are_usage_errors(#[case] args: &[&str], #[case] expected: &str) {
         let message = config(args).err().unwrap();
         assert!(message.contains(expected), "{message}");
@@ -433,6 +511,61 @@ mod tests {
         argv.extend_from_slice(args);
         let cli = Cli::try_parse_from(argv).unwrap();
         assert_eq!(cli.once_warning().is_some(), warns);
+    }
+
+    #[test]
+    fn nodefeature_sink_flags() {
+        let config = config(&[
+            "--sink",
+            "nodefeature",
+            "--node-name",
+            "gpu-node-1",
+            "--namespace",
+            "gpu-topology-labeler",
+            "--pod-name",
+            "gpu-topology-labeler-x7k2p",
+            "--api-attempts",
+            "3",
+            "--request-timeout",
+            "5s",
+        ])
+        .unwrap();
+        assert_eq!(
+            config.sink,
+            SinkConfig::NodeFeature {
+                target: Target {
+                    node: "gpu-node-1".to_owned(),
+                    namespace: Some("gpu-topology-labeler".to_owned()),
+                    pod: Some("gpu-topology-labeler-x7k2p".to_owned()),
+                },
+                api: ApiSettings {
+                    field_manager: "gpu-topology-labeler".to_owned(),
+                    retry: RetryPolicy {
+                        attempts: 3,
+                        ..RetryPolicy::default()
+                    },
+                    request_timeout: Duration::from_secs(5),
+                },
+            }
+        );
+    }
+
+    /// Empty downward-API values mean "not set": the client's namespace, no owner.
+    #[test]
+    fn empty_namespace_and_pod_name_are_unset() {
+        let config = config(&[
+            "--sink",
+            "nodefeature",
+            "--node-name",
+            "gpu-node-1",
+            "--namespace=",
+            "--pod-name=",
+        ])
+        .unwrap();
+        let SinkConfig::NodeFeature { target, .. } = config.sink else {
+            panic!("{:?}", config.sink);
+        };
+        assert_eq!((target.namespace, target.pod), (None, None));
     }
 
     #[test]

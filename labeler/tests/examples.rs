@@ -1,6 +1,8 @@
 //! The deployment examples in examples/labeler/ must stay hardened and minimal:
 //! parsed here so that docs cannot drift from what is safe.
 
+use clap::Parser;
+use gpu_topology_labeler::cli::Cli;
 use rstest::rstest;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -68,6 +70,7 @@ fn hardened_container(pod: &Value) -> &Value {
 #[rstest]
 #[case::nfd_sink("daemonset-nfd.yaml", "--sink=nfd", &["/etc/kubernetes/node-feature-discovery/features.d"])]
 #[case::kubernetes_sink("daemonset-kubernetes.yaml", "--sink=kubernetes", &[])]
+#[case::nodefeature_sink("daemonset-nodefeature.yaml", "--sink=nodefeature", &[])]
 fn daemonset_is_hardened(#[case] file: &str, #[case] sink_arg: &str, #[case] writable: &[&str]) {
     let docs = documents(file);
     let pod = &only(&docs, "DaemonSet")["spec"]["template"]["spec"];
@@ -92,6 +95,34 @@ fn daemonset_is_hardened(#[case] file: &str, #[case] sink_arg: &str, #[case] wri
     for volume in pod["volumes"].as_array().unwrap() {
         assert!(volume["hostPath"]["path"].is_string(), "{volume}");
     }
+}
+
+/// The flags each DaemonSet passes, with its downward-API variables set to
+/// sample values, are a valid labeler configuration.
+#[rstest]
+#[case::nfd_sink("daemonset-nfd.yaml")]
+#[case::kubernetes_sink("daemonset-kubernetes.yaml")]
+#[case::nodefeature_sink("daemonset-nodefeature.yaml")]
+fn daemonset_flags_are_accepted_by_the_labeler(#[case] file: &str) {
+    let docs = documents(file);
+    let container = &only(&docs, "DaemonSet")["spec"]["template"]["spec"]["containers"][0];
+    let mut argv = vec!["gpu-topology-labeler".to_owned()];
+    argv.extend(args(container).into_iter().map(str::to_owned));
+    for variable in container["env"].as_array().unwrap() {
+        if variable["valueFrom"]["fieldRef"].is_null() {
+            continue;
+        }
+        let (flag, sample) = match variable["name"].as_str().unwrap() {
+            "NODE_NAME" => ("--node-name", "gpu-node-1"),
+            "POD_NAME" => ("--pod-name", "gpu-topology-labeler-x7k2p"),
+            "POD_NAMESPACE" => ("--namespace", "gpu-topology-labeler"),
+            other => panic!("{other}: no flag known for this variable"),
+        };
+        argv.extend([flag.to_owned(), sample.to_owned()]);
+    }
+    let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+    cli.into_config()
+        .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
 }
 
 #[test]
@@ -122,15 +153,74 @@ fn kubernetes_daemonset_runs_as_non_root_with_patch_on_nodes_only() {
         json!([{ "kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": account["metadata"]["namespace"] }])
     );
     // The node name comes from the downward API.
+    assert_eq!(downward_api_field(pod, "NODE_NAME"), "spec.nodeName");
+}
+
+/// The pod field the container's environment variable `name` comes from.
+fn downward_api_field<'a>(pod: &'a Value, name: &str) -> &'a str {
     let env = pod["containers"][0]["env"].as_array().unwrap();
-    let node_name = env
+    let variable = env
         .iter()
-        .find(|e| e["name"] == "NODE_NAME")
-        .expect("NODE_NAME env");
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("{name} env"));
+    variable["valueFrom"]["fieldRef"]["fieldPath"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{name} is not from the downward API"))
+}
+
+#[test]
+fn nodefeature_daemonset_runs_as_non_root_with_a_role_in_its_own_namespace() {
+    let docs = documents("daemonset-nodefeature.yaml");
+    let namespace = only(&docs, "Namespace")["metadata"]["name"]
+        .as_str()
+        .unwrap();
+    // hostPath mounts (read-only) are beyond the baseline Pod Security level.
     assert_eq!(
-        node_name["valueFrom"]["fieldRef"]["fieldPath"],
-        "spec.nodeName"
+        only(&docs, "Namespace")["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
+        "privileged"
     );
+    for doc in &docs {
+        if doc["kind"] != "Namespace" {
+            assert_eq!(doc["metadata"]["namespace"], namespace, "{}", doc["kind"]);
+        }
+    }
+    let daemonset = only(&docs, "DaemonSet");
+    let pod = &daemonset["spec"]["template"]["spec"];
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_ne!(
+        pod["automountServiceAccountToken"], false,
+        "it needs its token"
+    );
+    let account = only(&docs, "ServiceAccount");
+    assert_eq!(pod["serviceAccountName"], account["metadata"]["name"]);
+
+    // Nothing cluster-wide: a Role for its NodeFeatures and for reading its pod.
+    assert!(
+        of_kind(&docs, "ClusterRole").is_empty() && of_kind(&docs, "ClusterRoleBinding").is_empty()
+    );
+    let role = only(&docs, "Role");
+    assert_eq!(
+        role["rules"],
+        json!([
+            { "apiGroups": ["nfd.k8s-sigs.io"], "resources": ["nodefeatures"], "verbs": ["create", "patch"] },
+            { "apiGroups": [""], "resources": ["pods"], "verbs": ["get"] },
+        ])
+    );
+    let binding = only(&docs, "RoleBinding");
+    assert_eq!(binding["roleRef"]["kind"], "Role");
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    assert_eq!(
+        binding["subjects"],
+        json!([{ "kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": namespace }])
+    );
+
+    // The node, the object's namespace and its owner's pod: all from the downward API.
+    assert_eq!(downward_api_field(pod, "NODE_NAME"), "spec.nodeName");
+    assert_eq!(
+        downward_api_field(pod, "POD_NAMESPACE"),
+        "metadata.namespace"
+    );
+    assert_eq!(downward_api_field(pod, "POD_NAME"), "metadata.name");
 }
 
 #[test]
@@ -217,6 +307,7 @@ fn no_workload_selects_another_examples_pods() {
     let workloads: Vec<(String, Value)> = [
         "daemonset-nfd.yaml",
         "daemonset-kubernetes.yaml",
+        "daemonset-nodefeature.yaml",
         "fleet-summary.yaml",
     ]
     .into_iter()
@@ -227,7 +318,7 @@ fn no_workload_selects_another_examples_pods() {
             .map(move |d| (file.to_owned(), d))
     })
     .collect();
-    assert_eq!(workloads.len(), 3);
+    assert_eq!(workloads.len(), 4);
     let selects = |selector: &Value, labels: &Value| {
         selector["matchLabels"]
             .as_object()

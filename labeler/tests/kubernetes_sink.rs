@@ -1,15 +1,17 @@
 //! The kubernetes sink against a scripted API server on 127.0.0.1: the exact
 //! server-side-apply request, and retries on 5xx and on refused connections.
+//! More faults, for both API sinks, are in `api_faults.rs`.
 
 mod common;
 
-use common::fake_api::{self, client, free_port, serve, Log, Reply};
+use common::fake_api::{
+    self, assert_forced_apply, finish, free_port, serve, sink_client, Log, Reply,
+};
 use common::labels;
 use gpu_topology_labeler::sinks::kubernetes::{KubernetesSink, RetryPolicy, DEFAULT_FIELD_MANAGER};
 use gpu_topology_labeler::sinks::PublishError;
 use jiff::Timestamp;
 use serde_json::json;
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 
@@ -21,7 +23,12 @@ fn sink(port: u16, attempts: u32) -> KubernetesSink {
         initial_backoff: Duration::from_millis(20),
         max_backoff: Duration::from_millis(100),
     };
-    KubernetesSink::new(client(port), NODE.to_owned(), DEFAULT_FIELD_MANAGER, retry)
+    KubernetesSink::new(
+        sink_client(port, Duration::from_secs(5)),
+        NODE.to_owned(),
+        DEFAULT_FIELD_MANAGER,
+        retry,
+    )
 }
 
 /// A server answering each request with the next status (2xx echo the body).
@@ -37,26 +44,6 @@ fn dgx_labels() -> std::collections::BTreeMap<String, String> {
     ])
 }
 
-/// Applied labels are due again ten minutes after the last success; a failed
-/// apply leaves them due.
-#[tokio::test]
-async fn unchanged_labels_are_due_again_ten_minutes_after_a_successful_apply() {
-    let at = |text: &str| text.parse::<Timestamp>().unwrap();
-    let (port, _log, server) = scripted(vec![200, 500]).await;
-    let mut sink = sink(port, 1);
-    assert!(sink.needs_refresh(at("2025-03-01T12:00:00Z")));
-    sink.publish(&dgx_labels(), at("2025-03-01T12:00:00Z"))
-        .await
-        .unwrap();
-    assert!(!sink.needs_refresh(at("2025-03-01T12:09:59Z")));
-    assert!(sink.needs_refresh(at("2025-03-01T12:10:00Z")));
-    sink.publish(&dgx_labels(), at("2025-03-01T12:10:00Z"))
-        .await
-        .unwrap_err();
-    server.await.unwrap();
-    assert!(sink.needs_refresh(at("2025-03-01T12:10:01Z")));
-}
-
 #[tokio::test]
 async fn publishes_with_one_exact_server_side_apply_request() {
     let (port, log, server) = scripted(vec![200]).await;
@@ -64,23 +51,11 @@ async fn publishes_with_one_exact_server_side_apply_request() {
         .publish(&dgx_labels(), Timestamp::now())
         .await
         .unwrap();
-    server.await.unwrap();
+    finish(server).await;
     let requests = log.lock().unwrap().clone();
     assert_eq!(requests.len(), 1);
     let request = &requests[0];
-    assert_eq!(request.method, "PATCH");
-    assert_eq!(request.path, "/api/v1/nodes/gpu-node-1");
-    assert_eq!(
-        request.query,
-        BTreeSet::from([
-            "fieldManager=gpu-topology-labeler".to_owned(),
-            "force=true".to_owned()
-        ])
-    );
-    assert_eq!(
-        request.content_type.as_deref(),
-        Some("application/apply-patch+yaml")
-    );
+    assert_forced_apply(request, "/api/v1/nodes/gpu-node-1");
     assert_eq!(
         request.body,
         json!({
@@ -105,7 +80,7 @@ async fn no_labels_apply_an_empty_map_so_the_server_removes_ours() {
         .publish(&labels(&[]), Timestamp::now())
         .await
         .unwrap();
-    server.await.unwrap();
+    finish(server).await;
     assert_eq!(log.lock().unwrap()[0].body["metadata"]["labels"], json!({}));
 }
 
@@ -116,7 +91,7 @@ async fn retries_on_server_errors_until_success() {
         .publish(&dgx_labels(), Timestamp::now())
         .await
         .unwrap();
-    server.await.unwrap();
+    finish(server).await;
     let requests = log.lock().unwrap().clone();
     assert_eq!(requests.len(), 3);
     assert!(requests.iter().all(|r| r.body == requests[0].body));
@@ -129,7 +104,7 @@ async fn gives_up_after_the_attempt_budget() {
         .publish(&dgx_labels(), Timestamp::now())
         .await
         .unwrap_err();
-    server.await.unwrap();
+    finish(server).await;
     assert_eq!(log.lock().unwrap().len(), 3);
     assert!(
         matches!(error, PublishError::Kubernetes { attempts: 3, .. }),
@@ -144,7 +119,7 @@ async fn does_not_retry_a_forbidden_request() {
         .publish(&dgx_labels(), Timestamp::now())
         .await
         .unwrap_err();
-    server.await.unwrap();
+    finish(server).await;
     assert_eq!(log.lock().unwrap().len(), 1);
     assert!(error.to_string().contains("gpu-node-1"), "{error}");
 }
@@ -161,7 +136,7 @@ async fn retries_while_the_connection_is_refused() {
     let listener = TcpListener::bind(("127.0.0.1", port)).await.unwrap();
     let server = tokio::spawn(serve(listener, vec![Reply::status(200)], log.clone()));
     publish.await.unwrap().unwrap();
-    server.await.unwrap();
+    finish(server).await;
     assert_eq!(log.lock().unwrap().len(), 1);
     assert!(started.elapsed() >= Duration::from_millis(50));
 }

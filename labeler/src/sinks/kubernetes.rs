@@ -8,60 +8,20 @@
 //! stale value forever.
 //!
 //! Unchanged labels are applied again every [`REAPPLY_INTERVAL`]: a label
-//! someone removed or edited by hand comes back, and an apply that changes
-//! nothing is cheap (the API server writes nothing to etcd).
+//! someone removed or edited by hand comes back.
 
+use super::api::{self, ApiError};
 use super::{Labels, PublishError};
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, Patch, PatchParams};
-use kube::Client;
+use kube::api::PatchParams;
+use kube::{Client, Resource};
 use serde_json::{json, Value};
-use std::future::Future;
-use std::time::Duration;
 
-pub const DEFAULT_FIELD_MANAGER: &str = "gpu-topology-labeler";
-
-/// How long unchanged labels go without being applied again.
-pub const REAPPLY_INTERVAL: SignedDuration = SignedDuration::from_mins(10);
-
-/// Whether labels last applied at `last_applied` are due to be applied again.
-pub fn reapply_due(last_applied: Option<Timestamp>, now: Timestamp) -> bool {
-    last_applied.is_none_or(|applied| {
-        applied
-            .checked_add(REAPPLY_INTERVAL)
-            .map_or(true, |due| now >= due)
-    })
-}
-
-/// Bounded exponential backoff while the API server is unavailable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Total attempts, including the first.
-    pub attempts: u32,
-    pub initial_backoff: Duration,
-    pub max_backoff: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        Self {
-            attempts: 8,
-            initial_backoff: Duration::from_millis(500),
-            max_backoff: Duration::from_secs(30),
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// The pause after failed attempt `attempt` (1-based): doubling, capped.
-    pub fn backoff(&self, attempt: u32) -> Duration {
-        let factor = 2u32.saturating_pow(attempt.saturating_sub(1));
-        self.initial_backoff
-            .saturating_mul(factor)
-            .min(self.max_backoff)
-    }
-}
+// The retry code and the field manager moved to `retry` and `api`, shared with
+// the nodefeature sink; the summarizer still imports them from here.
+pub use super::api::{reapply_due, DEFAULT_FIELD_MANAGER, REAPPLY_INTERVAL};
+pub use super::retry::{is_retryable, with_retries, Exhausted, RetryPolicy};
 
 /// The apply body: a minimal Node carrying only our labels.
 pub fn apply_body(node: &str, labels: &Labels) -> Value {
@@ -72,60 +32,26 @@ pub fn apply_body(node: &str, labels: &Labels) -> Value {
     })
 }
 
-/// 5xx (and 429) answers and transport failures (connection refused, reset,
-/// timeout) are worth retrying; other answers (403, 404, 422) will not change.
-pub fn is_retryable(error: &kube::Error) -> bool {
-    match error {
-        kube::Error::Api(status) => status.code >= 500 || status.code == 429,
-        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
-        _ => false,
-    }
-}
-
-/// The last error of a call that [`with_retries`] gave up on.
-#[derive(Debug)]
-pub struct Exhausted {
-    pub error: kube::Error,
-    /// Attempts made, including the failed one.
-    pub attempts: u32,
-}
-
-/// Runs `call` until it succeeds, fails with an error that retrying will not
-/// change ([`is_retryable`]), or `retry.attempts` attempts are spent, pausing
-/// [`RetryPolicy::backoff`] between attempts. `what` names the call in the logs.
-pub async fn with_retries<T, F, Fut>(
-    retry: &RetryPolicy,
-    what: &str,
-    mut call: F,
-) -> Result<T, Exhausted>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, kube::Error>>,
-{
-    let mut attempt = 1;
-    loop {
-        match call().await {
-            Ok(value) => return Ok(value),
-            Err(error) if attempt < retry.attempts && is_retryable(&error) => {
-                let pause = retry.backoff(attempt);
-                tracing::warn!(%error, attempt, ?pause, "{what}: API server unavailable, retrying");
-                tokio::time::sleep(pause).await;
-                attempt += 1;
-            }
-            Err(error) => {
-                return Err(Exhausted {
-                    error,
-                    attempts: attempt,
-                })
-            }
-        }
+/// What to do about a failed apply of `node`'s labels, appended to its error
+/// ("" when the error says it all).
+pub fn hint(error: &ApiError, node: &str) -> String {
+    match error.refused_code() {
+        // An apply to a Node that does not exist would create it, which
+        // `patch` alone does not allow: the name is wrong, not the Role.
+        Some(403) if error.refused_message().contains("cannot create resource") => format!(
+            "; there is no Node {node:?}: --node-name (NODE_NAME) must be the pod's spec.nodeName"
+        ),
+        Some(403) => "; the service account needs `patch` on nodes (ClusterRole rule: \
+                      apiGroups [\"\"], resources [nodes], verbs [patch])"
+            .to_owned(),
+        _ => String::new(),
     }
 }
 
 /// Server-side applies labels to one Node.
 #[derive(Clone)]
 pub struct KubernetesSink {
-    api: Api<Node>,
+    client: Client,
     node: String,
     params: PatchParams,
     retry: RetryPolicy,
@@ -134,9 +60,11 @@ pub struct KubernetesSink {
 }
 
 impl KubernetesSink {
+    /// `client` should come from [`api::client`] (or [`api::configure`]): with
+    /// kube's own retries on, `retry` would not be the whole story.
     pub fn new(client: Client, node: String, field_manager: &str, retry: RetryPolicy) -> Self {
         Self {
-            api: Api::all(client),
+            client,
             node,
             params: PatchParams::apply(field_manager).force(),
             retry,
@@ -151,14 +79,15 @@ impl KubernetesSink {
 
     pub async fn publish(&mut self, labels: &Labels, now: Timestamp) -> Result<(), PublishError> {
         let body = apply_body(&self.node, labels);
-        let patch = Patch::Apply(&body);
+        let nodes = Node::url_path(&(), None);
         with_retries(&self.retry, "apply node labels", || {
-            self.api.patch(&self.node, &self.params, &patch)
+            api::apply(&self.client, &nodes, &self.node, &self.params, &body)
         })
         .await
         .map_err(|failed| PublishError::Kubernetes {
             node: self.node.clone(),
             attempts: failed.attempts,
+            hint: hint(&failed.error, &self.node),
             source: Box::new(failed.error),
         })?;
         self.last_applied = Some(now);
@@ -172,29 +101,23 @@ mod tests {
     use rstest::rstest;
 
     #[rstest]
-    #[case::first(1, 500)]
-    #[case::second(2, 1000)]
-    #[case::capped(10, 30_000)]
-    #[case::huge(u32::MAX, 30_000)]
-    fn backoff_doubles_up_to_the_cap(#[case] attempt: u32, #[case] millis: u64) {
-        assert_eq!(
-            RetryPolicy::default().backoff(attempt),
-            Duration::from_millis(millis)
-        );
+    #[case::forbidden(
+        "nodes \"gpu-node-1\" is forbidden: User \"system:serviceaccount:kube-system:gpu-topology-labeler\" cannot patch resource \"nodes\"",
+        "verbs [patch]"
+    )]
+    #[case::no_such_node(
+        "nodes \"gpu-node-9\" is forbidden: User \"system:serviceaccount:kube-system:gpu-topology-labeler\" cannot create resource \"nodes\"",
+        "there is no Node \"gpu-node-9\""
+    )]
+    fn forbidden_applies_say_what_to_do(#[case] message: &str, #[case] expected: &str) {
+        let error = api::refusal(403, message.as_bytes(), None);
+        let hint = hint(&error, "gpu-node-9");
+        assert!(hint.starts_with("; ") && hint.contains(expected), "{hint}");
     }
 
-    #[rstest]
-    #[case::never_applied(None, "2025-03-01T12:00:00Z", true)]
-    #[case::just_applied(Some("2025-03-01T12:00:00Z"), "2025-03-01T12:01:00Z", false)]
-    #[case::one_second_early(Some("2025-03-01T12:00:00Z"), "2025-03-01T12:09:59Z", false)]
-    #[case::ten_minutes_later(Some("2025-03-01T12:00:00Z"), "2025-03-01T12:10:00Z", true)]
-    #[case::at_the_end_of_time(Some("9999-12-30T21:55:00Z"), "9999-12-30T21:56:00Z", true)]
-    fn unchanged_labels_are_applied_again_every_ten_minutes(
-        #[case] last_applied: Option<&str>,
-        #[case] now: &str,
-        #[case] due: bool,
-    ) {
-        let at = |text: &str| text.parse::<Timestamp>().unwrap();
-        assert_eq!(reapply_due(last_applied.map(at), at(now)), due);
+    #[test]
+    fn other_failures_need_no_hint() {
+        assert_eq!(hint(&api::refusal(422, b"invalid", None), "n"), "");
+        assert_eq!(hint(&api::refusal(503, b"unavailable", None), "n"), "");
     }
 }
