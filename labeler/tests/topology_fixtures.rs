@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{labels, topology_fixture, topology_fixtures, ROCM_SMI_FIXTURE};
+use common::{labels_with_shape, topology_fixture, topology_fixtures, ROCM_SMI_FIXTURE};
 use gpu_topology_labeler::model::{Groups, NumaReading, ToolReport};
 use gpu_topology_labeler::parse::nvidia_smi::{self, NvlinkView};
 use gpu_topology_labeler::parse::rocm_smi;
@@ -165,7 +165,7 @@ fn nvidia_smi_fixture_matches_ground_truth(
         expected_per_numa.as_ref(),
         "gpus-per-numa-max"
     );
-    assert_eq!(labels, common::labels(expected_labels));
+    assert_eq!(labels, common::labels_with_shape(expected_labels));
 }
 
 #[test]
@@ -221,7 +221,7 @@ fn amd_rocm_smi_fixture_matches_its_sources_entry() {
     );
     assert_eq!(
         labels_of(report),
-        labels(&[
+        labels_with_shape(&[
             ("gpus", "4"),
             ("gpus-per-numa-max", "1"),
             ("interconnect", "xgmi"),

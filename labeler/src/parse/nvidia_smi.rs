@@ -60,6 +60,7 @@ impl NvidiaSmiTopology {
             gpus: self.gpus,
             links,
             nvswitch: false,
+            from_earlier_run: false,
         }
     }
 }
