@@ -280,17 +280,6 @@ fn the_daemon_publishes_then_exits_cleanly_on_sigterm() {
         wait_for(&dir.join("gpu-topology"), Duration::from_secs(10)),
         "no feature file written"
     );
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let output = child.wait_with_output().unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = common::terminate(child);
     assert!(String::from_utf8_lossy(&output.stderr).contains("stopping on signal"));
 }

@@ -71,9 +71,14 @@ impl Version {
         })
     }
 
-    /// True when the file changed less than `SETTLE_TIME` before `now`, or
-    /// "after" it (the clock was set back): then only waiting tells.
-    fn is_recent(&self, now: SystemTime) -> bool {
+    /// True when only waiting tells whether the file is being written: it is
+    /// empty (a writer that truncates it in place may not update its times,
+    /// as ext4 was seen not to on `O_TRUNC`), or it changed less than
+    /// `SETTLE_TIME` before `now`, or "after" it (the clock was set back).
+    fn may_be_in_writing(&self, now: SystemTime) -> bool {
+        if self.size == 0 {
+            return true;
+        }
         let Ok(now) = now.duration_since(SystemTime::UNIX_EPOCH) else {
             return true;
         };
@@ -85,14 +90,14 @@ impl Version {
 
 /// Reads a text file only once it has settled: its version is the same
 /// before and after the read (no rename over it, no write into it during the
-/// read) and, when it changed within `SETTLE_TIME`, also after waiting that
-/// long. A writer that pauses longer than that in the middle of rewriting a
+/// read) and, when it is empty or changed within `SETTLE_TIME`, also after
+/// waiting that long. A writer that pauses longer than that in the middle of rewriting a
 /// file in place is not caught; one that renames a finished file over it
 /// (the safe way) always is.
 pub async fn read_settled(path: &Path) -> Result<String, SourceError> {
     for _ in 0..READ_ATTEMPTS {
         let before = Version::of(path)?;
-        if before.is_recent(SystemTime::now()) {
+        if before.may_be_in_writing(SystemTime::now()) {
             tokio::time::sleep(SETTLE_TIME).await;
             if Version::of(path)? != before {
                 continue;

@@ -8,6 +8,7 @@ use gpu_topology_labeler::model::ToolReport;
 use gpu_topology_labeler::reconcile::{reconcile, Inputs};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
 
 /// The acceptance fixtures: real topology dumps kept in the repository, with
 /// their provenance in `SOURCES.md` and the true topology in `ground_truth.json`.
@@ -111,7 +112,8 @@ pub fn scratch_copy(relative: &str, name: &str) -> PathBuf {
     copy
 }
 
-fn copy_tree(from: &Path, to: &Path) {
+/// Copies the directory tree `from` to `to`.
+pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
@@ -122,4 +124,26 @@ fn copy_tree(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), target).unwrap();
         }
     }
+}
+
+/// Sends the signal `name` (`TERM`, `KILL`) to `child`.
+pub fn signal(child: &Child, name: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Stops `child` with SIGTERM; it must exit cleanly (code 0). Returns its output.
+pub fn terminate(child: Child) -> Output {
+    signal(&child, "TERM");
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
 }
