@@ -12,6 +12,7 @@ use gpu_topology_labeler::sources::kubelet::read_kubelet;
 use gpu_topology_labeler::sources::sysfs::read_sysfs;
 use rstest::rstest;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 const AUTO: VendorChoice = VendorChoice::Auto;
 const NVIDIA: VendorChoice = VendorChoice::Only(Vendor::Nvidia);
@@ -374,6 +375,179 @@ fn more_than_sixty_four_gpus_leave_link_labels_out_and_say_why() {
             .warnings
             .iter()
             .any(|w| w.contains("72 GPUs are more than the 64")),
+        "{:?}",
+        outcome.warnings
+    );
+}
+
+const SMT_TREE: &str = "sysfs/smt-gpu-less-and-memory-only-nodes";
+
+fn write(tree: &Path, relative: &str, text: &str) {
+    std::fs::write(tree.join(relative), text).unwrap();
+}
+
+/// The SMT tree changed one way: the labels that still stand, those left
+/// out, and the warning that says why.
+#[rstest]
+#[case::a_node_being_removed(
+    |tree: &Path| write(tree, "devices/system/node/online", "0-1\n"),
+    &[("threads-per-core", "2")], &["numa-cpus", "numa-gpus"], "lists {0, 1} online"
+)]
+// CPU 15 offline: node 1 has 7 CPUs, and CPU 7's core one thread.
+#[case::an_offline_cpu(
+    |tree: &Path| {
+        write(tree, "devices/system/cpu/online", "0-14\n");
+        write(tree, "devices/system/cpu/cpu7/topology/thread_siblings_list", "7\n");
+    },
+    &[("numa-cpus", "8.7.0"), ("numa-gpus", "2.0.0")], &["threads-per-core"], "same number of threads"
+)]
+#[case::no_cpu_topology(
+    |tree: &Path| {
+        for cpu in 0..16 {
+            std::fs::remove_dir_all(tree.join(format!("devices/system/cpu/cpu{cpu}"))).unwrap();
+        }
+    },
+    &[("numa-cpus", "8.8.0"), ("numa-gpus", "2.0.0")], &["threads-per-core"], "no topology/ directories"
+)]
+#[case::no_online_cpu_list(
+    |tree: &Path| std::fs::remove_file(tree.join("devices/system/cpu/online")).unwrap(),
+    &[("numa-gpus", "2.0.0")], &["numa-cpus", "threads-per-core"], "no devices/system/cpu/online"
+)]
+fn changed_trees_leave_out_what_they_no_longer_establish(
+    #[case] change: fn(&Path),
+    #[case] standing: &[(&str, &str)],
+    #[case] left_out: &[&str],
+    #[case] warning: &str,
+) {
+    let tree = common::scratch_copy(SMT_TREE, &format!("sysfs-changed-{}", left_out.join("-")));
+    change(&tree);
+    let outcome = reconcile(&Inputs {
+        sysfs: Some(read_sysfs(&tree).unwrap()),
+        ..Inputs::default()
+    });
+    let labels = labels_of(&outcome);
+    for (key, value) in standing {
+        assert_eq!(
+            labels
+                .get(&format!("gpu-topology.io/{key}"))
+                .map(String::as_str),
+            Some(*value),
+            "{labels:?}"
+        );
+    }
+    for key in left_out {
+        assert!(
+            !labels.contains_key(&format!("gpu-topology.io/{key}")),
+            "{key}: {labels:?}"
+        );
+    }
+    assert!(
+        outcome.warnings.iter().any(|w| w.contains(warning)),
+        "{:?}",
+        outcome.warnings
+    );
+}
+
+/// A tree with the topology of some online CPUs only is half-read: an error.
+#[test]
+fn a_half_present_cpu_topology_is_an_error_naming_it() {
+    let tree = common::scratch_copy(SMT_TREE, "sysfs-half-topology");
+    std::fs::remove_dir_all(tree.join("devices/system/cpu/cpu3/topology")).unwrap();
+    let error = read_sysfs(&tree).unwrap_err();
+    assert!(
+        error.message.contains("15 of the 16 online CPUs"),
+        "{error}"
+    );
+    let tree = common::scratch_copy(SMT_TREE, "sysfs-bad-hugepages");
+    write(
+        &tree,
+        "devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages",
+        "many\n",
+    );
+    let error = read_sysfs(&tree).unwrap_err();
+    assert!(error.origin.ends_with("nr_hugepages"), "{error}");
+}
+
+/// Kubelet configs the kubelet would refuse to start with, or whose
+/// reservation the labeler does not reproduce, on the SMT tree: the facts
+/// they decide are left out with the reason; the others stand.
+#[rstest]
+#[case::reserved_cpu_not_online(
+    "cpuManagerPolicy: static\nreservedSystemCPUs: \"0,99\"\n",
+    &["numa-reserved-cpus"], "[99]"
+)]
+#[case::static_cpu_manager_without_reservation(
+    "cpuManagerPolicy: static\n",
+    &["numa-reserved-cpus"], "does not start without reserved CPUs"
+)]
+#[case::a_reservation_larger_than_the_machine(
+    "cpuManagerPolicy: static\nkubeReserved:\n  cpu: \"17\"\n",
+    &["numa-reserved-cpus"], "cannot reserve 17 CPUs"
+)]
+#[case::spread_over_cores_is_not_reproduced(
+    "cpuManagerPolicy: static\nkubeReserved:\n  cpu: \"2\"\ncpuManagerPolicyOptions:\n  distribute-cpus-across-cores: \"true\"\n",
+    &["numa-reserved-cpus"], "does not reproduce"
+)]
+#[case::an_option_not_modelled(
+    "cpuManagerPolicy: static\nkubeReserved:\n  cpu: \"2\"\ncpuManagerPolicyOptions:\n  some-new-option: \"true\"\n",
+    &["cpu-manager-full-pcpus-only", "cpu-manager-distribute-cpus-across-numa", "cpu-manager-align-by-socket", "numa-reserved-cpus"],
+    "some-new-option"
+)]
+#[case::static_memory_manager_without_reservation(
+    "memoryManagerPolicy: Static\n",
+    &["numa-memory-mib", "numa-hugepages-2mi", "numa-hugepages-1gi"], "does not start without reservedMemory"
+)]
+#[case::reservation_on_a_node_the_machine_lacks(
+    "memoryManagerPolicy: Static\nreservedMemory:\n  - numaNode: 5\n    limits:\n      memory: 1Gi\n",
+    &["numa-memory-mib", "numa-hugepages-2mi", "numa-hugepages-1gi"], "NUMA node 5"
+)]
+#[case::reserving_more_hugepages_than_there_are(
+    "memoryManagerPolicy: Static\nreservedMemory:\n  - numaNode: 0\n    limits:\n      memory: 1Gi\n      hugepages-1Gi: 5Gi\n",
+    &["numa-memory-mib", "numa-hugepages-2mi", "numa-hugepages-1gi"], "fewer hugepages-1Gi"
+)]
+#[tokio::test]
+async fn refused_or_unmodelled_kubelet_settings_leave_their_facts_out(
+    #[case] config: &str,
+    #[case] left_out: &[&str],
+    #[case] warning: &str,
+) {
+    let dir = common::scratch_dir(&format!(
+        "kubelet-refused-{}",
+        warning.replace(['/', ' ', '[', ']'], "-")
+    ));
+    let path = dir.join("config.yaml");
+    std::fs::write(
+        &path,
+        format!("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n{config}"),
+    )
+    .unwrap();
+    let outcome = reconcile(&Inputs {
+        sysfs: Some(read_sysfs(&local_fixture(SMT_TREE)).unwrap()),
+        kubelet: Some(read_kubelet(&path, None).await.unwrap()),
+        ..Inputs::default()
+    });
+    let labels = labels_of(&outcome);
+    for key in left_out {
+        assert!(
+            !labels.contains_key(&format!("gpu-topology.io/{key}")),
+            "{key}: {labels:?}"
+        );
+    }
+    // The facts that do not depend on the refused setting stand.
+    for key in [
+        "numa-gpus",
+        "numa-cpus",
+        "threads-per-core",
+        "cpu-manager-policy",
+        "shape",
+    ] {
+        assert!(
+            labels.contains_key(&format!("gpu-topology.io/{key}")),
+            "{key}: {labels:?}"
+        );
+    }
+    assert!(
+        outcome.warnings.iter().any(|w| w.contains(warning)),
         "{:?}",
         outcome.warnings
     );
