@@ -37,6 +37,23 @@ fn labels_of(outcome: &Outcome) -> BTreeMap<String, String> {
     outcome.topology.to_labels(&LabelPrefix::default())
 }
 
+/// The labels of `outcome` leave out every one of `keys`, and a warning
+/// contains `warning`.
+fn assert_left_out(outcome: &Outcome, keys: &[&str], warning: &str) {
+    let labels = labels_of(outcome);
+    for key in keys {
+        assert!(
+            !labels.contains_key(&format!("gpu-topology.io/{key}")),
+            "{key}: {labels:?}"
+        );
+    }
+    assert!(
+        outcome.warnings.iter().any(|w| w.contains(warning)),
+        "{:?}",
+        outcome.warnings
+    );
+}
+
 // These trees have no CPU topology directories (no threads-per-core) and
 // no hugepages; without a kubelet config no memory or reserved-CPU fact.
 #[rstest]
@@ -280,17 +297,10 @@ fn a_tool_seeing_more_gpus_than_sysfs_leaves_gpu_labels_out(
         vec![nvidia_smi_report("h100-sxm-8gpu-2numa.txt")],
         vendor,
     );
-    let labels = labels_of(&outcome);
-    for key in ["gpus", "gpus-per-numa-max", "numa-gpus", "numa-nodes"] {
-        assert!(
-            !labels.contains_key(&format!("gpu-topology.io/{key}")),
-            "{key}: {labels:?}"
-        );
-    }
-    assert!(
-        outcome.warnings.iter().any(|w| w.contains(warning)),
-        "{:?}",
-        outcome.warnings
+    assert_left_out(
+        &outcome,
+        &["gpus", "gpus-per-numa-max", "numa-gpus", "numa-nodes"],
+        warning,
     );
 }
 
@@ -435,17 +445,7 @@ fn changed_trees_leave_out_what_they_no_longer_establish(
             "{labels:?}"
         );
     }
-    for key in left_out {
-        assert!(
-            !labels.contains_key(&format!("gpu-topology.io/{key}")),
-            "{key}: {labels:?}"
-        );
-    }
-    assert!(
-        outcome.warnings.iter().any(|w| w.contains(warning)),
-        "{:?}",
-        outcome.warnings
-    );
+    assert_left_out(&outcome, left_out, warning);
 }
 
 /// A tree with the topology of some online CPUs only is half-read: an error.
