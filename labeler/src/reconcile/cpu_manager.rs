@@ -406,6 +406,12 @@ fn hand_out(
     Some(order)
 }
 
+/// Most NUMA nodes (with CPUs) over which the distributed placement is
+/// reproduced: it tries every combination of nodes and of remainder nodes,
+/// which grows as 2^n (the kubelet's Topology Manager refuses more than 8
+/// nodes unless `max-allowable-numa-nodes` says otherwise).
+const MAX_DISTRIBUTED_NUMA_NODES: usize = 16;
+
 /// `takeByTopologyNUMADistributed` (KEP-2902): `count` CPUs of `available`
 /// spread evenly over the fewest NUMA nodes that can hold them, in groups of
 /// `group` CPUs; the remainder goes where it leaves the free CPUs most even.
@@ -429,6 +435,12 @@ pub fn take_distributed(
         ));
     }
     let numas = acc.sort_available(Level::Numa);
+    if numas.len() > MAX_DISTRIBUTED_NUMA_NODES {
+        return Err(format!(
+            "{} NUMA nodes hold CPUs: the labeler reproduces the distributed placement over at most {MAX_DISTRIBUTED_NUMA_NODES}",
+            numas.len()
+        ));
+    }
     let free_in = |acc: &Accumulator, numa: u64| acc.free_in(Level::Numa, numa);
     // rangeNUMANodesNeededToSatisfy
     let all_numas = topology.num_numa_nodes().max(1);
@@ -674,6 +686,17 @@ mod tests {
         assert_eq!(per_numa(&topology, &packed), vec![2, 0]);
         let distributed = take_distributed(&topology, &topology.cpus(), 2, 1).unwrap();
         assert_eq!(per_numa(&topology, &distributed), vec![0, 2]);
+    }
+
+    #[test]
+    fn distributing_over_more_nodes_than_reproduced_is_an_error() {
+        let topology = topology(1, 17, 1, 1);
+        let error = take_distributed(&topology, &topology.cpus(), 2, 1).unwrap_err();
+        assert!(error.contains("17 NUMA nodes"), "{error}");
+        assert_eq!(
+            take_packed(&topology, &topology.cpus(), 2).map(|cpus| cpus.len()),
+            Ok(2)
+        );
     }
 
     #[test]
