@@ -92,7 +92,10 @@ impl ToolMemory {
     fn stand_in(&self, tool: &str, error: &str, now: Instant) -> (Option<ToolReport>, String) {
         match self.recall(tool, now) {
             Some((report, age)) => (
-                Some(report.clone()),
+                Some(ToolReport {
+                    from_earlier_run: true,
+                    ..report.clone()
+                }),
                 format!(
                     "{error}: using its last good report, {}s old",
                     age.as_secs()
@@ -192,18 +195,19 @@ pub async fn discover(
             discovery.inputs.tools.push(report);
         }
     }
+    let drop_ins = options.kubelet_drop_ins.as_deref();
     discovery.inputs.kubelet = match &options.kubelet {
         PathSource::Disabled => None,
-        PathSource::Explicit(path) => {
-            Some(read_kubelet(path, options.kubelet_drop_ins.as_deref())?)
-        }
-        PathSource::Default(path) => read_kubelet(path, options.kubelet_drop_ins.as_deref())
-            .map_err(|e| {
+        PathSource::Explicit(path) => Some(read_kubelet(path, drop_ins).await?),
+        PathSource::Default(path) => match read_kubelet(path, drop_ins).await {
+            Ok(settings) => Some(settings),
+            Err(e) => {
                 discovery.warnings.push(format!(
                     "kubelet config not read ({e}): kubelet labels are left out"
-                ))
-            })
-            .ok(),
+                ));
+                None
+            }
+        },
     };
     Ok(discovery)
 }

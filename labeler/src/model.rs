@@ -1,8 +1,10 @@
 //! The labeler's picture of a node: GPUs, how each pair is connected, and the
-//! group sizes and interconnect the labels are derived from. Pure data, no I/O.
+//! group sizes and interconnect the labels are derived from; NUMA nodes with
+//! their CPUs, memory and hugepages. Pure data, no I/O.
 
 use crate::cliques::Graph;
 use gpu_topology::Interconnect;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// GPU vendors, recognised in sysfs by PCI vendor id.
@@ -384,6 +386,9 @@ pub struct ToolReport {
     pub links: Links,
     /// The tool saw an NVSwitch (NVML only).
     pub nvswitch: bool,
+    /// The report is a live tool's last good one, standing in for a run that
+    /// failed: it may predate a change of the machine (a GPU lost).
+    pub from_earlier_run: bool,
 }
 
 /// One GPU found in sysfs.
@@ -398,18 +403,51 @@ pub struct PciGpu {
     pub numa: Option<u32>,
 }
 
-/// CPUs and memory of one NUMA node, from sysfs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// CPU (or NUMA node) ids, sorted.
+pub type IdSet = BTreeSet<u32>;
+
+/// CPUs, memory and hugepages of one NUMA node, from sysfs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct NumaNode {
-    pub cpus: u32,
+    /// The CPUs of its `cpulist`.
+    pub cpus: IdSet,
+    /// `MemTotal` of its `meminfo`.
     pub memory_kib: u64,
+    /// Preallocated hugepages (`nr_hugepages`) by page size in KiB: every
+    /// size its `hugepages/` directory lists, none without one.
+    pub hugepages: BTreeMap<u64, u64>,
 }
 
-/// What sysfs shows: GPUs (sorted by PCI address) and NUMA nodes by id.
+/// Where one online CPU sits, from its `topology/` attributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuPlace {
+    /// `core_id`: unique within a package only.
+    pub core_id: u64,
+    /// `physical_package_id`: the socket.
+    pub package: u64,
+    /// How many CPUs its `thread_siblings_list` names, itself included.
+    pub siblings: usize,
+}
+
+/// The CPUs the kernel has online (`devices/system/cpu/online`) and, when the
+/// tree has their `topology/` directories, where each sits.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CpuView {
+    pub online: IdSet,
+    pub places: Option<BTreeMap<u32, CpuPlace>>,
+}
+
+/// What sysfs shows: GPUs (sorted by PCI address), NUMA nodes by id, CPUs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SysfsView {
     pub gpus: Vec<PciGpu>,
-    pub numa_nodes: std::collections::BTreeMap<u32, NumaNode>,
+    /// Every `devices/system/node/node<N>` directory: the NUMA nodes the
+    /// kubelet's cAdvisor lists (`GetNodesInfo` globs the directories).
+    pub numa_nodes: BTreeMap<u32, NumaNode>,
+    /// `devices/system/node/online`, when the tree has it.
+    pub online_numa_nodes: Option<IdSet>,
+    /// `devices/system/cpu`, when the tree has its `online` list.
+    pub cpus: Option<CpuView>,
 }
 
 #[cfg(test)]

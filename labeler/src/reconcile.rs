@@ -10,6 +10,10 @@
 //! - Links: NVML, then nvidia-smi or rocm-smi. Each label is published only when
 //!   every source that can tell agrees on its value.
 //!
+//! - The kubelet model's facts (per NUMA node GPUs, CPUs, reserved CPUs,
+//!   memory and hugepages; SMT; the managers' policies and options): see
+//!   [`facts`].
+//!
 //! Whatever cannot be known is left out, with a warning saying why.
 
 use crate::cliques::MAX_VERTICES;
@@ -17,6 +21,9 @@ use crate::model::{PciGpu, SysfsView, ToolReport, Vendor};
 use crate::parse::kubelet::KubeletSettings;
 use gpu_topology::{Interconnect, LabelKey, NodeTopology};
 use std::collections::{BTreeMap, BTreeSet};
+
+mod cpu_manager;
+mod facts;
 
 /// Which GPUs the labels describe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -57,24 +64,34 @@ pub struct Summary {
     pub links: Option<ToolReport>,
 }
 
-/// Reconciles `inputs` into labels, summary and warnings.
+/// Reconciles `inputs` into labels, summary and warnings. The node's shape
+/// is set last, from the facts established ([`facts`]).
 pub fn reconcile(inputs: &Inputs) -> Outcome {
     let mut outcome = Outcome::default();
-    if let Some(kubelet) = inputs.kubelet {
+    if let Some(kubelet) = &inputs.kubelet {
         outcome.topology.topology_manager_policy = Some(kubelet.topology_manager_policy);
         outcome.topology.topology_manager_scope = Some(kubelet.topology_manager_scope);
         outcome.topology.cpu_manager_policy = Some(kubelet.cpu_manager_policy);
     }
+    let gpus_per_node = gpu_labels(inputs, &mut outcome);
+    facts::node_facts(inputs, gpus_per_node.as_ref(), &mut outcome);
+    facts::set_shape(&mut outcome.topology);
+    outcome
+}
+
+/// The GPU labels. Returns the GPUs per NUMA node when their placement is
+/// known (empty when the node has no GPU), for `numa-gpus`.
+fn gpu_labels(inputs: &Inputs, outcome: &mut Outcome) -> Option<BTreeMap<u32, u32>> {
     let vendor = match select_vendor(inputs) {
         Ok(Some(vendor)) => vendor,
         Ok(None) => {
             // sysfs shows no GPU of any vendor: a truthful zero.
             outcome.topology.gpus = Some(0);
-            return outcome;
+            return Some(BTreeMap::new());
         }
         Err(warning) => {
             outcome.warnings.push(warning);
-            return outcome;
+            return None;
         }
     };
     outcome.summary.vendor = Some(vendor);
@@ -90,24 +107,25 @@ pub fn reconcile(inputs: &Inputs) -> Outcome {
         .iter()
         .filter(|t| t.tool.vendor() == vendor)
         .collect();
-    let Some((count, tools)) = gpu_count(sysfs_gpus.as_deref(), &candidates, &mut outcome.warnings)
-    else {
-        return outcome;
-    };
+    let (count, tools) = gpu_count(sysfs_gpus.as_deref(), &candidates, &mut outcome.warnings)?;
     outcome.summary.sysfs_gpus = sysfs_gpus.clone().unwrap_or_default();
     outcome.summary.links = tools.first().map(|t| (*t).clone());
     outcome.topology.gpus = u32::try_from(count).ok();
     if count == 0 {
-        return outcome;
+        return Some(BTreeMap::new());
     }
     place_numa(
         inputs.sysfs.as_ref(),
         sysfs_gpus.as_deref(),
         &tools,
-        &mut outcome,
+        outcome,
     );
-    derive_links(count, &tools, &mut outcome);
+    derive_links(count, &tools, outcome);
     outcome
+        .summary
+        .numa
+        .as_ref()
+        .map(|(_, placement)| placement.clone())
 }
 
 fn select_vendor(inputs: &Inputs) -> Result<Option<Vendor>, String> {
@@ -151,6 +169,29 @@ fn gpu_count<'a>(
     tools: &[&'a ToolReport],
     warnings: &mut Vec<String>,
 ) -> Option<(usize, Vec<&'a ToolReport>)> {
+    // A report from an earlier run (standing in for a failed one) that no
+    // longer matches sysfs predates a change of the machine, such as a GPU
+    // that fell off the bus: it is stale, not evidence that sysfs misses GPUs.
+    let tools: Vec<&ToolReport> = match sysfs_gpus {
+        Some(gpus) => tools
+            .iter()
+            .filter(|t| {
+                let stale = t.from_earlier_run && t.gpus.len() != gpus.len();
+                if stale {
+                    warnings.push(format!(
+                        "{}'s last good report lists {} GPUs but sysfs now shows {}: it is not used",
+                        t.tool,
+                        t.gpus.len(),
+                        gpus.len()
+                    ));
+                }
+                !stale
+            })
+            .copied()
+            .collect(),
+        None => tools.to_vec(),
+    };
+    let tools = tools.as_slice();
     let count = match sysfs_gpus {
         Some(gpus) => gpus.len(),
         None => {
@@ -281,7 +322,11 @@ fn node_resources(view: &SysfsView, placement: &BTreeMap<u32, u32>, outcome: &mu
         ));
         return;
     };
-    outcome.topology.cpus_per_numa = nodes.iter().map(|n| n.cpus).min();
+    outcome.topology.cpus_per_numa = nodes
+        .iter()
+        .map(|n| n.cpus.len())
+        .min()
+        .and_then(|cpus| u32::try_from(cpus).ok());
     outcome.topology.memory_per_numa_gib = nodes
         .iter()
         .map(|n| n.memory_kib / KIB_PER_GIB)

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{labels, local_fixture, scratch_dir, topology_fixtures};
+use common::{labels_with_shape, local_fixture, scratch_dir, topology_fixtures};
 use rstest::rstest;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -52,13 +52,28 @@ fn once_dry_run_json_prints_exactly_one_object_of_labels() {
         "--kubelet-config",
         &local("kubelet/single-numa-node.yaml"),
     ]);
-    let mut expected = labels(common::DGX_A100_NPS4_LABELS);
-    expected.extend(labels(&[
+    // single-numa-node.yaml: reservedSystemCPUs 0,1 (node 0), the static
+    // Memory Manager reserving 1100 MiB on node 0; the tree has no hugepages.
+    let mut expected = common::DGX_A100_NPS4_LABELS.to_vec();
+    expected.extend([
+        ("cpu-manager-align-by-socket", "false"),
+        ("cpu-manager-distribute-cpus-across-numa", "false"),
+        ("cpu-manager-full-pcpus-only", "false"),
         ("cpu-manager-policy", "static"),
+        ("memory-manager-policy", "static"),
+        ("numa-hugepages-1gi", "0.0.0.0.0.0.0.0"),
+        ("numa-hugepages-2mi", "0.0.0.0.0.0.0.0"),
+        (
+            "numa-memory-mib",
+            "127621.128721.128721.128721.128721.128721.128934.128721",
+        ),
+        ("numa-reserved-cpus", "2.0.0.0.0.0.0.0"),
+        ("topology-manager-max-allowable-numa-nodes", "8"),
         ("topology-manager-policy", "single-numa-node"),
+        ("topology-manager-prefer-closest-numa-nodes", "false"),
         ("topology-manager-scope", "pod"),
-    ]));
-    assert_eq!(printed, expected);
+    ]);
+    assert_eq!(printed, labels_with_shape(&expected));
 }
 
 #[test]
@@ -103,12 +118,19 @@ fn kubelet_drop_ins_override_the_config_file() {
         "--kubelet-config-dir",
         &local("kubelet/drop-ins"),
     ]);
+    // The drop-ins set the policies; every other key takes the kubelet's default.
     let expected = [
+        ("cpu-manager-align-by-socket", "false"),
+        ("cpu-manager-distribute-cpus-across-numa", "false"),
+        ("cpu-manager-full-pcpus-only", "false"),
         ("cpu-manager-policy", "static"),
+        ("memory-manager-policy", "none"),
+        ("topology-manager-max-allowable-numa-nodes", "8"),
         ("topology-manager-policy", "restricted"),
+        ("topology-manager-prefer-closest-numa-nodes", "false"),
         ("topology-manager-scope", "pod"),
     ];
-    assert_eq!(printed, labels(&expected));
+    assert_eq!(printed, labels_with_shape(&expected));
 }
 
 #[rstest]
@@ -163,7 +185,10 @@ fn failures_exit_with_their_code_and_print_no_labels(
 fn missing_default_sources_degrade_to_a_warning() {
     // The default kubelet config path does not exist here: warn, publish the rest.
     let (printed, stderr) = json_labels(&["--sysfs-root", &local("sysfs/no-gpus")]);
-    assert_eq!(printed, labels(&[("gpus", "0")]));
+    assert_eq!(
+        printed,
+        labels_with_shape(&[("gpus", "0"), ("numa-cpus", "32"), ("numa-gpus", "0")])
+    );
     assert!(stderr.contains("kubelet config not read"), "{stderr}");
 }
 
@@ -198,8 +223,11 @@ fn once_with_the_nfd_sink_writes_the_feature_file() {
             "gpu-topology.io/gpus-per-numa-max=1",
             "gpu-topology.io/interconnect=xgmi",
             "gpu-topology.io/memory-per-numa-gib=62",
+            "gpu-topology.io/numa-cpus=32.32.32.32",
+            "gpu-topology.io/numa-gpus=1.1.1.1",
             "gpu-topology.io/numa-nodes=4",
             "gpu-topology.io/nvlink-group-max=4",
+            "gpu-topology.io/shape=67274eb34ea8c718",
         ]
     );
 }
@@ -252,17 +280,6 @@ fn the_daemon_publishes_then_exits_cleanly_on_sigterm() {
         wait_for(&dir.join("gpu-topology"), Duration::from_secs(10)),
         "no feature file written"
     );
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let output = child.wait_with_output().unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = common::terminate(child);
     assert!(String::from_utf8_lossy(&output.stderr).contains("stopping on signal"));
 }

@@ -9,8 +9,9 @@ use common::{scratch_dir, topology_fixtures};
 use gpu_topology_labeler::discover::{
     discover, PathSource, SourceOptions, ToolMemory, ToolSource, REPORT_REUSE_LIMIT,
 };
+use gpu_topology_labeler::model::ToolReport;
 use gpu_topology_labeler::parse::nvidia_smi;
-use gpu_topology_labeler::reconcile::VendorChoice;
+use gpu_topology_labeler::reconcile::{reconcile, VendorChoice};
 use gpu_topology_labeler::sources::command::{CommandOutput, Runner};
 use rstest::rstest;
 use std::path::PathBuf;
@@ -43,6 +44,15 @@ static SCRIPTS: LazyLock<PathBuf> = LazyLock::new(|| {
             ),
         ),
         ("garbage", "echo 'no matrix here'".to_owned()),
+        // Good until the file `lost` appears next to it (a GPU fell off the bus).
+        (
+            "failing-after-loss",
+            format!(
+                "if [ -e '{}' ]; then echo 'Unable to determine the device handle for GPU00000000:3A:00.0: GPU is lost' >&2; exit 15; fi; cat '{}'",
+                dir.join("lost").display(),
+                fixture.display()
+            ),
+        ),
         // Good until the file `broken` appears next to it.
         (
             "flaky",
@@ -222,7 +232,22 @@ async fn a_failed_run_reuses_the_last_good_report() {
         .await
         .unwrap();
     std::fs::remove_file(&broken).unwrap();
-    assert_eq!(failed.inputs.tools, good.inputs.tools);
+    // The same report, marked as an earlier run's.
+    let earlier: Vec<ToolReport> = good
+        .inputs
+        .tools
+        .iter()
+        .map(|report| ToolReport {
+            from_earlier_run: true,
+            ..report.clone()
+        })
+        .collect();
+    assert_eq!(failed.inputs.tools, earlier);
+    assert!(good
+        .inputs
+        .tools
+        .iter()
+        .all(|report| !report.from_earlier_run));
     assert!(
         failed
             .warnings
@@ -278,4 +303,42 @@ fn a_report_stands_in_for_ten_minutes(#[case] age: Duration, #[case] recalled: b
     memory.remember("nvidia-smi", &report, at);
     assert_eq!(memory.recall("nvidia-smi", at + age).is_some(), recalled);
     assert!(memory.recall("rocm-smi", at).is_none());
+}
+
+/// A GPU lost between two rounds: nvidia-smi now fails, and its last good
+/// report (8 GPUs) predates the loss. Standing in, it must not veto what sysfs
+/// shows (7 GPUs), which would drop every GPU label; it is stale, not used.
+#[tokio::test]
+async fn a_stand_in_report_from_before_a_lost_gpu_is_not_used() {
+    let tree = common::scratch_copy("sysfs/two-socket-8gpu", "live-tools-lost-gpu");
+    let program = script("failing-after-loss");
+    let lost = SCRIPTS.join("lost");
+    let _ = std::fs::remove_file(&lost);
+    let options = SourceOptions {
+        sysfs: PathSource::Explicit(tree.clone()),
+        ..live(&program)
+    };
+    let mut memory = ToolMemory::default();
+    let before = reconcile(&discover(&options, &mut memory).await.unwrap().inputs);
+    assert_eq!(before.topology.gpus, Some(8));
+    assert_eq!(before.topology.nvlink_group_max, Some(8));
+
+    std::fs::remove_dir_all(tree.join("bus/pci/devices/0000:3a:00.0")).unwrap();
+    std::fs::write(&lost, "").unwrap();
+    let discovery = discover(&options, &mut memory).await.unwrap();
+    std::fs::remove_file(&lost).unwrap();
+    assert!(discovery.inputs.tools.iter().all(|t| t.from_earlier_run));
+    let after = reconcile(&discovery.inputs);
+    assert_eq!(after.topology.gpus, Some(7));
+    assert_eq!(after.topology.numa_gpus, Some(vec![3, 4]));
+    // No link source covers the 7 GPUs now: the link labels are left out.
+    assert_eq!(after.topology.nvlink_group_max, None);
+    assert!(
+        after
+            .warnings
+            .iter()
+            .any(|w| w.contains("last good report lists 8 GPUs but sysfs now shows 7")),
+        "{:?}",
+        after.warnings
+    );
 }

@@ -5,6 +5,7 @@ mod common;
 
 use common::{nvidia_smi_fixture_names, topology_fixture, ROCM_SMI_FIXTURE};
 use gpu_topology_labeler::model::ToolReport;
+use gpu_topology_labeler::parse::quantity::Quantity;
 use gpu_topology_labeler::parse::{kubelet, nvidia_smi, rocm_smi, sysfs, ParseError};
 use rstest::rstest;
 use std::collections::BTreeMap;
@@ -19,6 +20,22 @@ fn labels_of(report: ToolReport) -> BTreeMap<String, String> {
     common::labels_of_reports(vec![report])
 }
 
+const SHAPE: &str = "gpu-topology.io/shape";
+
+/// `labels` with the shape recomputed from their facts.
+fn shaped(labels: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let facts: Vec<(&str, &str)> = labels
+        .iter()
+        .filter(|(key, _)| *key != SHAPE)
+        .map(|(key, value)| (key.trim_start_matches("gpu-topology.io/"), value.as_str()))
+        .collect();
+    if facts.is_empty() {
+        BTreeMap::new()
+    } else {
+        common::labels_with_shape(&facts)
+    }
+}
+
 /// Every prefix of `text` that ends on a character boundary.
 fn truncations(text: &str) -> impl Iterator<Item = &str> {
     (0..text.len())
@@ -27,7 +44,9 @@ fn truncations(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Labels from a truncated output must be among the full output's labels, with
-/// the same values: leaving a label out is fine, changing one is not.
+/// the same values: leaving a label out is fine, changing one is not. The
+/// shape digests the facts published, so fewer facts have their own shape:
+/// it must be the digest of exactly those.
 fn assert_truncations_publish_no_wrong_label(name: &str, parse: Parser) {
     let text = topology_fixture(name);
     let full = labels_of(parse(&text).unwrap());
@@ -39,7 +58,9 @@ fn assert_truncations_publish_no_wrong_label(name: &str, parse: Parser) {
                 assert!(!error.message.is_empty());
             }
             Ok(report) => {
-                for (key, value) in labels_of(report) {
+                let labels = labels_of(report);
+                assert_eq!(labels, shaped(&labels), "{name} cut at byte {}", cut.len());
+                for (key, value) in labels.into_iter().filter(|(key, _)| key != SHAPE) {
                     assert_eq!(
                         full.get(&key),
                         Some(&value),
@@ -91,7 +112,27 @@ impl Random {
 
 /// Bytes that matter to the parsers, so mutations reach deep code paths.
 const ALPHABET: &[&str] = &[
-    "X", " ", "\t", "\n", "NV", "1", "-", "N/A", "GPU", "SYS", ":", "=", "é", "-1", "0x",
+    "X",
+    " ",
+    "\t",
+    "\n",
+    "NV",
+    "1",
+    "-",
+    "N/A",
+    "GPU",
+    "SYS",
+    ":",
+    "=",
+    "é",
+    "-1",
+    "0x",
+    "Mi",
+    ".",
+    "e",
+    ",",
+    "\u{1b}[4m",
+    "\u{9b}",
 ];
 
 #[rstest]
@@ -140,11 +181,22 @@ fn other_parsers_never_panic_on_garbage() {
         let _ = sysfs::parse_hex_attribute(&garbage);
         let _ = sysfs::parse_numa_node(&garbage);
         let _ = sysfs::parse_meminfo_total_kib(&garbage, 0);
+        let _ = sysfs::parse_id_list(&garbage);
+        let _ = sysfs::parse_hugepages_dir_name(&garbage);
+        let _ = sysfs::parse_decimal_attribute(&garbage, "nr_hugepages");
+        let _ = Quantity::parse(&garbage).map(|q| (q.ceil(), q.as_int64()));
         let _ = kubelet::parse_file(&garbage);
     }
-    let config =
-        std::fs::read_to_string(common::local_fixture("kubelet/single-numa-node.yaml")).unwrap();
-    for cut in truncations(&config) {
-        let _ = kubelet::parse_file(cut).map(|file| kubelet::settings(&[file]));
+    for name in [
+        "single-numa-node.yaml",
+        "static-managers.yaml",
+        "counted-reservation.yaml",
+    ] {
+        let config =
+            std::fs::read_to_string(common::local_fixture(&format!("kubelet/{name}"))).unwrap();
+        for cut in truncations(&config) {
+            let _ = kubelet::parse_file(cut)
+                .map(|file| kubelet::settings(&kubelet::MergedConfig::new(file, [])));
+        }
     }
 }

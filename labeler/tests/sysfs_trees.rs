@@ -3,14 +3,16 @@
 
 mod common;
 
-use common::{labels, local_fixture, topology_fixture, ROCM_SMI_FIXTURE};
+use common::{labels_with_shape, local_fixture, topology_fixture, ROCM_SMI_FIXTURE};
 use gpu_topology::LabelPrefix;
 use gpu_topology_labeler::model::{ToolReport, Vendor};
 use gpu_topology_labeler::parse::{nvidia_smi, rocm_smi};
 use gpu_topology_labeler::reconcile::{reconcile, Inputs, Outcome, VendorChoice};
+use gpu_topology_labeler::sources::kubelet::read_kubelet;
 use gpu_topology_labeler::sources::sysfs::read_sysfs;
 use rstest::rstest;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 const AUTO: VendorChoice = VendorChoice::Auto;
 const NVIDIA: VendorChoice = VendorChoice::Only(Vendor::Nvidia);
@@ -35,33 +37,155 @@ fn labels_of(outcome: &Outcome) -> BTreeMap<String, String> {
     outcome.topology.to_labels(&LabelPrefix::default())
 }
 
+/// The labels of `outcome` leave out every one of `keys`, and a warning
+/// contains `warning`.
+fn assert_left_out(outcome: &Outcome, keys: &[&str], warning: &str) {
+    let labels = labels_of(outcome);
+    for key in keys {
+        assert!(
+            !labels.contains_key(&format!("gpu-topology.io/{key}")),
+            "{key}: {labels:?}"
+        );
+    }
+    assert!(
+        outcome.warnings.iter().any(|w| w.contains(warning)),
+        "{:?}",
+        outcome.warnings
+    );
+}
+
+// These trees have no CPU topology directories (no threads-per-core) and
+// no hugepages; without a kubelet config no memory or reserved-CPU fact.
 #[rstest]
 #[case::two_socket_eight_gpus("two-socket-8gpu", AUTO,
-    &[("cpus-per-numa", "104"), ("gpus", "8"), ("gpus-per-numa-max", "4"), ("memory-per-numa-gib", "1007"), ("numa-nodes", "2")])]
+    &[("cpus-per-numa", "104"), ("gpus", "8"), ("gpus-per-numa-max", "4"), ("memory-per-numa-gib", "1007"), ("numa-cpus", "104.104"), ("numa-gpus", "4.4"), ("numa-nodes", "2")])]
 #[case::nps4_eight_numa_nodes("nps4-8numa", AUTO,
-    &[("cpus-per-numa", "32"), ("gpus", "8"), ("gpus-per-numa-max", "2"), ("memory-per-numa-gib", "125"), ("numa-nodes", "4")])]
-#[case::numa_node_minus_one_on_two_nodes("numa-unknown-two-nodes", AUTO, &[("gpus", "4")])]
+    &[("cpus-per-numa", "32"), ("gpus", "8"), ("gpus-per-numa-max", "2"), ("memory-per-numa-gib", "125"), ("numa-cpus", "32.32.32.32.32.32.32.32"), ("numa-gpus", "0.2.0.2.0.2.0.2"), ("numa-nodes", "4")])]
+// Placement unknown: no per-NUMA GPU count, never a guess.
+#[case::numa_node_minus_one_on_two_nodes("numa-unknown-two-nodes", AUTO, &[("gpus", "4"), ("numa-cpus", "40.40")])]
 // Two GPUs with numa_node -1 on the only NUMA node: they are on it.
 #[case::numa_node_minus_one_on_a_single_node("numa-unknown-single-node", AUTO,
-    &[("cpus-per-numa", "12"), ("gpus", "2"), ("gpus-per-numa-max", "2"), ("memory-per-numa-gib", "31"), ("numa-nodes", "1")])]
-#[case::no_gpus("no-gpus", AUTO, &[("gpus", "0")])]
-#[case::mixed_vendors_need_a_choice("mixed-vendors", AUTO, &[])]
+    &[("cpus-per-numa", "12"), ("gpus", "2"), ("gpus-per-numa-max", "2"), ("memory-per-numa-gib", "31"), ("numa-cpus", "12"), ("numa-gpus", "2"), ("numa-nodes", "1")])]
+#[case::no_gpus("no-gpus", AUTO, &[("gpus", "0"), ("numa-cpus", "32"), ("numa-gpus", "0")])]
+#[case::mixed_vendors_need_a_choice("mixed-vendors", AUTO, &[("numa-cpus", "192.192")])]
 #[case::mixed_vendors_nvidia_chosen("mixed-vendors", NVIDIA,
-    &[("cpus-per-numa", "192"), ("gpus", "4"), ("gpus-per-numa-max", "2"), ("memory-per-numa-gib", "503"), ("numa-nodes", "2")])]
+    &[("cpus-per-numa", "192"), ("gpus", "4"), ("gpus-per-numa-max", "2"), ("memory-per-numa-gib", "503"), ("numa-cpus", "192.192"), ("numa-gpus", "2.2"), ("numa-nodes", "2")])]
 // MI300X functions are processing accelerators (class 0x1200), not display
 // controllers; the SR-IOV virtual function, the AMD CPU's own accelerator
 // function (vendor 0x1022) and the BMC's VGA are not GPUs.
 #[case::amd_mi300x_accelerators_without_virtual_functions("amd-8x-mi300x-sriov", AUTO,
-    &[("cpus-per-numa", "192"), ("gpus", "8"), ("gpus-per-numa-max", "4"), ("memory-per-numa-gib", "1511"), ("numa-nodes", "2")])]
+    &[("cpus-per-numa", "192"), ("gpus", "8"), ("gpus-per-numa-max", "4"), ("memory-per-numa-gib", "1511"), ("numa-cpus", "192.192"), ("numa-gpus", "4.4"), ("numa-nodes", "2")])]
 #[case::amd_one_gpu_per_numa_node("amd-4x-mi210", AUTO,
-    &[("cpus-per-numa", "32"), ("gpus", "4"), ("gpus-per-numa-max", "1"), ("memory-per-numa-gib", "62"), ("numa-nodes", "4")])]
+    &[("cpus-per-numa", "32"), ("gpus", "4"), ("gpus-per-numa-max", "1"), ("memory-per-numa-gib", "62"), ("numa-cpus", "32.32.32.32"), ("numa-gpus", "1.1.1.1"), ("numa-nodes", "4")])]
+// A hybrid CPU (two SMT cores, four single-thread ones): threads-per-core
+// left out, since no one number describes its cores.
+#[case::hybrid_cpu("hybrid-cpu", AUTO,
+    &[("cpus-per-numa", "8"), ("gpus", "1"), ("gpus-per-numa-max", "1"), ("memory-per-numa-gib", "62"), ("numa-cpus", "8"), ("numa-gpus", "1"), ("numa-nodes", "1"), ("nvlink-group-max", "1"), ("pcie-switch-group-max", "1")])]
+// SMT on every core; a GPU-less node and a memory-only node (no CPU, no
+// hugepages directory) are listed with their zeros.
+#[case::smt_with_gpu_less_and_memory_only_nodes("smt-gpu-less-and-memory-only-nodes", AUTO,
+    &[("cpus-per-numa", "8"), ("gpus", "2"), ("gpus-per-numa-max", "2"), ("memory-per-numa-gib", "32"), ("numa-cpus", "8.8.0"), ("numa-gpus", "2.0.0"), ("numa-nodes", "1"), ("threads-per-core", "2")])]
 fn sysfs_alone(
     #[case] tree: &str,
     #[case] vendor: VendorChoice,
     #[case] expected: &[(&str, &str)],
 ) {
     let outcome = outcome(tree, vec![], vendor);
-    assert_eq!(labels_of(&outcome), labels(expected));
+    assert_eq!(labels_of(&outcome), labels_with_shape(expected));
+}
+
+/// The kubelet config's facts on the SMT tree (node 0: CPUs 0-3,8-11, 32 GiB,
+/// 512 2 MiB and 4 1 GiB hugepages; node 1: CPUs 4-7,12-15, 32 GiB, no
+/// hugepages; node 2: 16 GiB, no CPU): byte for byte, as labels.
+#[rstest]
+// reservedSystemCPUs 0,8 (node 0); static Memory Manager reserving on node 0
+// 1 GiB of memory, 200 MiB of 2 MiB pages and 1 GiB of 1 GiB pages, on node 1
+// 512 MiB: node 0 keeps 32768 - 1024 - 4096 - 1024 = 26624 MiB, 412 and 3 pages.
+#[case::static_managers_with_reservations("static-managers.yaml", None, &[
+    ("cpu-manager-align-by-socket", "false"),
+    ("cpu-manager-distribute-cpus-across-numa", "false"),
+    ("cpu-manager-full-pcpus-only", "true"),
+    ("cpu-manager-policy", "static"),
+    ("memory-manager-policy", "static"),
+    ("numa-hugepages-1gi", "3.0.0"),
+    ("numa-hugepages-2mi", "412.0.0"),
+    ("numa-memory-mib", "26624.32256.16384"),
+    ("numa-reserved-cpus", "2.0.0"),
+    ("topology-manager-max-allowable-numa-nodes", "8"),
+    ("topology-manager-policy", "single-numa-node"),
+    ("topology-manager-prefer-closest-numa-nodes", "true"),
+    ("topology-manager-scope", "pod"),
+])]
+// ceil(1500m + 1) = 3 CPUs taken by topology: core 0 (CPUs 0, 8), then CPU 1,
+// all on node 0. The Memory Manager is not static: nothing reserved, only
+// the hugepages are taken out of the memory.
+#[case::counted_cpu_reservation("counted-reservation.yaml", None, &[
+    ("cpu-manager-align-by-socket", "false"),
+    ("cpu-manager-distribute-cpus-across-numa", "false"),
+    ("cpu-manager-full-pcpus-only", "false"),
+    ("cpu-manager-policy", "static"),
+    ("memory-manager-policy", "none"),
+    ("numa-hugepages-1gi", "4.0.0"),
+    ("numa-hugepages-2mi", "512.0.0"),
+    ("numa-memory-mib", "27648.32768.16384"),
+    ("numa-reserved-cpus", "3.0.0"),
+    ("topology-manager-max-allowable-numa-nodes", "8"),
+    ("topology-manager-policy", "restricted"),
+    ("topology-manager-prefer-closest-numa-nodes", "false"),
+    ("topology-manager-scope", "container"),
+])]
+// The drop-ins (one in a subdirectory, read in WalkDir order) turn on
+// distribute-cpus-across-numa with full-pcpus-only and replace only the cpu
+// of kubeReserved: ceil(9 + 1) = 10 CPUs in whole cores over both nodes,
+// 4 + 4, the remaining core on node 0 (packing would give 8.2.0).
+#[case::drop_ins_distribute_a_larger_reservation("counted-reservation.yaml", Some("counted-reservation.d"), &[
+    ("cpu-manager-align-by-socket", "false"),
+    ("cpu-manager-distribute-cpus-across-numa", "true"),
+    ("cpu-manager-full-pcpus-only", "true"),
+    ("cpu-manager-policy", "static"),
+    ("memory-manager-policy", "none"),
+    ("numa-hugepages-1gi", "4.0.0"),
+    ("numa-hugepages-2mi", "512.0.0"),
+    ("numa-memory-mib", "27648.32768.16384"),
+    ("numa-reserved-cpus", "6.4.0"),
+    ("topology-manager-max-allowable-numa-nodes", "8"),
+    ("topology-manager-policy", "restricted"),
+    ("topology-manager-prefer-closest-numa-nodes", "false"),
+    ("topology-manager-scope", "container"),
+])]
+#[tokio::test]
+async fn kubelet_facts_on_the_smt_tree(
+    #[case] config: &str,
+    #[case] drop_ins: Option<&str>,
+    #[case] kubelet_labels: &[(&str, &str)],
+) {
+    let sysfs = read_sysfs(&local_fixture("sysfs/smt-gpu-less-and-memory-only-nodes")).unwrap();
+    let kubelet = read_kubelet(
+        &local_fixture(&format!("kubelet/{config}")),
+        drop_ins
+            .map(|dir| local_fixture(&format!("kubelet/{dir}")))
+            .as_deref(),
+    )
+    .await
+    .unwrap();
+    let outcome = reconcile(&Inputs {
+        sysfs: Some(sysfs),
+        tools: vec![],
+        kubelet: Some(kubelet),
+        vendor: AUTO,
+    });
+    let mut expected: Vec<(&str, &str)> = vec![
+        ("cpus-per-numa", "8"),
+        ("gpus", "2"),
+        ("gpus-per-numa-max", "2"),
+        ("memory-per-numa-gib", "32"),
+        ("numa-cpus", "8.8.0"),
+        ("numa-gpus", "2.0.0"),
+        ("numa-nodes", "1"),
+        ("threads-per-core", "2"),
+    ];
+    expected.extend_from_slice(kubelet_labels);
+    assert_eq!(labels_of(&outcome), labels_with_shape(&expected));
 }
 
 #[test]
@@ -96,7 +220,10 @@ fn dgx_a100_sysfs_and_nvidia_smi_together_give_every_label() {
         vec![nvidia_smi_report("dgx-a100-mlx5-nps4.txt")],
         AUTO,
     );
-    assert_eq!(labels_of(&outcome), labels(common::DGX_A100_NPS4_LABELS));
+    assert_eq!(
+        labels_of(&outcome),
+        labels_with_shape(common::DGX_A100_NPS4_LABELS)
+    );
 }
 
 #[test]
@@ -170,11 +297,10 @@ fn a_tool_seeing_more_gpus_than_sysfs_leaves_gpu_labels_out(
         vec![nvidia_smi_report("h100-sxm-8gpu-2numa.txt")],
         vendor,
     );
-    assert_eq!(labels_of(&outcome), labels(&[]));
-    assert!(
-        outcome.warnings.iter().any(|w| w.contains(warning)),
-        "{:?}",
-        outcome.warnings
+    assert_left_out(
+        &outcome,
+        &["gpus", "gpus-per-numa-max", "numa-gpus", "numa-nodes"],
+        warning,
     );
 }
 
@@ -233,14 +359,19 @@ fn more_than_sixty_four_gpus_leave_link_labels_out_and_say_why() {
     let numa_nodes = (0..2)
         .map(|id| {
             let node = NumaNode {
-                cpus: 144,
+                cpus: (id * 144..(id + 1) * 144).collect(),
                 memory_kib: 1 << 30,
+                hugepages: BTreeMap::new(),
             };
             (id, node)
         })
         .collect();
     let outcome = reconcile(&Inputs {
-        sysfs: Some(SysfsView { gpus, numa_nodes }),
+        sysfs: Some(SysfsView {
+            gpus,
+            numa_nodes,
+            ..SysfsView::default()
+        }),
         tools: vec![],
         kubelet: None,
         vendor: AUTO,
@@ -254,6 +385,169 @@ fn more_than_sixty_four_gpus_leave_link_labels_out_and_say_why() {
             .warnings
             .iter()
             .any(|w| w.contains("72 GPUs are more than the 64")),
+        "{:?}",
+        outcome.warnings
+    );
+}
+
+const SMT_TREE: &str = "sysfs/smt-gpu-less-and-memory-only-nodes";
+
+fn write(tree: &Path, relative: &str, text: &str) {
+    std::fs::write(tree.join(relative), text).unwrap();
+}
+
+/// The SMT tree changed one way: the labels that still stand, those left
+/// out, and the warning that says why.
+#[rstest]
+#[case::a_node_being_removed(
+    |tree: &Path| write(tree, "devices/system/node/online", "0-1\n"),
+    &[("threads-per-core", "2")], &["numa-cpus", "numa-gpus"], "lists {0, 1} online"
+)]
+// CPU 15 offline: node 1 has 7 CPUs, and CPU 7's core one thread.
+#[case::an_offline_cpu(
+    |tree: &Path| {
+        write(tree, "devices/system/cpu/online", "0-14\n");
+        write(tree, "devices/system/cpu/cpu7/topology/thread_siblings_list", "7\n");
+    },
+    &[("numa-cpus", "8.7.0"), ("numa-gpus", "2.0.0")], &["threads-per-core"], "same number of threads"
+)]
+#[case::no_cpu_topology(
+    |tree: &Path| {
+        for cpu in 0..16 {
+            std::fs::remove_dir_all(tree.join(format!("devices/system/cpu/cpu{cpu}"))).unwrap();
+        }
+    },
+    &[("numa-cpus", "8.8.0"), ("numa-gpus", "2.0.0")], &["threads-per-core"], "no topology/ directories"
+)]
+#[case::no_online_cpu_list(
+    |tree: &Path| std::fs::remove_file(tree.join("devices/system/cpu/online")).unwrap(),
+    &[("numa-gpus", "2.0.0")], &["numa-cpus", "threads-per-core"], "no devices/system/cpu/online"
+)]
+fn changed_trees_leave_out_what_they_no_longer_establish(
+    #[case] change: fn(&Path),
+    #[case] standing: &[(&str, &str)],
+    #[case] left_out: &[&str],
+    #[case] warning: &str,
+) {
+    let tree = common::scratch_copy(SMT_TREE, &format!("sysfs-changed-{}", left_out.join("-")));
+    change(&tree);
+    let outcome = reconcile(&Inputs {
+        sysfs: Some(read_sysfs(&tree).unwrap()),
+        ..Inputs::default()
+    });
+    let labels = labels_of(&outcome);
+    for (key, value) in standing {
+        assert_eq!(
+            labels
+                .get(&format!("gpu-topology.io/{key}"))
+                .map(String::as_str),
+            Some(*value),
+            "{labels:?}"
+        );
+    }
+    assert_left_out(&outcome, left_out, warning);
+}
+
+/// A tree with the topology of some online CPUs only is half-read: an error.
+#[test]
+fn a_half_present_cpu_topology_is_an_error_naming_it() {
+    let tree = common::scratch_copy(SMT_TREE, "sysfs-half-topology");
+    std::fs::remove_dir_all(tree.join("devices/system/cpu/cpu3/topology")).unwrap();
+    let error = read_sysfs(&tree).unwrap_err();
+    assert!(
+        error.message.contains("15 of the 16 online CPUs"),
+        "{error}"
+    );
+    let tree = common::scratch_copy(SMT_TREE, "sysfs-bad-hugepages");
+    write(
+        &tree,
+        "devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages",
+        "many\n",
+    );
+    let error = read_sysfs(&tree).unwrap_err();
+    assert!(error.origin.ends_with("nr_hugepages"), "{error}");
+}
+
+/// Kubelet configs the kubelet would refuse to start with, or whose
+/// reservation the labeler does not reproduce, on the SMT tree: the facts
+/// they decide are left out with the reason; the others stand.
+#[rstest]
+#[case::reserved_cpu_not_online(
+    "cpuManagerPolicy: static\nreservedSystemCPUs: \"0,99\"\n",
+    &["numa-reserved-cpus"], "[99]"
+)]
+#[case::static_cpu_manager_without_reservation(
+    "cpuManagerPolicy: static\n",
+    &["numa-reserved-cpus"], "does not start without reserved CPUs"
+)]
+#[case::a_reservation_larger_than_the_machine(
+    "cpuManagerPolicy: static\nkubeReserved:\n  cpu: \"17\"\n",
+    &["numa-reserved-cpus"], "cannot reserve 17 CPUs"
+)]
+#[case::spread_over_cores_is_not_reproduced(
+    "cpuManagerPolicy: static\nkubeReserved:\n  cpu: \"2\"\ncpuManagerPolicyOptions:\n  distribute-cpus-across-cores: \"true\"\n",
+    &["numa-reserved-cpus"], "does not reproduce"
+)]
+#[case::an_option_not_modelled(
+    "cpuManagerPolicy: static\nkubeReserved:\n  cpu: \"2\"\ncpuManagerPolicyOptions:\n  some-new-option: \"true\"\n",
+    &["cpu-manager-full-pcpus-only", "cpu-manager-distribute-cpus-across-numa", "cpu-manager-align-by-socket", "numa-reserved-cpus"],
+    "some-new-option"
+)]
+#[case::static_memory_manager_without_reservation(
+    "memoryManagerPolicy: Static\n",
+    &["numa-memory-mib", "numa-hugepages-2mi", "numa-hugepages-1gi"], "does not start without reservedMemory"
+)]
+#[case::reservation_on_a_node_the_machine_lacks(
+    "memoryManagerPolicy: Static\nreservedMemory:\n  - numaNode: 5\n    limits:\n      memory: 1Gi\n",
+    &["numa-memory-mib", "numa-hugepages-2mi", "numa-hugepages-1gi"], "NUMA node 5"
+)]
+#[case::reserving_more_hugepages_than_there_are(
+    "memoryManagerPolicy: Static\nreservedMemory:\n  - numaNode: 0\n    limits:\n      memory: 1Gi\n      hugepages-1Gi: 5Gi\n",
+    &["numa-memory-mib", "numa-hugepages-2mi", "numa-hugepages-1gi"], "fewer hugepages-1Gi"
+)]
+#[tokio::test]
+async fn refused_or_unmodelled_kubelet_settings_leave_their_facts_out(
+    #[case] config: &str,
+    #[case] left_out: &[&str],
+    #[case] warning: &str,
+) {
+    let dir = common::scratch_dir(&format!(
+        "kubelet-refused-{}",
+        warning.replace(['/', ' ', '[', ']'], "-")
+    ));
+    let path = dir.join("config.yaml");
+    std::fs::write(
+        &path,
+        format!("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n{config}"),
+    )
+    .unwrap();
+    let outcome = reconcile(&Inputs {
+        sysfs: Some(read_sysfs(&local_fixture(SMT_TREE)).unwrap()),
+        kubelet: Some(read_kubelet(&path, None).await.unwrap()),
+        ..Inputs::default()
+    });
+    let labels = labels_of(&outcome);
+    for key in left_out {
+        assert!(
+            !labels.contains_key(&format!("gpu-topology.io/{key}")),
+            "{key}: {labels:?}"
+        );
+    }
+    // The facts that do not depend on the refused setting stand.
+    for key in [
+        "numa-gpus",
+        "numa-cpus",
+        "threads-per-core",
+        "cpu-manager-policy",
+        "shape",
+    ] {
+        assert!(
+            labels.contains_key(&format!("gpu-topology.io/{key}")),
+            "{key}: {labels:?}"
+        );
+    }
+    assert!(
+        outcome.warnings.iter().any(|w| w.contains(warning)),
         "{:?}",
         outcome.warnings
     );

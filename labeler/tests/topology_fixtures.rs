@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{labels, topology_fixture, topology_fixtures, ROCM_SMI_FIXTURE};
+use common::{labels_with_shape, topology_fixture, topology_fixtures, ROCM_SMI_FIXTURE};
 use gpu_topology_labeler::model::{Groups, NumaReading, ToolReport};
 use gpu_topology_labeler::parse::nvidia_smi::{self, NvlinkView};
 use gpu_topology_labeler::parse::rocm_smi;
@@ -90,6 +90,23 @@ fn expected_numa(cell: &str) -> NumaReading {
     "8x-pcie-pix-pxb-old-driver-excerpt.txt", NvlinkView::Undetermined,
     &[("gpus", "8"), ("pcie-switch-group-max", "4")]
 )]
+// Derived fixtures (SOURCES.md): what the original gives, read despite the change.
+#[case::slurm_cpuset_empties_cpu_affinity_of_half_the_gpus(
+    "8x-v100-sxm2-hybrid-cube-drv580-nic-slurm-cpuset.txt", NvlinkView::Shown,
+    &[("gpus", "8"), ("gpus-per-numa-max", "4"), ("interconnect", "nvlink"), ("numa-nodes", "2"), ("nvlink-group-max", "4")]
+)]
+#[case::slurm_cpuset_in_the_format_without_gpu_numa_id(
+    "dgx-a100-mlx5-nps4-slurm-cpuset.txt", NvlinkView::Shown,
+    &[("gpus", "8"), ("gpus-per-numa-max", "2"), ("interconnect", "nvswitch"), ("numa-nodes", "4"), ("nvlink-group-max", "8")]
+)]
+#[case::terminal_capture_with_an_underlined_header(
+    "2x-rtx5090-phb-1numa-terminal-ansi.txt", NvlinkView::Shown,
+    &[("gpus", "2"), ("gpus-per-numa-max", "2"), ("interconnect", "pcie"), ("numa-nodes", "1"), ("nvlink-group-max", "1"), ("pcie-switch-group-max", "1")]
+)]
+#[case::terminal_capture_of_a_space_aligned_old_driver(
+    "dgx1-v100-drv440-terminal-ansi.txt", NvlinkView::Shown,
+    &[("gpus", "8"), ("interconnect", "nvlink"), ("nvlink-group-max", "4")]
+)]
 fn nvidia_smi_fixture_matches_ground_truth(
     #[case] file: &str,
     #[case] view: NvlinkView,
@@ -148,7 +165,7 @@ fn nvidia_smi_fixture_matches_ground_truth(
         expected_per_numa.as_ref(),
         "gpus-per-numa-max"
     );
-    assert_eq!(labels, common::labels(expected_labels));
+    assert_eq!(labels, common::labels_with_shape(expected_labels));
 }
 
 #[test]
@@ -169,6 +186,10 @@ fn every_fixture_in_the_folder_is_covered() {
         "4x-l40s-2numa-2nic.txt",
         "2x-rtx5090-phb-1numa.txt",
         "8x-pcie-pix-pxb-old-driver-excerpt.txt",
+        "8x-v100-sxm2-hybrid-cube-drv580-nic-slurm-cpuset.txt",
+        "dgx-a100-mlx5-nps4-slurm-cpuset.txt",
+        "2x-rtx5090-phb-1numa-terminal-ansi.txt",
+        "dgx1-v100-drv440-terminal-ansi.txt",
     ];
     assert_eq!(common::nvidia_smi_fixture_names(), {
         let mut names: Vec<String> = covered.iter().map(|s| (*s).to_owned()).collect();
@@ -200,12 +221,97 @@ fn amd_rocm_smi_fixture_matches_its_sources_entry() {
     );
     assert_eq!(
         labels_of(report),
-        labels(&[
+        labels_with_shape(&[
             ("gpus", "4"),
             ("gpus-per-numa-max", "1"),
             ("interconnect", "xgmi"),
             ("numa-nodes", "4"),
             ("nvlink-group-max", "4")
         ])
+    );
+}
+
+/// The first line of `text` whose first word is `GPU0`: the header row.
+fn header_row(lines: &[String]) -> usize {
+    lines
+        .iter()
+        .position(|line| line.split_whitespace().next() == Some("GPU0"))
+        .unwrap()
+}
+
+/// SOURCES.md, "Derived fixtures": the `CPU Affinity` cell of `gpus` emptied.
+fn empty_cpu_affinity(original: &str, gpus: &[&str]) -> String {
+    let mut lines: Vec<String> = original.split('\n').map(str::to_owned).collect();
+    let header = header_row(&lines);
+    let width = lines[header]
+        .split_whitespace()
+        .take_while(|word| !matches!(*word, "CPU" | "NUMA"))
+        .count();
+    for line in &mut lines[header + 1..] {
+        let mut cells: Vec<&str> = line.split('\t').collect();
+        if gpus.contains(&cells[0]) {
+            assert!(!cells[width + 1].is_empty(), "{line}");
+            cells[width + 1] = "";
+            *line = cells.join("\t");
+        }
+    }
+    lines.join("\n")
+}
+
+/// SOURCES.md, "Derived fixtures": the header row underlined as a terminal shows it.
+fn underline_header(original: &str) -> String {
+    let mut lines: Vec<String> = original.split('\n').map(str::to_owned).collect();
+    let header = header_row(&lines);
+    lines[header] = format!("\u{1b}[4m{}\u{1b}[0m", lines[header]);
+    lines.join("\n")
+}
+
+#[rstest]
+#[case::slurm_drv580(
+    "8x-v100-sxm2-hybrid-cube-drv580-nic-slurm-cpuset.txt",
+    empty_cpu_affinity(&topology_fixture("8x-v100-sxm2-hybrid-cube-drv580-nic.txt"), &["GPU4", "GPU5", "GPU6", "GPU7"])
+)]
+#[case::slurm_dgx_a100(
+    "dgx-a100-mlx5-nps4-slurm-cpuset.txt",
+    empty_cpu_affinity(&topology_fixture("dgx-a100-mlx5-nps4.txt"), &["GPU2", "GPU3", "GPU4", "GPU5", "GPU6", "GPU7"])
+)]
+#[case::ansi_rtx5090(
+    "2x-rtx5090-phb-1numa-terminal-ansi.txt",
+    underline_header(&topology_fixture("2x-rtx5090-phb-1numa.txt"))
+)]
+#[case::ansi_drv440(
+    "dgx1-v100-drv440-terminal-ansi.txt",
+    underline_header(&topology_fixture("dgx1-v100-drv440.txt"))
+)]
+fn derived_fixtures_are_their_documented_transformation(
+    #[case] derived: &str,
+    #[case] expected: String,
+) {
+    assert_eq!(topology_fixture(derived), expected);
+    let original = ground_truth(derived)["derived_from"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(
+        topology_fixture(&original),
+        expected,
+        "the transformation changes something"
+    );
+}
+
+/// The derived fixtures parse to exactly what their originals parse to.
+#[rstest]
+#[case("8x-v100-sxm2-hybrid-cube-drv580-nic-slurm-cpuset.txt")]
+#[case("dgx-a100-mlx5-nps4-slurm-cpuset.txt")]
+#[case("2x-rtx5090-phb-1numa-terminal-ansi.txt")]
+#[case("dgx1-v100-drv440-terminal-ansi.txt")]
+fn derived_fixtures_parse_as_their_originals(#[case] derived: &str) {
+    let original = ground_truth(derived)["derived_from"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        nvidia_smi::parse(&topology_fixture(derived)).unwrap(),
+        nvidia_smi::parse(&topology_fixture(&original)).unwrap()
     );
 }

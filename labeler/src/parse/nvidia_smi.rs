@@ -3,15 +3,20 @@
 //! The format drifted across drivers: tabs or spaces (and hand-edited mixes),
 //! NIC columns named `NICn` with a legend or literally `mlx5_n`, a `NUMA
 //! Affinity` column only since ~450 drivers, a `GPU NUMA ID` column since ~525,
-//! empty CPU-affinity cells, trailing tabs on NIC rows. We therefore split on
-//! whitespace and check every row against the header instead of trusting tab
-//! positions.
+//! an empty cell after `NUMA Affinity` in every row, trailing tabs on NIC
+//! rows, and captures taken in a terminal with ANSI escapes (an underlined
+//! header). Escape sequences are stripped first. The matrix is split on
+//! whitespace and every row checked against the header. The values after the
+//! matrix are read by tab-separated cell when every GPU row was written with
+//! clean tabs, since only cells tell an empty value (the `CPU Affinity` of a
+//! GPU outside the caller's cpuset, as in a Slurm job or a cgroup) from a
+//! missing one; otherwise (space-aligned copies, hand edits) by whitespace.
 //!
 //! Deliberately ignored: the `CPU Affinity` column (it shows the calling
 //! process's cpuset, e.g. a container's, not the GPU's NUMA node) and `SYS` as
 //! a NUMA hint (VMs report SYS between GPUs on one node).
 
-use super::{parse_decimal, ParseError};
+use super::{parse_decimal, strip_terminal_escapes, ParseError};
 use crate::model::{FabricLink, Links, NumaReading, PairLink, PciePath, Tool, ToolGpu, ToolReport};
 
 const CONTEXT: &str = "nvidia-smi topo output";
@@ -55,6 +60,7 @@ impl NvidiaSmiTopology {
             gpus: self.gpus,
             links,
             nvswitch: false,
+            from_earlier_run: false,
         }
     }
 }
@@ -117,6 +123,7 @@ fn error(message: impl Into<String>) -> ParseError {
 
 /// Parses the whole output of `nvidia-smi topo -m` or `-mp`.
 pub fn parse(text: &str) -> Result<NvidiaSmiTopology, ParseError> {
+    let text = strip_terminal_escapes(text);
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let header_at = lines
         .iter()
@@ -127,6 +134,7 @@ pub fn parse(text: &str) -> Result<NvidiaSmiTopology, ParseError> {
 
     let mut cells: Vec<Vec<Cell>> = Vec::with_capacity(gpu_count);
     let mut tails: Vec<Vec<&str>> = Vec::with_capacity(gpu_count);
+    let mut tab_tails: Vec<Option<Vec<&str>>> = Vec::with_capacity(gpu_count);
     for (row, column) in columns.iter().enumerate() {
         let line = lines.get(header_at + 1 + row).ok_or_else(|| {
             error(format!(
@@ -144,6 +152,7 @@ pub fn parse(text: &str) -> Result<NvidiaSmiTopology, ParseError> {
         let tokens: Vec<&str> = line.split_whitespace().collect();
         let (row_cells, rest) = parse_row(&tokens, column, row, columns.len())?;
         if row < gpu_count {
+            tab_tails.push(tab_cells_after_matrix(line, column, &row_cells));
             cells.push(row_cells);
             tails.push(rest.to_vec());
         } else if let Some(extra) = rest.first() {
@@ -153,8 +162,12 @@ pub fn parse(text: &str) -> Result<NvidiaSmiTopology, ParseError> {
         }
     }
 
-    let numa = parse_tails(&columns[..gpu_count], &tails, &tail)?;
-    let links = gpu_links(&columns[..gpu_count], &cells)?;
+    let gpu_columns = &columns[..gpu_count];
+    let numa = match tab_tails.into_iter().collect::<Option<Vec<_>>>() {
+        Some(tab_tails) => parse_tab_tails(gpu_columns, &tab_tails, &tail)?,
+        None => parse_tails(gpu_columns, &tails, &tail)?,
+    };
+    let links = gpu_links(gpu_columns, &cells)?;
     let nvlink_shown = cells
         .iter()
         .flatten()
@@ -168,7 +181,7 @@ pub fn parse(text: &str) -> Result<NvidiaSmiTopology, ParseError> {
                 .unwrap_or_default(),
         )
     };
-    let gpus = columns[..gpu_count]
+    let gpus = gpu_columns
         .iter()
         .zip(numa)
         .map(|(name, numa)| ToolGpu {
@@ -273,27 +286,56 @@ fn parse_row<'a, 't>(
     Ok((cells, tokens.get(width + 1..).unwrap_or_default()))
 }
 
-/// Reads each GPU's NUMA Affinity from the values after its matrix cells.
+/// The tab-separated cells of a GPU row after its matrix cells, when the row
+/// was written with clean tabs: its name and each matrix cell exactly one
+/// cell, equal to what the whitespace split read. `None` for space-aligned
+/// or hand-edited rows.
+fn tab_cells_after_matrix<'a>(line: &'a str, name: &str, matrix: &[Cell]) -> Option<Vec<&'a str>> {
+    let line = line.strip_suffix('\n').unwrap_or(line);
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    if !line.contains('\t') {
+        return None;
+    }
+    let cells: Vec<&str> = line.split('\t').map(str::trim).collect();
+    let (first, rest) = cells.split_first()?;
+    let written = rest.get(..matrix.len())?;
+    let clean = *first == name
+        && written
+            .iter()
+            .zip(matrix)
+            .all(|(cell, parsed)| Cell::parse(cell) == Some(*parsed));
+    clean.then(|| rest.get(matrix.len()..).unwrap_or_default().to_vec())
+}
+
+/// The number of values every GPU row has after the matrix (`None` without
+/// rows); rows that differ are an error naming the widths.
+fn common_width(tails: &[Vec<&str>], what: &str) -> Result<Option<usize>, ParseError> {
+    let widths: Vec<usize> = tails.iter().map(Vec::len).collect();
+    if widths.windows(2).any(|w| w[0] != w[1]) {
+        return Err(error(format!(
+            "GPU rows have different numbers of values after the matrix: {widths:?} {what}"
+        )));
+    }
+    Ok(widths.first().copied())
+}
+
+/// Reads each GPU's NUMA Affinity from whitespace-split values after its
+/// matrix cells (space-aligned or hand-edited output).
 fn parse_tails(
     gpus: &[&str],
     tails: &[Vec<&str>],
     columns: &[TailColumn],
 ) -> Result<Vec<NumaReading>, ParseError> {
     // nvidia-smi leaves CPU Affinity empty when it cannot tell; then every row
-    // has one value less. Mixed widths mean a damaged matrix, not empty cells.
-    let widths: Vec<usize> = tails.iter().map(Vec::len).collect();
-    if widths.windows(2).any(|w| w[0] != w[1]) {
-        return Err(error(format!(
-            "GPU rows have different numbers of values after the matrix: {widths:?}"
-        )));
-    }
-    let present: &[TailColumn] = match widths.first() {
+    // has one value less. Mixed widths mean a damaged matrix, not empty cells:
+    // without tabs nothing says which column a row lacks.
+    let present: &[TailColumn] = match common_width(tails, "values")? {
         None => columns,
-        Some(&n) if n == columns.len() => columns,
-        Some(&n) if n + 1 == columns.len() && columns.first() == Some(&TailColumn::CpuAffinity) => {
+        Some(n) if n == columns.len() => columns,
+        Some(n) if n + 1 == columns.len() && columns.first() == Some(&TailColumn::CpuAffinity) => {
             &columns[1..]
         }
-        Some(&n) => {
+        Some(n) => {
             return Err(error(format!(
                 "GPU rows have {n} values after the matrix but the header names {} columns",
                 columns.len()
@@ -302,31 +344,89 @@ fn parse_tails(
     };
     gpus.iter()
         .zip(tails)
-        .map(|(gpu, values)| {
-            let mut numa = NumaReading::NotReported;
-            for (column, value) in present.iter().zip(values) {
-                let unknown = *value == NOT_AVAILABLE;
-                match column {
-                    TailColumn::CpuAffinity if unknown || is_cpulist(value) => {}
-                    TailColumn::NumaAffinity if unknown => numa = NumaReading::NotAvailable,
-                    TailColumn::NumaAffinity => {
-                        numa = NumaReading::Node(parse_decimal(value).ok_or_else(|| {
-                            error(format!(
-                                "{gpu} NUMA Affinity {value:?} is not a node id or N/A"
-                            ))
-                        })?)
-                    }
-                    TailColumn::GpuNumaId if unknown || parse_decimal(value).is_some() => {}
-                    _ => {
-                        return Err(error(format!(
-                            "{gpu} {column:?} value {value:?} is malformed"
-                        )))
-                    }
-                }
-            }
-            Ok(numa)
+        .map(|(gpu, values)| read_tail(gpu, present.iter().copied().zip(values.iter().copied())))
+        .collect()
+}
+
+/// Reads each GPU's NUMA Affinity from the tab-separated cells after its
+/// matrix cells. nvidia-smi writes one cell per header column, plus cells
+/// that are empty in every row (after `NUMA Affinity`); the `CPU Affinity`
+/// cell, always the first, is empty for a GPU outside the caller's cpuset.
+/// Cells empty in every row are padding; the other cells must match the
+/// header's columns one for one, or the output is refused.
+fn parse_tab_tails(
+    gpus: &[&str],
+    tails: &[Vec<&str>],
+    columns: &[TailColumn],
+) -> Result<Vec<NumaReading>, ParseError> {
+    let width = common_width(tails, "tab-separated cells")?.unwrap_or(0);
+    let written_in_some_row = |position: usize| {
+        tails
+            .iter()
+            .any(|row| row.get(position).is_some_and(|c| !c.is_empty()))
+    };
+    let (fixed, rest): (Vec<(usize, TailColumn)>, &[TailColumn]) = match columns.split_first() {
+        Some((TailColumn::CpuAffinity, rest)) if width > 0 => {
+            (vec![(0, TailColumn::CpuAffinity)], rest)
+        }
+        _ => (Vec::new(), columns),
+    };
+    let first_free = fixed.len();
+    let positions: Vec<usize> = (first_free..width)
+        .filter(|&p| written_in_some_row(p))
+        .collect();
+    if positions.len() != rest.len() {
+        return Err(error(format!(
+            "GPU rows have {} written cells after the matrix but the header names {} columns",
+            positions.len() + fixed.len(),
+            columns.len()
+        )));
+    }
+    let layout: Vec<(usize, TailColumn)> = fixed
+        .into_iter()
+        .chain(positions.into_iter().zip(rest.iter().copied()))
+        .collect();
+    gpus.iter()
+        .zip(tails)
+        .map(|(gpu, cells)| {
+            read_tail(
+                gpu,
+                layout.iter().map(|&(position, column)| {
+                    (column, cells.get(position).copied().unwrap_or(""))
+                }),
+            )
         })
         .collect()
+}
+
+/// One GPU's NUMA reading from its (column, value) pairs after the matrix.
+/// Only `CPU Affinity` may be empty (a GPU outside the caller's cpuset).
+fn read_tail<'a>(
+    gpu: &str,
+    values: impl Iterator<Item = (TailColumn, &'a str)>,
+) -> Result<NumaReading, ParseError> {
+    let mut numa = NumaReading::NotReported;
+    for (column, value) in values {
+        let unknown = value == NOT_AVAILABLE;
+        match column {
+            TailColumn::CpuAffinity if unknown || value.is_empty() || is_cpulist(value) => {}
+            TailColumn::NumaAffinity if unknown => numa = NumaReading::NotAvailable,
+            TailColumn::NumaAffinity => {
+                numa = NumaReading::Node(parse_decimal(value).ok_or_else(|| {
+                    error(format!(
+                        "{gpu} NUMA Affinity {value:?} is not a node id or N/A"
+                    ))
+                })?)
+            }
+            TailColumn::GpuNumaId if unknown || parse_decimal(value).is_some() => {}
+            _ => {
+                return Err(error(format!(
+                    "{gpu} {column:?} value {value:?} is malformed"
+                )))
+            }
+        }
+    }
+    Ok(numa)
 }
 
 fn is_cpulist(value: &str) -> bool {
@@ -391,6 +491,64 @@ mod tests {
                     GPU1\tPHB\t X \t\t\tN/A\n";
         let topo = parse(text).unwrap();
         assert_eq!(topo.gpus[0].numa, NumaReading::NotAvailable);
+    }
+
+    /// Tab-written rows: an empty `CPU Affinity` cell (a GPU outside the
+    /// caller's cpuset) and nvidia-smi's empty cell after `NUMA Affinity`.
+    #[rstest]
+    #[case::all_written(
+        "GPU0\t X \tSYS\t0-3\t0\t\tN/A\nGPU1\tSYS\t X \t4-7\t1\t\tN/A\n",
+        [NumaReading::Node(0), NumaReading::Node(1)]
+    )]
+    #[case::one_gpu_outside_the_cpuset(
+        "GPU0\t X \tSYS\t0-3\t0\t\tN/A\nGPU1\tSYS\t X \t\t1\t\tN/A\n",
+        [NumaReading::Node(0), NumaReading::Node(1)]
+    )]
+    #[case::every_gpu_outside_the_cpuset(
+        "GPU0\t X \tSYS\t\t0\t\tN/A\nGPU1\tSYS\t X \t\t1\t\tN/A\n",
+        [NumaReading::Node(0), NumaReading::Node(1)]
+    )]
+    #[case::trailing_tabs(
+        "GPU0\t X \tSYS\t0-3\t0\t\tN/A\t\nGPU1\tSYS\t X \t\t1\t\tN/A\t\n",
+        [NumaReading::Node(0), NumaReading::Node(1)]
+    )]
+    fn tab_separated_values_after_the_matrix(#[case] rows: &str, #[case] numa: [NumaReading; 2]) {
+        let text = format!("\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n{rows}");
+        let topo = parse(&text).unwrap();
+        assert_eq!(topo.gpus.iter().map(|g| g.numa).collect::<Vec<_>>(), numa);
+    }
+
+    #[test]
+    fn an_underlined_header_reads_as_the_plain_one() {
+        let underlined = TWO_GPUS.replacen(
+            "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity",
+            "\u{1b}[4m\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\u{1b}[0m",
+            1,
+        );
+        assert_ne!(underlined, TWO_GPUS);
+        assert_eq!(parse(&underlined).unwrap(), parse(TWO_GPUS).unwrap());
+    }
+
+    #[rstest]
+    #[case::empty_numa_affinity_cell(
+        "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tSYS\t0-3\t0\nGPU1\tSYS\t X \t4-7\t\n",
+        "NUMA Affinity \"\""
+    )]
+    #[case::a_row_with_a_cell_more(
+        "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tSYS\t0-3\t0\nGPU1\tSYS\t X \t4-7\t1\t7\n",
+        "different numbers"
+    )]
+    #[case::a_column_never_written(
+        "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \tSYS\t0-3\t0\t\nGPU1\tSYS\t X \t4-7\t1\t\n",
+        "header names 3 columns"
+    )]
+    #[case::an_escape_cut_in_the_header(
+        "\u{1b}[4\tGPU0\tGPU1\nGPU0\t X \tSYS\nGPU1\tSYS\t X \n",
+        "header column"
+    )]
+    fn ambiguous_tab_separated_values_are_refused(#[case] text: &str, #[case] expected: &str) {
+        let message = parse(text).unwrap_err().to_string();
+        assert!(message.contains(expected), "{message}");
     }
 
     #[rstest]

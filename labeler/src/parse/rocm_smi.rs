@@ -43,6 +43,7 @@ pub fn parse(text: &str) -> Result<ToolReport, ParseError> {
         gpus,
         links,
         nvswitch: false,
+        from_earlier_run: false,
     })
 }
 

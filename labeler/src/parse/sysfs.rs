@@ -1,7 +1,9 @@
-//! Parsers for sysfs attribute files: PCI ids and class, `numa_node`, a NUMA
-//! node's `cpulist` and `meminfo`.
+//! Parsers for sysfs attribute files: PCI ids and class, `numa_node`, id
+//! lists (a NUMA node's `cpulist`, the online CPUs and nodes), a node's
+//! `meminfo` and hugepage counts, and the CPU topology attributes.
 
 use super::{parse_decimal, ParseError};
+use std::collections::BTreeSet;
 
 const CONTEXT: &str = "sysfs";
 
@@ -33,20 +35,26 @@ pub fn parse_numa_node(text: &str) -> Result<Option<u32>, ParseError> {
     }
 }
 
-/// Counts the CPUs in a `cpulist` such as `0-23,48-71`. An empty list (a
-/// memory-only node) has no CPUs.
-pub fn parse_cpulist(text: &str) -> Result<u32, ParseError> {
+/// Most ids one list may name. Linux builds for at most 8192 CPUs today; a
+/// list naming more is not a CPU list, and expanding it would cost memory.
+pub const MAX_LIST_IDS: usize = 65_536;
+
+/// Parses a kernel id list such as a node's `cpulist` (`0-23,48-71`),
+/// `devices/system/cpu/online` or `devices/system/node/online` (`0-3`), and
+/// the kubelet's `reservedSystemCPUs`, which uses the same syntax. An empty
+/// list (a memory-only node) names no id.
+pub fn parse_id_list(text: &str) -> Result<BTreeSet<u32>, ParseError> {
     let list = text.trim();
+    let mut ids = BTreeSet::new();
     if list.is_empty() {
-        return Ok(0);
+        return Ok(ids);
     }
     let invalid = |part: &str| {
         ParseError::new(
             CONTEXT,
-            format!("cpulist {list:?} has an invalid entry {part:?}"),
+            format!("list {list:?} has an invalid entry {part:?}"),
         )
     };
-    let mut count: u32 = 0;
     for part in list.split(',') {
         let (first, last) = match part.split_once('-') {
             Some((first, last)) => (parse_decimal(first), parse_decimal(last)),
@@ -54,14 +62,65 @@ pub fn parse_cpulist(text: &str) -> Result<u32, ParseError> {
         };
         match (first, last) {
             (Some(first), Some(last)) if first <= last => {
-                count = count
-                    .checked_add(last - first + 1)
-                    .ok_or_else(|| invalid(part))?;
+                let span = usize::try_from(last - first).map_err(|_| invalid(part))?;
+                if ids.len().saturating_add(span) >= MAX_LIST_IDS {
+                    return Err(ParseError::new(
+                        CONTEXT,
+                        format!("list {list:?} names more than {MAX_LIST_IDS} ids"),
+                    ));
+                }
+                ids.extend(first..=last);
             }
             _ => return Err(invalid(part)),
         }
     }
-    Ok(count)
+    Ok(ids)
+}
+
+/// Counts the CPUs in a `cpulist` ([`parse_id_list`]).
+pub fn parse_cpulist(text: &str) -> Result<u32, ParseError> {
+    let count = parse_id_list(text)?.len();
+    u32::try_from(count)
+        .map_err(|_| ParseError::new(CONTEXT, format!("{count} CPUs do not fit a count")))
+}
+
+/// Parses a non-negative decimal attribute such as `nr_hugepages`, `core_id`
+/// or `physical_package_id`; `what` names it in the error.
+pub fn parse_decimal_attribute(text: &str, what: &str) -> Result<u64, ParseError> {
+    let value = text.trim();
+    if value.is_empty()
+        || value.len() > MAX_U64_DIGITS
+        || !value.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(ParseError::new(
+            CONTEXT,
+            format!("{what} {value:?} is not a non-negative decimal number"),
+        ));
+    }
+    value
+        .parse()
+        .map_err(|_| ParseError::new(CONTEXT, format!("{what} {value:?} is out of range")))
+}
+
+/// Digits of `u64::MAX`.
+const MAX_U64_DIGITS: usize = 20;
+
+/// The page size in KiB of a NUMA node's hugepage directory, named as the
+/// kernel names it (`hugepages-2048kB`): the names cAdvisor's
+/// `GetHugePagesInfo` reads (utils/sysinfo/sysinfo.go), which fails on others.
+pub fn parse_hugepages_dir_name(name: &str) -> Result<u64, ParseError> {
+    name.strip_prefix("hugepages-")
+        .and_then(|rest| rest.strip_suffix("kB"))
+        .filter(|digits| !digits.is_empty() && digits.len() < MAX_U64_DIGITS)
+        .filter(|digits| digits.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|digits| digits.parse().ok())
+        .filter(|&kib: &u64| kib > 0)
+        .ok_or_else(|| {
+            ParseError::new(
+                CONTEXT,
+                format!("{name:?} is not a hugepages-<size>kB directory"),
+            )
+        })
 }
 
 /// Reads `MemTotal` in KiB from a NUMA node's `meminfo`, whose lines look like
@@ -125,6 +184,44 @@ mod tests {
     #[case::garbage("zero", Err(()))]
     fn numa_node(#[case] text: &str, #[case] expected: Result<Option<u32>, ()>) {
         assert_eq!(parse_numa_node(text).map_err(|_| ()), expected);
+    }
+
+    #[rstest]
+    #[case::ranges_and_singles("0-2,5,7-8\n", Ok(vec![0, 1, 2, 5, 7, 8]))]
+    #[case::empty("", Ok(vec![]))]
+    #[case::overlapping_ranges_name_each_id_once("0-3,2-5", Ok(vec![0, 1, 2, 3, 4, 5]))]
+    #[case::too_many_ids("0-999999999", Err(()))]
+    #[case::space_inside("0, 1", Err(()))]
+    fn id_lists(#[case] text: &str, #[case] expected: Result<Vec<u32>, ()>) {
+        assert_eq!(
+            parse_id_list(text)
+                .map(|ids| ids.into_iter().collect())
+                .map_err(|_| ()),
+            expected
+        );
+    }
+
+    #[rstest]
+    #[case::two_mebibytes("hugepages-2048kB", Ok(2048))]
+    #[case::one_gibibyte("hugepages-1048576kB", Ok(1_048_576))]
+    #[case::no_unit("hugepages-2048", Err(()))]
+    #[case::other_unit("hugepages-2MB", Err(()))]
+    #[case::zero("hugepages-0kB", Err(()))]
+    #[case::other_name("nr_hugepages", Err(()))]
+    fn hugepage_directories(#[case] name: &str, #[case] expected: Result<u64, ()>) {
+        assert_eq!(parse_hugepages_dir_name(name).map_err(|_| ()), expected);
+    }
+
+    #[rstest]
+    #[case::count("512\n", Ok(512))]
+    #[case::negative("-1", Err(()))]
+    #[case::empty("\n", Err(()))]
+    #[case::overflow("99999999999999999999999", Err(()))]
+    fn decimal_attributes(#[case] text: &str, #[case] expected: Result<u64, ()>) {
+        assert_eq!(
+            parse_decimal_attribute(text, "nr_hugepages").map_err(|_| ()),
+            expected
+        );
     }
 
     #[rstest]

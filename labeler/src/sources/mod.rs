@@ -8,7 +8,9 @@ pub mod kubelet;
 pub mod nvml;
 pub mod sysfs;
 
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::time::{Duration, SystemTime};
 
 /// A source that could not be read or parsed, naming it and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -31,4 +33,84 @@ impl SourceError {
 /// Reads a text file, naming it in the error.
 pub fn read_text(path: &Path) -> Result<String, SourceError> {
     std::fs::read_to_string(path).map_err(|e| SourceError::new(path.display().to_string(), e))
+}
+
+/// How long a file must have been left alone before its content counts as
+/// written: a writer that truncates a file and writes it again in place
+/// leaves it partial for a moment, which a read must not take for the file.
+pub const SETTLE_TIME: Duration = Duration::from_millis(250);
+
+/// How many times a file that changes while it is read is read again.
+pub const READ_ATTEMPTS: u32 = 8;
+
+/// What identifies a file's version: which file, its size, and when it (or
+/// its metadata) last changed, in nanoseconds since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Version {
+    device: u64,
+    inode: u64,
+    size: u64,
+    modified: i128,
+    changed: i128,
+}
+
+const NANOS_PER_SECOND: i128 = 1_000_000_000;
+
+impl Version {
+    fn of(path: &Path) -> Result<Self, SourceError> {
+        let metadata =
+            std::fs::metadata(path).map_err(|e| SourceError::new(path.display().to_string(), e))?;
+        let nanos =
+            |seconds: i64, nanos: i64| i128::from(seconds) * NANOS_PER_SECOND + i128::from(nanos);
+        Ok(Self {
+            device: metadata.dev(),
+            inode: metadata.ino(),
+            size: metadata.size(),
+            modified: nanos(metadata.mtime(), metadata.mtime_nsec()),
+            changed: nanos(metadata.ctime(), metadata.ctime_nsec()),
+        })
+    }
+
+    /// True when only waiting tells whether the file is being written: it is
+    /// empty (a writer that truncates it in place may not update its times,
+    /// as ext4 was seen not to on `O_TRUNC`), or it changed less than
+    /// `SETTLE_TIME` before `now`, or "after" it (the clock was set back).
+    fn may_be_in_writing(&self, now: SystemTime) -> bool {
+        if self.size == 0 {
+            return true;
+        }
+        let Ok(now) = now.duration_since(SystemTime::UNIX_EPOCH) else {
+            return true;
+        };
+        let now = i128::try_from(now.as_nanos()).unwrap_or(i128::MAX);
+        let settle = i128::try_from(SETTLE_TIME.as_nanos()).unwrap_or(i128::MAX);
+        now < self.modified.max(self.changed).saturating_add(settle)
+    }
+}
+
+/// Reads a text file only once it has settled: its version is the same
+/// before and after the read (no rename over it, no write into it during the
+/// read) and, when it is empty or changed within `SETTLE_TIME`, also after
+/// waiting that long. A writer that pauses longer than that in the middle of rewriting a
+/// file in place is not caught; one that renames a finished file over it
+/// (the safe way) always is.
+pub async fn read_settled(path: &Path) -> Result<String, SourceError> {
+    for _ in 0..READ_ATTEMPTS {
+        let before = Version::of(path)?;
+        if before.may_be_in_writing(SystemTime::now()) {
+            tokio::time::sleep(SETTLE_TIME).await;
+            if Version::of(path)? != before {
+                continue;
+            }
+        }
+        let text = read_text(path)?;
+        let unchanged = Version::of(path)? == before;
+        if unchanged && u64::try_from(text.len()).is_ok_and(|len| len == before.size) {
+            return Ok(text);
+        }
+    }
+    Err(SourceError::new(
+        path.display().to_string(),
+        "it kept changing while it was read (is it being rewritten?)",
+    ))
 }

@@ -85,6 +85,7 @@ pub fn read_nvml() -> Result<Option<ToolReport>, SourceError> {
         gpus,
         links,
         nvswitch: switch_links.iter().any(|&n| n > 0),
+        from_earlier_run: false,
     }))
 }
 

@@ -1,11 +1,19 @@
-//! Reads GPUs and NUMA nodes from a sysfs tree (the host's `/sys`, or a fake
-//! tree in tests): `bus/pci/devices/*/{vendor,class,numa_node,physfn}` and
-//! `devices/system/node/node*/{cpulist,meminfo}`.
+//! Reads GPUs, NUMA nodes and CPUs from a sysfs tree (the host's `/sys`, or a
+//! fake tree in tests): `bus/pci/devices/*/{vendor,class,numa_node,physfn}`,
+//! `devices/system/node/{online,node*/{cpulist,meminfo,hugepages/*/nr_hugepages}}`
+//! and `devices/system/cpu/{online,cpu*/topology/{core_id,physical_package_id,thread_siblings_list}}`.
+//!
+//! Parts a tree may lack (a kernel without NUMA, a fake tree): the node
+//! directory (no NUMA node is known), a node's `hugepages/` (no hugepages, as
+//! cAdvisor's `GetHugePagesInfo` reads it), the `online` lists and the CPUs'
+//! `topology/` directories (the facts read from them stay unknown). A part
+//! that is there must be whole and well-formed.
 
 use super::{read_text, SourceError};
-use crate::model::{is_gpu_class, NumaNode, PciGpu, SysfsView, Vendor};
+use crate::model::{is_gpu_class, CpuPlace, CpuView, IdSet, NumaNode, PciGpu, SysfsView, Vendor};
 use crate::parse::sysfs::{
-    parse_cpulist, parse_hex_attribute, parse_meminfo_total_kib, parse_numa_node,
+    parse_decimal_attribute, parse_hex_attribute, parse_hugepages_dir_name, parse_id_list,
+    parse_meminfo_total_kib, parse_numa_node,
 };
 use crate::parse::{parse_decimal, ParseError};
 use std::collections::BTreeMap;
@@ -15,10 +23,35 @@ use std::path::Path;
 /// Reads the sysfs tree mounted at `root`. Any unreadable or malformed file is
 /// an error: a half-read tree could miscount GPUs.
 pub fn read_sysfs(root: &Path) -> Result<SysfsView, SourceError> {
+    let node_dir = root.join("devices/system/node");
     Ok(SysfsView {
         gpus: read_gpus(&root.join("bus/pci/devices"))?,
-        numa_nodes: read_numa_nodes(&root.join("devices/system/node"))?,
+        numa_nodes: read_numa_nodes(&node_dir)?,
+        online_numa_nodes: read_optional(&node_dir.join(ONLINE))?
+            .map(|text| parse_id_list(&text).map_err(at(&node_dir.join(ONLINE))))
+            .transpose()?,
+        cpus: read_cpus(&root.join("devices/system/cpu"))?,
     })
+}
+
+/// The list of online CPUs or nodes in their directory.
+const ONLINE: &str = "online";
+
+/// A file's text, `None` when it does not exist.
+fn read_optional(path: &Path) -> Result<Option<String>, SourceError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(SourceError::new(path.display().to_string(), e)),
+    }
+}
+
+/// A file's text parsed by `parse`, naming the file in the error.
+fn read_parsed<T>(
+    path: &Path,
+    parse: impl Fn(&str) -> Result<T, ParseError>,
+) -> Result<T, SourceError> {
+    parse(&read_text(path)?).map_err(at(path))
 }
 
 fn at(path: &Path) -> impl Fn(ParseError) -> SourceError + '_ {
@@ -90,16 +123,79 @@ fn read_numa_nodes(dir: &Path) -> Result<BTreeMap<u32, NumaNode>, SourceError> {
             continue;
         };
         let node = dir.join(&name);
-        let cpulist = node.join("cpulist");
-        let meminfo = node.join("meminfo");
         nodes.insert(
             id,
             NumaNode {
-                cpus: parse_cpulist(&read_text(&cpulist)?).map_err(at(&cpulist))?,
-                memory_kib: parse_meminfo_total_kib(&read_text(&meminfo)?, id)
-                    .map_err(at(&meminfo))?,
+                cpus: read_parsed(&node.join("cpulist"), parse_id_list)?,
+                memory_kib: read_parsed(&node.join("meminfo"), |text| {
+                    parse_meminfo_total_kib(text, id)
+                })?,
+                hugepages: read_hugepages(&node.join("hugepages"))?,
             },
         );
     }
     Ok(nodes)
+}
+
+/// `nr_hugepages` of each `hugepages-<size>kB` directory, by size in KiB; none
+/// when the node has no `hugepages/` directory.
+fn read_hugepages(dir: &Path) -> Result<BTreeMap<u64, u64>, SourceError> {
+    if !dir.exists() {
+        return Ok(BTreeMap::new());
+    }
+    entries(dir)?
+        .into_iter()
+        .map(|name| {
+            let size = parse_hugepages_dir_name(&name).map_err(at(&dir.join(&name)))?;
+            let pages = read_parsed(&dir.join(&name).join("nr_hugepages"), |text| {
+                parse_decimal_attribute(text, "nr_hugepages")
+            })?;
+            Ok((size, pages))
+        })
+        .collect()
+}
+
+/// The online CPUs and, when the tree has them, their topology attributes:
+/// for every online CPU or for none.
+fn read_cpus(dir: &Path) -> Result<Option<CpuView>, SourceError> {
+    let online_path = dir.join(ONLINE);
+    let Some(online) = read_optional(&online_path)? else {
+        return Ok(None);
+    };
+    let online = parse_id_list(&online).map_err(at(&online_path))?;
+    let topology = |cpu: u32| dir.join(format!("cpu{cpu}/topology"));
+    let with_topology = online.iter().filter(|&&cpu| topology(cpu).is_dir()).count();
+    let places = match with_topology {
+        0 => None,
+        n if n == online.len() => Some(
+            online
+                .iter()
+                .map(|&cpu| Ok((cpu, read_place(&topology(cpu))?)))
+                .collect::<Result<_, SourceError>>()?,
+        ),
+        _ => {
+            return Err(SourceError::new(
+                dir.display().to_string(),
+                format!(
+                    "{with_topology} of the {} online CPUs have a topology/ directory: a half-read tree",
+                    online.len()
+                ),
+            ))
+        }
+    };
+    Ok(Some(CpuView { online, places }))
+}
+
+fn read_place(topology: &Path) -> Result<CpuPlace, SourceError> {
+    let attribute = |name: &'static str| {
+        read_parsed(&topology.join(name), |text| {
+            parse_decimal_attribute(text, name)
+        })
+    };
+    let siblings: IdSet = read_parsed(&topology.join("thread_siblings_list"), parse_id_list)?;
+    Ok(CpuPlace {
+        core_id: attribute("core_id")?,
+        package: attribute("physical_package_id")?,
+        siblings: siblings.len(),
+    })
 }
