@@ -429,7 +429,13 @@ fn changed_trees_leave_out_what_they_no_longer_establish(
     #[case] left_out: &[&str],
     #[case] warning: &str,
 ) {
-    let tree = common::scratch_copy(SMT_TREE, &format!("sysfs-changed-{}", left_out.join("-")));
+    // One scratch tree per case: cases run in parallel, and two may leave out
+    // the same labels.
+    let case: String = warning
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    let tree = common::scratch_copy(SMT_TREE, &format!("sysfs-changed-{case}"));
     change(&tree);
     let outcome = reconcile(&Inputs {
         sysfs: Some(read_sysfs(&tree).unwrap()),
