@@ -24,8 +24,8 @@ use super::memory::{
 };
 use super::merge::{policy_merge, NumaInfo, PolicyMerge};
 use super::outcome::{
-    Admission, AllocationFailure, Indeterminate, Refusal, Resource, ResourceReport, StartupError,
-    UnitReport, Unknown, Verdict,
+    Admission, AllocationFailure, Indeterminate, Refusal, Remaining, Resource, ResourceReport,
+    StartupError, UnitReport, Unknown, Verdict,
 };
 use crate::labels::{CpuManagerPolicy, TopologyManagerPolicy, TopologyManagerScope};
 
@@ -68,13 +68,21 @@ type Step<T> = Result<T, Stop>;
 pub fn admit(node: &NodeFacts, pod: &PodDemand) -> Result<Admission, InputError> {
     validate(node, pod)?;
     let mut units = Vec::new();
-    let verdict = match evaluate(node, pod, &mut units) {
+    let mut remaining = Remaining::default();
+    let verdict = match evaluate(node, pod, &mut units, &mut remaining) {
         Ok(aligned) => Verdict::Admit { aligned },
         Err(Stop::Refuse(r)) => Verdict::Refuse(r),
         Err(Stop::Unknown(u)) => Verdict::Unknown(u),
         Err(Stop::Input(e)) => return Err(e),
     };
-    Ok(Admission { verdict, units })
+    if !matches!(verdict, Verdict::Admit { .. }) {
+        remaining = Remaining::default();
+    }
+    Ok(Admission {
+        verdict,
+        units,
+        remaining,
+    })
 }
 
 /// One alignment unit's demand.
@@ -143,7 +151,12 @@ fn cpu_options(node: &NodeFacts) -> Step<CpuOptions> {
     })
 }
 
-fn evaluate(node: &NodeFacts, pod: &PodDemand, units: &mut Vec<UnitReport>) -> Step<bool> {
+fn evaluate(
+    node: &NodeFacts,
+    pod: &PodDemand,
+    units: &mut Vec<UnitReport>,
+    remaining: &mut Remaining,
+) -> Step<bool> {
     startup(node)?;
     let pinned = pod.guaranteed && !pod.pod_level_resources;
     let wants_gpus = pod.containers.iter().any(|c| c.gpus.is_some());
@@ -235,23 +248,38 @@ fn evaluate(node: &NodeFacts, pod: &PodDemand, units: &mut Vec<UnitReport>) -> S
         cpu,
         memory,
     };
-    if policy == TopologyManagerPolicy::None {
-        return admitter.admit_without_topology();
-    }
-    let scope = if pod.containers.len() > 1 {
-        node.topology_manager
-            .scope
-            .ok_or(Fact::TopologyManagerScope)?
+    let aligned = if policy == TopologyManagerPolicy::None {
+        admitter.admit_without_topology()?
     } else {
-        TopologyManagerScope::Container
+        let scope = if pod.containers.len() > 1 {
+            node.topology_manager
+                .scope
+                .ok_or(Fact::TopologyManagerScope)?
+        } else {
+            TopologyManagerScope::Container
+        };
+        match scope {
+            TopologyManagerScope::Pod => admitter.admit_pod(units)?,
+            TopologyManagerScope::Container => admitter.admit_containers(units)?,
+        }
     };
-    match scope {
-        TopologyManagerScope::Pod => admitter.admit_pod(units),
-        TopologyManagerScope::Container => admitter.admit_containers(units),
-    }
+    *remaining = admitter.remaining();
+    Ok(aligned)
 }
 
 impl Admitter<'_> {
+    fn remaining(&self) -> Remaining {
+        Remaining {
+            gpus: self
+                .gpu
+                .as_ref()
+                .filter(|g| g.split.is_ok())
+                .map(|g| g.free.clone()),
+            cpus: self.cpu.as_ref().ok().and_then(CpuState::free_per_numa),
+            memory: self.memory.as_ref().ok().map(MemoryState::free_per_numa),
+        }
+    }
+
     fn container_demand(&self, c: &ContainerDemand) -> UnitDemand {
         UnitDemand {
             gpus: c.gpus,

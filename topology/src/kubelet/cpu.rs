@@ -478,6 +478,8 @@ pub(crate) enum TakeError {
     Unknown(Unknown),
     /// `takeByTopologyNUMADistributed` never ends.
     Loops,
+    /// The model cannot follow the kubelet here.
+    Stop(Unknown),
 }
 
 /// The machine's CPUs during admission.
@@ -550,6 +552,15 @@ impl CpuState {
             split: Ok(()),
             reuse_seen: false,
         })
+    }
+
+    /// Free CPUs per NUMA node (shared pool less reserved), when known.
+    pub fn free_per_numa(&self) -> Option<Vec<u32>> {
+        self.split.ok()?;
+        self.numas
+            .iter()
+            .map(|n| n.reusable_known.then_some(n.free))
+            .collect()
     }
 
     /// Marks the split of allocations across NUMA nodes unknown from here on.
@@ -736,7 +747,12 @@ impl CpuState {
         }
     }
 
-    fn take_full_sockets(&mut self, layout: &SocketLayout, set: NumaMask, need: &mut u32) {
+    fn take_full_sockets(
+        &mut self,
+        layout: &SocketLayout,
+        set: NumaMask,
+        need: &mut u32,
+    ) -> Result<(), TakeError> {
         for socket in self.socket_order(layout, set) {
             let members: Vec<usize> = set
                 .nodes()
@@ -749,8 +765,13 @@ impl CpuState {
                 .sum();
             let size = layout.socket_cpus(socket);
             if available == layout.cpus_per_socket && *need >= size {
-                // The kubelet takes the socket's CPUs and counts all of them.
-                *need = need.saturating_sub(size);
+                if size != available {
+                    // The kubelet takes all the socket's CPUs, busy ones too.
+                    return Err(TakeError::Stop(Unknown::Unsupported(
+                        Unsupported::UnevenSockets,
+                    )));
+                }
+                *need -= size;
                 for n in members {
                     if let Some(node) = self.numas.get_mut(n) {
                         node.take_all();
@@ -758,6 +779,7 @@ impl CpuState {
                 }
             }
         }
+        Ok(())
     }
 
     /// `takeByTopologyNUMAPacked` over the NUMA nodes of `set`.
@@ -773,14 +795,6 @@ impl CpuState {
             .nodes()
             .filter(|&n| self.numas.get(n).is_some_and(|c| c.available() > 0))
             .collect();
-        if count == available {
-            for n in active {
-                if let Some(node) = self.numas.get_mut(n) {
-                    node.take_all();
-                }
-            }
-            return Ok(());
-        }
         if let [only] = active[..] {
             if let Some(node) = self.numas.get_mut(only) {
                 node.take_packed(count, self.threads, init);
@@ -792,9 +806,9 @@ impl CpuState {
         let mut need = count;
         if layout.numa_first {
             self.take_full_numa_nodes(&layout, set, &mut need);
-            self.take_full_sockets(&layout, set, &mut need);
+            self.take_full_sockets(&layout, set, &mut need)?;
         } else {
-            self.take_full_sockets(&layout, set, &mut need);
+            self.take_full_sockets(&layout, set, &mut need)?;
             self.take_full_numa_nodes(&layout, set, &mut need);
         }
         for n in self.numa_order(&layout, set) {
@@ -987,6 +1001,7 @@ impl CpuState {
                     Indeterminate::DistributeLoop { container },
                 )))
             }
+            Err(TakeError::Stop(why)) => return Err(CpuAllocError::Unknown(why)),
             Err(TakeError::Unknown(why)) => {
                 // The count is right, the NUMA split is not known: later
                 // questions about it answer `why`.

@@ -137,6 +137,14 @@ impl MemoryState {
         }))
     }
 
+    /// Free bytes per NUMA node and resource.
+    pub fn free_per_numa(&self) -> Vec<MemoryAmounts> {
+        self.numas
+            .iter()
+            .map(|n| [n.tables[0].free, n.tables[1].free, n.tables[2].free])
+            .collect()
+    }
+
     fn nodes(&self) -> usize {
         self.numas.len()
     }

@@ -24,8 +24,8 @@ pub use merge::{
     compare, merge_lists, policy_merge, Kept, MaskOrder, Merged, NumaInfo, PolicyMerge,
 };
 pub use outcome::{
-    Admission, AllocationFailure, HintReport, Indeterminate, Refusal, Resource, ResourceReport,
-    StartupError, UnitReport, Unknown, Unsupported, Verdict,
+    Admission, AllocationFailure, HintReport, Indeterminate, Refusal, Remaining, Resource,
+    ResourceReport, StartupError, UnitReport, Unknown, Unsupported, Verdict,
 };
 
 use facts::ContainerKind as Kind;

@@ -160,6 +160,9 @@ pub enum Unsupported {
     PartialReservedCores { numa: usize },
     /// A huge page size present on some NUMA nodes only.
     HugePagesOnSomeNumaNodes,
+    /// Sockets of different sizes where the kubelet's `takeFullSockets`
+    /// takes a socket's busy CPUs along with its free ones.
+    UnevenSockets,
 }
 
 /// Why the model cannot answer.
@@ -193,11 +196,26 @@ pub enum Verdict {
     Unknown(Unknown),
 }
 
+/// What an admitted pod leaves free, per NUMA node; `None` where a manager
+/// does not act or the split is unknown.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Remaining {
+    /// GPUs not allocated.
+    pub gpus: Option<Vec<u32>>,
+    /// CPUs of the shared pool, reserved ones left out (what later
+    /// exclusive allocations can take).
+    pub cpus: Option<Vec<u32>>,
+    /// Free bytes of memory, hugepages-2Mi and hugepages-1Gi.
+    pub memory: Option<Vec<[u64; 3]>>,
+}
+
 /// The answer: the verdict and the units evaluated up to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Admission {
     pub verdict: Verdict,
     pub units: Vec<UnitReport>,
+    /// After an admission: what is left on the node.
+    pub remaining: Remaining,
 }
 
 impl Admission {
