@@ -35,6 +35,35 @@ pub fn guaranteed_cpus(guaranteed: bool, cpu_millis: u64) -> u32 {
     u32::try_from(cpu_millis / MILLIS_PER_CPU).unwrap_or(u32::MAX)
 }
 
+/// `generateCPUTopologyHints` for `request` CPUs given, per NUMA node, its
+/// CPUs (`capacity`), the free ones of the shared pool and the reusable ones
+/// of init containers. Masks range over the nodes with CPUs.
+pub fn cpu_topology_hints(
+    capacity: &[u32],
+    free: &[u32],
+    reusable: &[u32],
+    request: u32,
+) -> (ResourceHints, HintReport) {
+    let widen = |v: &[u32]| v.iter().map(|&c| u64::from(c)).collect::<Vec<u64>>();
+    let nodes_with = |v: &[u32]| {
+        v.iter().enumerate().fold(
+            NumaMask::EMPTY,
+            |m, (i, &c)| if c > 0 { m.with(i) } else { m },
+        )
+    };
+    let (capacity64, free64) = (widen(capacity), widen(free));
+    let resource = CountedResource {
+        nodes: capacity.len(),
+        universe: nodes_with(capacity),
+        capacity: &capacity64,
+        free: &free64,
+        reusable_nodes: nodes_with(reusable),
+        reusable: reusable.iter().map(|&r| u64::from(r)).sum(),
+    };
+    let (set, report) = counted_hints(&resource, u64::from(request), |_, _| false);
+    (ResourceHints::List(set), report)
+}
+
 /// One physical core: counts of its threads by state. Threads not counted
 /// are assigned to earlier containers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -516,7 +545,7 @@ pub enum CpuAllocError {
 
 impl CpuState {
     /// The empty machine from its facts.
-    pub(crate) fn new(
+    pub fn new(
         numas: &[NumaNodeFacts],
         threads: u32,
         options: CpuOptions,
@@ -609,7 +638,7 @@ impl CpuState {
     /// The CPU Manager's hints for `request` exclusive CPUs
     /// (`generateCPUTopologyHints`): masks over the NUMA nodes with CPUs,
     /// capacity counting reserved CPUs, availability not.
-    pub(crate) fn hints(
+    pub fn hints(
         &self,
         request: u32,
         container: Option<usize>,
@@ -968,7 +997,7 @@ impl CpuState {
 
     /// `staticPolicy.Allocate` for a container of `kind` getting `count`
     /// exclusive CPUs under the Topology Manager's `hint`.
-    pub(crate) fn allocate_container(
+    pub fn allocate_container(
         &mut self,
         container: usize,
         kind: ContainerKind,
