@@ -394,8 +394,9 @@ fn run_cpu_allocation(case: &CpuAllocationCase) -> Result<Option<Vec<u32>>, CpuA
         full_pcpus_only: case.full_pcpus_only,
         ..CpuOptions::default()
     };
-    let mut state =
-        CpuState::new(&numas, case.machine.threads_per_core, options).expect("facts complete");
+    let mut state = CpuState::new(&numas, case.machine.threads_per_core, options)
+        .expect("facts agree")
+        .expect("facts complete");
     for (i, c) in case.containers.iter().enumerate() {
         let hint = c.hint.as_ref().and_then(|ids| NumaMask::from_nodes(ids));
         state.allocate_container(i, kind(&c.kind), c.cpus, hint)?;

@@ -218,7 +218,7 @@ fn evaluate(
     let cpu = if cpu_static {
         let options = cpu_options(node)?;
         match node.threads_per_core {
-            Some(t) => CpuState::new(numas, t, options),
+            Some(t) => CpuState::new(numas, t, options)?,
             None => Err(Unknown::Missing(Fact::ThreadsPerCore)),
         }
     } else {

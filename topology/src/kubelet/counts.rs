@@ -54,34 +54,35 @@ pub(crate) fn counted_hints(
 ) -> (HintSet, HintReport) {
     let capacity = sums_over_masks(resource.capacity);
     let free = sums_over_masks(resource.free);
+    let in_universe = |mask: &NumaMask| mask.is_subset_of(resource.universe);
     let mut min_affinity = resource.universe.count();
-    let mut fitting = Vec::new();
-    for mask in all_masks(resource.nodes).filter(|m| m.is_subset_of(resource.universe)) {
-        let index = mask.bits() as usize;
-        if capacity.get(index).copied().unwrap_or(0) >= request && mask.count() < min_affinity {
-            min_affinity = mask.count();
+    for mask in all_masks(resource.nodes).filter(in_universe) {
+        if capacity.get(mask.bits() as usize).copied().unwrap_or(0) >= request {
+            min_affinity = min_affinity.min(mask.count());
         }
+    }
+    let mut set = HintSet::empty(resource.nodes);
+    let mut narrowest: Option<u32> = None;
+    for mask in all_masks(resource.nodes).filter(in_universe) {
         if !resource.reusable_nodes.is_subset_of(mask) {
             continue;
         }
         let matching = free
-            .get(index)
+            .get(mask.bits() as usize)
             .copied()
             .unwrap_or(0)
             .saturating_add(resource.reusable);
-        if matching >= request {
-            fitting.push(mask);
+        if matching < request {
+            continue;
         }
-    }
-    let mut set = HintSet::empty(resource.nodes);
-    for &mask in &fitting {
+        narrowest = Some(narrowest.map_or(mask.count(), |n| n.min(mask.count())));
         if mask.count() == min_affinity || preferred_also(mask, min_affinity) {
             set.preferred.insert(mask);
         } else {
             set.not_preferred.insert(mask);
         }
     }
-    let report = match fitting.iter().map(|m| m.count()).min() {
+    let report = match narrowest {
         None => HintReport::NoFit,
         Some(narrowest) => HintReport::Hints {
             narrowest_capacity: min_affinity,

@@ -18,7 +18,7 @@
 //! [`Indeterminate::CpuIds`](super::outcome::Indeterminate::CpuIds).
 
 use super::counts::{counted_hints, CountedResource};
-use super::facts::{ContainerKind, Fact, NumaNodeFacts};
+use super::facts::{validate_cpus, ContainerKind, Fact, InputError, NumaNodeFacts};
 use super::hint::ResourceHints;
 use super::mask::NumaMask;
 use super::outcome::{HintReport, Indeterminate, Unknown, Unsupported};
@@ -544,8 +544,21 @@ pub enum CpuAllocError {
 }
 
 impl CpuState {
-    /// The empty machine from its facts.
+    /// The empty machine from its facts: an input error when they contradict
+    /// each other, unknown when one the CPU Manager needs is missing.
     pub fn new(
+        numas: &[NumaNodeFacts],
+        threads: u32,
+        options: CpuOptions,
+    ) -> Result<Result<Self, Unknown>, InputError> {
+        for (numa, facts) in numas.iter().enumerate() {
+            validate_cpus(numa, facts, Some(threads))?;
+        }
+        Ok(Self::from_valid_facts(numas, threads, options))
+    }
+
+    /// [`CpuState::new`] for facts already validated.
+    fn from_valid_facts(
         numas: &[NumaNodeFacts],
         threads: u32,
         options: CpuOptions,
@@ -1231,7 +1244,9 @@ mod tests {
         // across both take all of the fuller node 1? No: node 1 is free and
         // 10 >= 8, so it is taken whole, then 2 more from node 0.
         let numas = [facts(8, 2, 1, 0), facts(8, 0, 0, 1)];
-        let mut state = CpuState::new(&numas, 2, CpuOptions::default()).unwrap();
+        let mut state = CpuState::new(&numas, 2, CpuOptions::default())
+            .unwrap()
+            .unwrap();
         state
             .allocate_container(0, ContainerKind::App, 10, Some(NumaMask::from_bits(0b11)))
             .unwrap();
@@ -1246,7 +1261,7 @@ mod tests {
             full_pcpus_only: true,
             ..CpuOptions::default()
         };
-        let mut state = CpuState::new(&numas, 2, options).unwrap();
+        let mut state = CpuState::new(&numas, 2, options).unwrap().unwrap();
         let err = state
             .allocate_container(0, ContainerKind::App, 3, None)
             .unwrap_err();
@@ -1268,7 +1283,7 @@ mod tests {
             full_pcpus_only: true,
             ..CpuOptions::default()
         };
-        let mut state = CpuState::new(&numas, 2, options).unwrap();
+        let mut state = CpuState::new(&numas, 2, options).unwrap().unwrap();
         let err = state
             .allocate_container(0, ContainerKind::App, 8, None)
             .unwrap_err();

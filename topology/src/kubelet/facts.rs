@@ -7,6 +7,10 @@
 use crate::labels::{CpuManagerPolicy, TopologyManagerPolicy, TopologyManagerScope};
 use std::fmt;
 
+/// The most CPUs or GPUs one NUMA node may report: far above any machine,
+/// low enough that no sum over 16 NUMA nodes overflows.
+pub const MAX_UNITS_PER_NUMA: u32 = 1 << 20;
+
 /// Bytes in a MiB.
 pub const MIB: u64 = 1 << 20;
 /// Bytes of a 2Mi huge page.
@@ -227,6 +231,10 @@ pub enum InputError {
     NoContainers,
     /// The node lists no NUMA node (every machine has at least one).
     NoNumaNodes,
+    /// More CPUs or GPUs on a NUMA node than [`MAX_UNITS_PER_NUMA`].
+    CountTooLarge {
+        numa: usize,
+    },
     /// Summing the pod's requests overflows.
     RequestOverflow,
 }
@@ -266,6 +274,12 @@ impl fmt::Display for InputError {
             ),
             InputError::NoContainers => f.write_str("the pod has no containers"),
             InputError::NoNumaNodes => f.write_str("the node lists no NUMA node"),
+            InputError::CountTooLarge { numa } => {
+                write!(
+                    f,
+                    "NUMA node {numa} reports more CPUs or GPUs than any machine has"
+                )
+            }
             InputError::RequestOverflow => f.write_str("the pod's requests overflow"),
         }
     }
@@ -311,7 +325,19 @@ pub(crate) fn validate(node: &NodeFacts, pod: &PodDemand) -> Result<(), InputErr
     Ok(())
 }
 
-fn validate_cpus(numa: usize, n: &NumaNodeFacts, threads: Option<u32>) -> Result<(), InputError> {
+/// Checks one NUMA node's CPU facts against each other.
+pub(crate) fn validate_cpus(
+    numa: usize,
+    n: &NumaNodeFacts,
+    threads: Option<u32>,
+) -> Result<(), InputError> {
+    let too_large = |count: Option<u32>| count.is_some_and(|c| c > MAX_UNITS_PER_NUMA);
+    if too_large(n.cpus) || too_large(n.gpus) {
+        return Err(InputError::CountTooLarge { numa });
+    }
+    if threads == Some(0) {
+        return Err(InputError::ThreadsPerCoreZero);
+    }
     if let (Some(cpus), Some(reserved)) = (n.cpus, n.reserved_cpus) {
         if reserved > cpus {
             return Err(InputError::ReservedExceedsCpus { numa });

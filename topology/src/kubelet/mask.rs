@@ -105,7 +105,15 @@ impl NumaMask {
 
     /// The NUMA node ids in the mask, ascending (`BitMask.GetBits`).
     pub fn nodes(self) -> impl Iterator<Item = usize> {
-        (0..MAX_NUMA_NODES).filter(move |&node| self.is_set(node))
+        let mut rest = self.0;
+        std::iter::from_fn(move || {
+            if rest == 0 {
+                return None;
+            }
+            let node = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            Some(node)
+        })
     }
 
     /// The lowest NUMA node of the mask.
@@ -175,7 +183,19 @@ impl MaskSet {
 
     /// Every non-empty mask of the machine.
     pub fn every_mask(nodes: usize) -> Self {
-        MaskSet::of(nodes, all_masks(nodes))
+        let mut set = MaskSet::empty(nodes);
+        let masks = 1usize << set.nodes;
+        for (i, word) in set.words.iter_mut().enumerate() {
+            let first = i * WORD_BITS;
+            let in_word = masks.saturating_sub(first).min(WORD_BITS);
+            *word = if in_word == WORD_BITS {
+                u64::MAX
+            } else {
+                (1u64 << in_word) - 1
+            };
+        }
+        set.remove(NumaMask::EMPTY);
+        set
     }
 
     pub fn nodes(&self) -> usize {
@@ -184,11 +204,7 @@ impl MaskSet {
 
     fn slot(&self, mask: NumaMask) -> Option<(usize, u64)> {
         let index = mask.bits() as usize;
-        if mask.is_subset_of(NumaMask::all(self.nodes)) {
-            Some((index / WORD_BITS, 1u64 << (index % WORD_BITS)))
-        } else {
-            None
-        }
+        (index >> self.nodes == 0).then(|| (index / WORD_BITS, 1u64 << (index % WORD_BITS)))
     }
 
     /// Adds `mask`; a mask naming a node the machine lacks is ignored.
@@ -252,13 +268,45 @@ impl MaskSet {
 
     /// Whether every superset (within the machine) of a member is a member:
     /// true of every hint list built from "enough free resources in the mask".
+    /// Checked a node at a time on whole words: adding node `b` to every
+    /// member without it must land on members.
     pub fn is_upward_closed(&self) -> bool {
-        let all = NumaMask::all(self.nodes);
-        self.iter().all(|mask| {
-            mask.complement_in(all)
-                .nodes()
-                .all(|node| self.contains(mask.with(node)))
-        })
+        /// Bit positions (within a word) of masks without node `b`, b < 6.
+        const WITHOUT: [u64; 6] = [
+            0x5555_5555_5555_5555,
+            0x3333_3333_3333_3333,
+            0x0F0F_0F0F_0F0F_0F0F,
+            0x00FF_00FF_00FF_00FF,
+            0x0000_FFFF_0000_FFFF,
+            0x0000_0000_FFFF_FFFF,
+        ];
+        let masks = 1usize << self.nodes;
+        for (b, without) in WITHOUT.iter().enumerate().take(self.nodes) {
+            // Within a word only the low `masks` bits exist.
+            let valid = if masks >= WORD_BITS {
+                u64::MAX
+            } else {
+                (1u64 << masks) - 1
+            };
+            for &word in &self.words {
+                let raised = ((word & without) << (1 << b)) & valid;
+                if raised & !word != 0 {
+                    return false;
+                }
+            }
+        }
+        for b in 6..self.nodes {
+            let stride = 1usize << (b - 6);
+            for (i, &word) in self.words.iter().enumerate() {
+                if (i / stride) % 2 == 0 {
+                    let above = self.words.get(i + stride).copied().unwrap_or(0);
+                    if word & !above != 0 {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
     }
 }
 
@@ -297,6 +345,47 @@ mod tests {
         let masks: Vec<u32> = set.iter().map(NumaMask::bits).collect();
         assert_eq!(masks, vec![0b01, 0b11]);
         assert!(!set.contains(NumaMask::from_bits(0b100)));
+    }
+
+    #[rstest]
+    #[case::supersets_present(3, &[0b001, 0b011, 0b101, 0b111], true)]
+    #[case::missing_superset(3, &[0b001, 0b011, 0b111], false)]
+    #[case::empty_set(3, &[], true)]
+    #[case::across_words(7, &[0b100_0000, 0b111_1111], false)]
+    fn upward_closure_is_checked_word_by_word(
+        #[case] nodes: usize,
+        #[case] masks: &[u32],
+        #[case] expected: bool,
+    ) {
+        let set = MaskSet::of(nodes, masks.iter().map(|&m| NumaMask::from_bits(m)));
+        assert_eq!(set.is_upward_closed(), expected);
+        // The same answer as asking every member and node.
+        let all = NumaMask::all(nodes);
+        let slow = set.iter().all(|m| {
+            m.complement_in(all)
+                .nodes()
+                .all(|n| set.contains(m.with(n)))
+        });
+        assert_eq!(slow, expected);
+    }
+
+    #[test]
+    fn upward_closure_matches_the_definition_on_every_set_of_three_nodes() {
+        let all = NumaMask::all(3);
+        for bits in 0u32..256 {
+            let set = MaskSet::of(
+                3,
+                (0..8)
+                    .filter(|m| bits & (1 << m) != 0)
+                    .map(NumaMask::from_bits),
+            );
+            let slow = set.iter().all(|m| {
+                m.complement_in(all)
+                    .nodes()
+                    .all(|n| set.contains(m.with(n)))
+            });
+            assert_eq!(set.is_upward_closed(), slow, "set {bits:#b}");
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! When no mask fits, `calculateHints` returns an empty map, which the
 //! Topology Manager reads as "no preference"; `Allocate` then fails.
 
+use super::counts::sums_over_masks;
 use super::facts::{
     ContainerDemand, ContainerKind, Fact, InputError, NumaNodeFacts, HUGE_PAGE_1GI_BYTES,
     HUGE_PAGE_2MI_BYTES, MIB,
@@ -87,7 +88,7 @@ fn bytes(mib: u64, numa: usize) -> Result<u64, InputError> {
 
 impl MemoryState {
     /// `getDefaultMachineState` from the facts.
-    pub(crate) fn new(numas: &[NumaNodeFacts]) -> Result<Result<Self, Unknown>, InputError> {
+    pub fn new(numas: &[NumaNodeFacts]) -> Result<Result<Self, Unknown>, InputError> {
         let mut out = Vec::with_capacity(numas.len());
         for (numa, n) in numas.iter().enumerate() {
             let missing = |fact| Ok(Err(Unknown::Missing(fact)));
@@ -121,11 +122,16 @@ impl MemoryState {
                 allocatable,
                 free: allocatable,
             };
+            let reserve = |total: u64, reserved: u64| {
+                total
+                    .checked_sub(reserved)
+                    .ok_or(InputError::ReservedExceedsMemory { numa })
+            };
             out.push(NumaMemory {
                 tables: [
                     table(memory),
-                    table(small_total - small_reserved),
-                    table(large_total - large_reserved),
+                    table(reserve(small_total, small_reserved)?),
+                    table(reserve(large_total, large_reserved)?),
                 ],
                 cells: NumaMask::single(numa),
                 assignments: 0,
@@ -172,22 +178,46 @@ impl MemoryState {
         if requested.is_empty() {
             return None;
         }
+        // Per-mask sums of allocatable and free memory, one array per resource.
+        let per_node = |i: usize, table: fn(&MemoryTable) -> u64| -> Vec<u64> {
+            self.numas
+                .iter()
+                .map(|n| n.tables.get(i).map_or(0, table))
+                .collect()
+        };
+        let sums: Vec<(usize, Vec<u64>, Vec<u64>)> = requested
+            .iter()
+            .map(|&i| {
+                (
+                    i,
+                    sums_over_masks(&per_node(i, |t| t.allocatable)),
+                    sums_over_masks(&per_node(i, |t| t.free)),
+                )
+            })
+            .collect();
         let mut min_affinity = self.nodes() as u32;
         let mut fitting = Vec::new();
         for mask in all_masks(self.nodes()) {
-            let holds = |table: fn(&MemoryTable) -> u64, extra: &MemoryAmounts| {
-                requested
-                    .iter()
-                    .all(|&i| self.sum(mask, table, i).saturating_add(extra[i]) >= request[i])
-            };
-            if !holds(|t| t.allocatable, &[0; 3]) {
+            let index = mask.bits() as usize;
+            let allocatable = sums
+                .iter()
+                .all(|(i, a, _)| a.get(index).copied().unwrap_or(0) >= request[*i]);
+            if !allocatable {
                 continue;
             }
             min_affinity = min_affinity.min(mask.count());
             if !self.groups_allow(mask) {
                 continue;
             }
-            if holds(|t| t.free, &self.reusable_for(mask)) {
+            let reusable = self.reusable_for(mask);
+            let free = sums.iter().all(|(i, _, f)| {
+                f.get(index)
+                    .copied()
+                    .unwrap_or(0)
+                    .saturating_add(reusable[*i])
+                    >= request[*i]
+            });
+            if free {
                 fitting.push(mask);
             }
         }

@@ -249,6 +249,9 @@ fn and_closure(
         for r in reach.iter() {
             let outside = r.complement_in(all);
             *work += 1u64 << r.count();
+            if *work > MERGE_WORK_BUDGET {
+                return Err(MergeTooLarge);
+            }
             for m in subsets(r) {
                 if options.contains(m.or(outside)) {
                     next.insert(m);
@@ -259,13 +262,13 @@ fn and_closure(
         let options: Vec<NumaMask> = options.iter().collect();
         for r in reach.iter() {
             *work += options.len() as u64;
+            if *work > MERGE_WORK_BUDGET {
+                return Err(MergeTooLarge);
+            }
             for &o in &options {
                 next.insert(r.and(o));
             }
         }
-    }
-    if *work > MERGE_WORK_BUDGET {
-        return Err(MergeTooLarge);
     }
     Ok(next)
 }
