@@ -298,7 +298,7 @@ impl MaskSet {
         for b in 6..self.nodes {
             let stride = 1usize << (b - 6);
             for (i, &word) in self.words.iter().enumerate() {
-                if (i / stride) % 2 == 0 {
+                if i & stride == 0 {
                     let above = self.words.get(i + stride).copied().unwrap_or(0);
                     if word & !above != 0 {
                         return false;
