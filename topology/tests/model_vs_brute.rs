@@ -60,8 +60,14 @@ fn numa() -> impl Strategy<Value = Numa> {
 }
 
 fn node() -> impl Strategy<Value = NodeFacts> {
-    let nodes =
-        prop_oneof![1 => Just(1usize), 4 => Just(2), 2 => Just(3), 3 => Just(4), 1 => 5usize..=8];
+    let nodes = prop_oneof![
+        2 => Just(1usize),
+        8 => Just(2),
+        4 => Just(3),
+        6 => Just(4),
+        2 => 5usize..=8,
+        1 => 9usize..=10
+    ];
     (
         nodes.prop_flat_map(|n| proptest::collection::vec(numa(), n)),
         prop_oneof![Just(1u32), Just(2)],
@@ -88,7 +94,10 @@ fn node() -> impl Strategy<Value = NodeFacts> {
             Just(MemoryManagerPolicy::None),
             Just(MemoryManagerPolicy::Static)
         ],
-        proptest::collection::vec(11u32..=30, 64),
+        (
+            proptest::collection::vec(11u32..=30, 64),
+            prop_oneof![3 => Just(8u32), 1 => Just(16u32)],
+        ),
     )
         .prop_map(
             |(
@@ -102,7 +111,7 @@ fn node() -> impl Strategy<Value = NodeFacts> {
                 cpu,
                 (full, distribute, align),
                 memory,
-                far,
+                (far, max_allowable),
             )| {
                 // Every machine has a CPU.
                 if numas.iter().all(|s| s.cores == 0) {
@@ -148,7 +157,7 @@ fn node() -> impl Strategy<Value = NodeFacts> {
                                         if i == j {
                                             10
                                         } else {
-                                            far[(i.min(j) * 8 + i.max(j)) % far.len()]
+                                            far[(i.min(j) * 11 + i.max(j)) % far.len()]
                                         }
                                     })
                                     .collect()
@@ -163,7 +172,7 @@ fn node() -> impl Strategy<Value = NodeFacts> {
                         policy: Some(policy),
                         scope: Some(scope),
                         prefer_closest_numa_nodes: Some(closest),
-                        max_allowable_numa_nodes: Some(8),
+                        max_allowable_numa_nodes: Some(max_allowable),
                     },
                     cpu_manager: CpuManagerConfig {
                         policy: Some(cpu),

@@ -63,8 +63,8 @@ type Step<T> = Result<T, Stop>;
 /// What the kubelet would do with `pod` on `node` when the node runs no other pod.
 ///
 /// The policy cannot know what already runs on a node, so this answers for
-/// an empty one: a refusal here is a refusal everywhere the node's shape
-/// repeats, an admission may still fail on a busy node.
+/// an empty one (see the module documentation for what that means on a busy
+/// node).
 pub fn admit(node: &NodeFacts, pod: &PodDemand) -> Result<Admission, InputError> {
     validate(node, pod)?;
     let mut units = Vec::new();

@@ -15,7 +15,7 @@
 //! or taken), never as CPU ids. Where the kubelet breaks a tie by CPU or core
 //! id between cores that differ in kind, the outcome is marked unknown and
 //! only a later question that depends on it answers
-//! [`Indeterminate::CpuIds`](super::outcome::Indeterminate::CpuIds).
+//! `Indeterminate::CpuIds`.
 
 use super::counts::{counted_hints, CountedResource};
 use super::facts::{validate_cpus, ContainerKind, Fact, InputError, NumaNodeFacts};

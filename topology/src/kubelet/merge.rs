@@ -11,7 +11,7 @@
 //! merged hint that is preferred only when every pick is preferred and every
 //! non-`nil` pick has the same mask, and folds the merged hints through
 //! `HintMerger.compare`. That fold keeps the best hint of a strict total order
-//! (shown in [`rank_key`]), so its result does not depend on the order of the
+//! (shown in `rank_key`), so its result does not depend on the order of the
 //! permutations, and it can be computed from two sets instead:
 //! - the preferred merged masks: masks every list offers as preferred (a
 //!   `{nil, true}` entry accepts any mask);
@@ -135,7 +135,7 @@ pub enum Kept {
 }
 
 /// `HintMerger.compare(current, candidate)` for the `Narrowest` order, with
-/// `bestNonPreferredAffinityCount` given, as [`rank_key`] decides it. `nil`
+/// `bestNonPreferredAffinityCount` given, as `rank_key` decides it. `nil`
 /// masks are not compared by the kubelet (merged hints always carry a mask).
 pub fn compare(
     best_non_preferred: u32,
