@@ -11,6 +11,7 @@
 
 pub mod fit;
 pub mod fleet;
+pub mod kubelet;
 pub mod labels;
 pub mod selector;
 pub mod summary;

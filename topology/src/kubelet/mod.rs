@@ -1,0 +1,177 @@
+//! A model of the kubelet's resource admission: what its Topology, CPU,
+//! Memory and Device Managers do with a pod on a node, so that the policy can
+//! tell beforehand whether a GPU pod it steers there will be admitted aligned,
+//! admitted unaligned, or refused.
+//!
+//! [`admit()`] takes what is known about a node ([`NodeFacts`]) and what the
+//! pod asks for ([`PodDemand`]) and answers ([`Admission`]) for the node
+//! **when it runs no other pod**: the policy cannot know current usage. An
+//! admission may still fail on a busy node. A refusal holds on a busy node
+//! too under scope `pod` and for the first container (every rule only loses
+//! options as resources are taken); under scope `container` other pods can
+//! move where an earlier container lands, and so, rarely, make room for a
+//! later one that the empty node refuses. The answer is [`Verdict::Admit`] (with `aligned`),
+//! [`Verdict::Refuse`] with the kubelet's reason and its numbers, or
+//! [`Verdict::Unknown`] naming the missing fact or the choice the model cannot
+//! see. Facts that cannot matter are not asked for: nothing when no manager
+//! aligns anything for the pod, no CPU facts without exclusive CPUs, no
+//! Topology Manager scope for a one-container pod, no distances unless a tie
+//! between equal-sized masks decides something.
+//!
+//! *Aligned* means the Topology Manager's best hint for the pod (for every
+//! container under scope `container`) is preferred and covers one NUMA
+//! node, for all of the unit's GPUs, exclusive CPUs and pinned memory
+//! together; under policy `none` only a one-NUMA-node machine is aligned.
+//!
+//! The pieces are public for the kubelet's own test cases
+//! (`tests/kubelet_cases/`): [`merge::policy_merge`], [`merge::compare`],
+//! [`device::gpu_hints`], [`cpu::cpu_topology_hints`], [`cpu::CpuState`],
+//! [`memory::MemoryState`].
+//!
+//! # Reproduced (Kubernetes 1.34, `pkg/kubelet/cm/`)
+//!
+//! - `topologymanager/policy.go`: `filterProvidersHints` (nil hints = no
+//!   preference, empty = no possible affinity), `mergePermutation` (AND of
+//!   the masks, preferred only when every hint is and all masks are equal),
+//!   `maxOfMinAffinityCounts`, `HintMerger.compare` and `Merge`, including the
+//!   non-preferred branch; computed on sets ([`merge`] explains why that is
+//!   exact). `numa_info.go`: `Narrowest`, `Closest` (average distance, then
+//!   the lower mask). `policy_none.go`, `policy_best_effort.go`,
+//!   `policy_restricted.go`, `policy_single_numa_node.go`
+//!   (`filterSingleNumaHints`, the default affinity turned into `nil`) and
+//!   their `canAdmitPodResult`. `policy_options.go` and `topology_manager.go`
+//!   `NewManager`: `prefer-closest-numa-nodes` (ignored by
+//!   `single-numa-node`), and no kubelet at all above
+//!   `max-allowable-numa-nodes` (at least 8) NUMA nodes with a policy other
+//!   than `none` ([`StartupError::TooManyNumaNodes`]).
+//! - `scope_pod.go`, `scope_container.go`, `scope.go` `admitPolicyNone`:
+//!   one merge for the pod or one per container in `InitContainers` then
+//!   `Containers` order, then `Allocate` container by container in the order
+//!   of `container_manager_linux.go` (Device, CPU, Memory Manager); the first
+//!   failure decides.
+//! - `devicemanager/topology_hints.go`: `GetTopologyHints`,
+//!   `GetPodTopologyHints`, `generateDeviceTopologyHints` (masks over every
+//!   NUMA node, preferred at the fewest nodes whose GPUs, free or not, could
+//!   hold the request), `getPodDeviceRequest` (`PodLimits`, sidecars
+//!   included). `manager.go`: `Allocate` / `devicesToAllocate` /
+//!   `filterByAffinity` (init containers' GPUs reused first, the hint's
+//!   NUMA nodes next, sidecars' GPUs never reused).
+//! - `cpumanager/policy_static.go`: `guaranteedCPUs` (Guaranteed pod,
+//!   integer request), `podGuaranteedCPUs`, `GetTopologyHints`,
+//!   `GetPodTopologyHints`, `generateCPUTopologyHints` (masks over the NUMA
+//!   nodes with CPUs; capacity counts reserved CPUs, availability does not;
+//!   init containers' CPUs reusable), `isHintSocketAligned`
+//!   (`align-by-socket`), `Allocate` with `enforceSMTAlignment`
+//!   (`full-pcpus-only`: a request not a multiple of the threads per core,
+//!   or above the free CPUs on cores without reserved ones, is an
+//!   `SMTAlignmentError`; like the kubelet, CPUs held by init containers are
+//!   not counted free), `allocateCPUs` / `getAlignedCPUs`,
+//!   `updateCPUsToReuse`, and pods with pod-level resources left unpinned.
+//!   `policy_options.go` `ValidateStaticPolicyOptions` (`align-by-socket`
+//!   with `single-numa-node` stops the kubelet). `cpu_assignment.go`:
+//!   `takeByTopologyNUMAPacked` (whole NUMA nodes and sockets, whole cores,
+//!   single threads, each sorted by free CPUs ascending, `numaFirst` or
+//!   `socketsFirst`) and `takeByTopologyNUMADistributed`
+//!   (`distribute-cpus-across-numa`) at the level of NUMA nodes and cores.
+//! - `memorymanager/policy_static.go`: `getDefaultMachineState`,
+//!   `GetTopologyHints`, `GetPodTopologyHints`, `getPodRequestedResources`,
+//!   `calculateHints` with its group rules, `Allocate` (`getDefaultHint`,
+//!   `extendTopologyManagerHint`, `isAffinityViolatingNUMAAllocations`,
+//!   `updateMachineState`, init containers' memory reused per mask), for
+//!   memory and 2Mi / 1Gi huge pages; Guaranteed pods only, none with
+//!   pod-level resources.
+//! - Before all of it, the node-level check that the pod's GPUs fit the
+//!   node ([`Refusal::Insufficient`]): the scheduler's and the kubelet's
+//!   resource fit.
+//!
+//! # Left out, and which way the answer errs
+//!
+//! - Other pods and unhealthy GPUs: the node is taken empty and healthy.
+//!   Errs toward admitting.
+//! - The kubelet's other admission checks (CPU and memory allocatable,
+//!   eviction, node affinity): not checked. Errs toward admitting.
+//! - Which GPUs the device plugin picks inside a multi-NUMA mask
+//!   (`GetPreferredAllocation`, Go's map order), which CPUs the CPU Manager
+//!   picks among cores alike but for their ids: never guessed. When a later
+//!   container's hints or an SMT check depend on them the answer is
+//!   [`Unknown`] ([`Indeterminate::GpuPick`], [`Indeterminate::CpuIds`]).
+//! - GPUs the device plugin reports without NUMA affinity (the kubelet then
+//!   gives no GPU hints), GPUs on several NUMA nodes, several GPU
+//!   resources: not modelled. Given per-NUMA counts for such a node the model
+//!   aligns GPUs the kubelet does not: errs toward refusing, and toward
+//!   calling admissions aligned.
+//! - CPU Manager options `distribute-cpus-across-cores`,
+//!   `prefer-align-cpus-by-uncorecache` (answered as if off; they change
+//!   which cores, and with uncore caches which NUMA nodes, a split
+//!   allocation takes, so only what later containers find free may differ)
+//!   and `strict-cpu-reservation` (no effect on exclusive CPUs). Uncore
+//!   caches are not modelled.
+//! - Machines the model cannot follow answer [`Unknown::Unsupported`]: NUMA
+//!   nodes spanning sockets, partly reserved cores with more than 2 threads,
+//!   uneven sockets where `takeFullSockets` takes busy CPUs; a
+//!   `distribute-cpus-across-numa` remainder the kubelet loops on answers
+//!   [`Indeterminate::DistributeLoop`]. CPUs must be whole cores of
+//!   `threads_per_core` threads.
+//! - More than [`MAX_NUMA_NODES`] (16) NUMA nodes: [`Unknown::TooManyNumaNodes`];
+//!   above 8, a non-preferred merge larger than the work budget:
+//!   [`Unknown::MergeTooLarge`].
+//! - `prefer-closest-numa-nodes` without the SLIT distances: the best mask
+//!   among equal-sized ones is unknown; verdict and alignment never depend on
+//!   it (both orders agree on size and preference), what later containers
+//!   find free may, and then the answer is unknown. A single node's own
+//!   distance is taken equal for every node (10 in the ACPI SLIT).
+//! - Feature gates at their 1.34 defaults: `PodLevelResources` on,
+//!   `PodLevelResourceManagers` off (so pods with pod-level resources get no
+//!   exclusive CPUs or pinned memory); options given are taken as accepted
+//!   by their gates. A kubelet restart's regenerated hints are out of scope.
+//!
+//! Cost: the kubelet walks every mask per provider and every permutation of
+//! hints; the model walks every mask once per resource (2^N) and merges in
+//! at most 3^N mask operations per hint list, so one shape of up to 8 NUMA
+//! nodes costs microseconds.
+
+pub mod admit;
+pub mod counts;
+pub mod cpu;
+pub mod device;
+pub mod facts;
+pub mod hint;
+pub mod mask;
+pub mod memory;
+pub mod merge;
+pub mod outcome;
+
+pub use admit::{admit, DEFAULT_MAX_ALLOWABLE_NUMA_NODES};
+pub use facts::{
+    ContainerDemand, ContainerKind, CpuManagerConfig, Fact, HugePages, InputError,
+    MemoryManagerPolicy, NodeFacts, NumaNodeFacts, PodDemand, TopologyManagerConfig,
+};
+pub use hint::{HintSet, ProviderHints, ResourceHints, TopologyHint};
+pub use mask::{MaskSet, NumaMask, MAX_NUMA_NODES};
+pub use merge::{
+    compare, merge_lists, policy_merge, Kept, MaskOrder, Merged, NumaInfo, PolicyMerge,
+};
+pub use outcome::{
+    Admission, AllocationFailure, HintReport, Indeterminate, Refusal, Remaining, Resource,
+    ResourceReport, StartupError, UnitReport, Unknown, Unsupported, Verdict,
+};
+
+use facts::ContainerKind as Kind;
+
+/// The kubelet's pod-level request of one resource from its containers'
+/// (KEP-753): the larger of the app containers plus every sidecar, and of
+/// each init container plus the sidecars started before it. Saturates: a
+/// request that large fits no node either way.
+pub(crate) fn pod_effective(requests: impl IntoIterator<Item = (Kind, u64)>) -> u64 {
+    let mut init_max = 0u64;
+    let mut sidecars = 0u64;
+    let mut apps = 0u64;
+    for (kind, request) in requests {
+        match kind {
+            Kind::Sidecar => sidecars = sidecars.saturating_add(request),
+            Kind::Init => init_max = init_max.max(sidecars.saturating_add(request)),
+            Kind::App => apps = apps.saturating_add(request),
+        }
+    }
+    init_max.max(apps.saturating_add(sidecars))
+}
