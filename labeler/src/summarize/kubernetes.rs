@@ -4,7 +4,7 @@
 //! writes, so `generatedAt` advances and the policy knows the summary is fresh.
 //!
 //! Memory stays flat whatever the fleet: one page is in memory at a time
-//! (its body, and of each node only the name and labels: [`read_page`]), and
+//! (its body, and of each node only the name and labels: `read_page`), and
 //! it is folded into the builder and dropped before the next is asked for.
 //!
 //! Requests go through [`api::send`], as the API sinks' do, so error answers
