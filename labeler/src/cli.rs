@@ -144,7 +144,7 @@ pub struct SummarizeArgs {
     /// Server-side apply field manager
     #[arg(long, default_value = DEFAULT_FIELD_MANAGER)]
     pub field_manager: String,
-    /// Attempts per API request while the API server is unavailable (5xx, connection refused)
+    /// Attempts per API request while the API server is unavailable (5xx, 429, no answer, a cut answer)
     #[arg(long, default_value_t = RetryPolicy::default().attempts)]
     pub api_attempts: u32,
     /// Give up on an API answer after this long (the attempt is then retried)

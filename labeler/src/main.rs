@@ -1,6 +1,7 @@
 use clap::Parser;
 use gpu_topology_labeler::app::{exit, run_daemon, run_once, Publisher};
 use gpu_topology_labeler::cli::{Cli, Command, LogLevel, SummarizeArgs};
+use gpu_topology_labeler::sinks::api;
 use gpu_topology_labeler::summarize::kubernetes::{self as summarizer, Summarizer};
 use std::process::ExitCode;
 
@@ -81,7 +82,7 @@ fn summarize(args: SummarizeArgs) -> u8 {
         return exit::USAGE;
     };
     runtime.block_on(async {
-        let client = match summarizer::client(config.request_timeout).await {
+        let client = match api::client(config.request_timeout).await {
             Ok(client) => client,
             Err(error) => {
                 tracing::error!(%error, "cannot build the Kubernetes client");

@@ -14,7 +14,8 @@
 mod common;
 
 use common::fake_api::{
-    self, finish, kubeconfig, requests, sink_client, status_body, Reply, Request, Step,
+    self, finish, kubeconfig, rate_limited, requests, sink_client, status_body, status_retry_after,
+    Reply, Request, Step,
 };
 use common::{labels, scratch_dir, topology_fixtures};
 use gpu_topology_labeler::app::{exit, RunError};
@@ -139,20 +140,6 @@ fn assert_identical_complete_applies(kind: Kind, requests: &[Request]) {
     }
 }
 
-/// A 429 the way the API server's rate limiters send it: plain text, with
-/// `Retry-After` when `retry_after` is given.
-fn rate_limited(retry_after: Option<&str>) -> Step {
-    let step = Reply {
-        status: 429,
-        body: Some("Too many requests, please try again later.\n".to_owned()),
-    }
-    .with_header("content-type", "text/plain; charset=utf-8");
-    match retry_after {
-        Some(seconds) => step.with_header("Retry-After", seconds),
-        None => step,
-    }
-}
-
 fn status(code: u16) -> Step {
     Reply::status(code).into()
 }
@@ -193,11 +180,7 @@ async fn transient_faults_are_retried_until_the_apply_succeeds(
 #[rstest]
 #[case::rate_limiter_429(rate_limited(Some("1")))]
 #[case::unavailable_503(Reply::status(503).with_header("Retry-After", "1"))]
-#[case::status_details(Reply {
-    status: 429,
-    body: Some(json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "TooManyRequests",
-                      "message": "storage is busy", "details": {"retryAfterSeconds": 1}, "code": 429}).to_string()),
-}.into())]
+#[case::status_details(status_retry_after(1))]
 #[tokio::test]
 async fn the_retry_waits_at_least_as_long_as_the_server_asked(
     #[values(Kind::Kubernetes, Kind::NodeFeature)] kind: Kind,

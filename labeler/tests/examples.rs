@@ -1,18 +1,80 @@
 //! The deployment examples in examples/labeler/ must stay hardened and minimal:
 //! parsed here so that docs cannot drift from what is safe.
+//!
+//! Every labeler manifest (`daemonset-*.yaml`) ends with the summarizer's
+//! documents, a verbatim copy of `fleet-summary.yaml` after [`SUMMARIZER_MARKER`],
+//! so that one `kubectl apply -f` deploys both. The copies are checked to be
+//! identical; `UPDATE_EXAMPLES=1` rewrites them from `fleet-summary.yaml`.
 
 use clap::Parser;
-use gpu_topology_labeler::cli::Cli;
+use gpu_topology_labeler::cli::{Cli, Command};
 use rstest::rstest;
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-fn documents(file: &str) -> Vec<Value> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+/// The labeler manifests, each of which ships the summarizer.
+const LABELER_MANIFESTS: [&str; 3] = [
+    "daemonset-nfd.yaml",
+    "daemonset-kubernetes.yaml",
+    "daemonset-nodefeature.yaml",
+];
+/// The summarizer on its own.
+const FLEET_SUMMARY: &str = "fleet-summary.yaml";
+/// The comment line that starts the copy of `fleet-summary.yaml` in a labeler
+/// manifest (right after a `---`).
+const SUMMARIZER_MARKER: &str =
+    "# ---- The fleet summarizer: a verbatim copy of fleet-summary.yaml ----";
+
+fn example_path(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../examples/labeler")
-        .join(file);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_saphyr::from_multiple::<Value>(&text).unwrap()
+        .join(file)
+}
+
+fn text(file: &str) -> String {
+    let path = example_path(file);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn parse(text: &str) -> Vec<Value> {
+    serde_saphyr::from_multiple::<Value>(text).unwrap()
+}
+
+/// Every document of `file`.
+fn documents(file: &str) -> Vec<Value> {
+    parse(&text(file))
+}
+
+/// A labeler manifest's text, split into its own documents and the
+/// summarizer's copy (None when there is no marker).
+fn split_manifest(text: &str) -> (&str, Option<&str>) {
+    let separator = format!("---\n{SUMMARIZER_MARKER}\n");
+    match text.split_once(&separator) {
+        Some((labeler, summarizer)) => (labeler, Some(summarizer)),
+        None => (text, None),
+    }
+}
+
+/// The documents of `file` that are not the summarizer's.
+fn labeler_documents(file: &str) -> Vec<Value> {
+    parse(split_manifest(&text(file)).0)
+}
+
+/// The summarizer's documents of `file` (all of fleet-summary.yaml).
+fn summarizer_documents(file: &str) -> Vec<Value> {
+    if file == FLEET_SUMMARY {
+        return documents(file);
+    }
+    let text = text(file);
+    let copy = split_manifest(&text)
+        .1
+        .unwrap_or_else(|| panic!("{file} does not ship the summarizer"));
+    parse(copy)
+}
+
+/// `labeler` followed by the summarizer's documents.
+fn with_summarizer(labeler: &str, fleet_summary: &str) -> String {
+    format!("{labeler}---\n{SUMMARIZER_MARKER}\n{fleet_summary}")
 }
 
 fn of_kind<'a>(docs: &'a [Value], kind: &str) -> Vec<&'a Value> {
@@ -127,7 +189,7 @@ fn daemonset_flags_are_accepted_by_the_labeler(#[case] file: &str) {
 
 #[test]
 fn nfd_daemonset_needs_no_credentials() {
-    let docs = documents("daemonset-nfd.yaml");
+    let docs = labeler_documents("daemonset-nfd.yaml");
     let pod = &only(&docs, "DaemonSet")["spec"]["template"]["spec"];
     assert_eq!(pod["automountServiceAccountToken"], false);
     assert!(of_kind(&docs, "ClusterRole").is_empty() && of_kind(&docs, "Role").is_empty());
@@ -135,7 +197,7 @@ fn nfd_daemonset_needs_no_credentials() {
 
 #[test]
 fn kubernetes_daemonset_runs_as_non_root_with_patch_on_nodes_only() {
-    let docs = documents("daemonset-kubernetes.yaml");
+    let docs = labeler_documents("daemonset-kubernetes.yaml");
     let pod = &only(&docs, "DaemonSet")["spec"]["template"]["spec"];
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
     let account = only(&docs, "ServiceAccount");
@@ -170,7 +232,7 @@ fn downward_api_field<'a>(pod: &'a Value, name: &str) -> &'a str {
 
 #[test]
 fn nodefeature_daemonset_runs_as_non_root_with_a_role_in_its_own_namespace() {
-    let docs = documents("daemonset-nodefeature.yaml");
+    let docs = labeler_documents("daemonset-nodefeature.yaml");
     let namespace = only(&docs, "Namespace")["metadata"]["name"]
         .as_str()
         .unwrap();
@@ -223,11 +285,71 @@ fn nodefeature_daemonset_runs_as_non_root_with_a_role_in_its_own_namespace() {
     assert_eq!(downward_api_field(pod, "POD_NAME"), "metadata.name");
 }
 
-#[test]
-fn fleet_summary_deployment_is_hardened_and_least_privileged() {
-    let docs = documents("fleet-summary.yaml");
+/// Each labeler manifest ends with fleet-summary.yaml, byte for byte.
+#[rstest]
+#[case::nfd_sink("daemonset-nfd.yaml")]
+#[case::kubernetes_sink("daemonset-kubernetes.yaml")]
+#[case::nodefeature_sink("daemonset-nodefeature.yaml")]
+fn labeler_manifest_ships_the_summarizer_verbatim(#[case] file: &str) {
+    let fleet_summary = text(FLEET_SUMMARY);
+    let current = text(file);
+    let (labeler, _) = split_manifest(&current);
+    let expected = with_summarizer(labeler, &fleet_summary);
+    if current == expected {
+        return;
+    }
+    if std::env::var_os("UPDATE_EXAMPLES").is_some() {
+        std::fs::write(example_path(file), &expected).unwrap();
+        return;
+    }
+    panic!(
+        "examples/labeler/{file} must end with a verbatim copy of {FLEET_SUMMARY} after \
+         \"---\\n{SUMMARIZER_MARKER}\"; rewrite it with \
+         UPDATE_EXAMPLES=1 cargo test -p gpu-topology-labeler --test examples"
+    );
+}
+
+/// The summarizer's flags, parsed as the binary parses them.
+fn summarizer_config(
+    container: &Value,
+) -> gpu_topology_labeler::summarize::kubernetes::SummarizerConfig {
+    let mut argv = vec!["gpu-topology-labeler"];
+    argv.extend(args(container));
+    let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+    let Some(Command::Summarize(summarize)) = cli.command else {
+        panic!("{argv:?} is not the summarize subcommand");
+    };
+    assert_eq!(summarize.interval_warning(), None, "{argv:?}");
+    summarize
+        .into_config()
+        .unwrap_or_else(|e| panic!("{argv:?}: {e}"))
+}
+
+#[rstest]
+#[case::on_its_own(FLEET_SUMMARY)]
+#[case::with_the_nfd_sink("daemonset-nfd.yaml")]
+#[case::with_the_kubernetes_sink("daemonset-kubernetes.yaml")]
+#[case::with_the_nodefeature_sink("daemonset-nodefeature.yaml")]
+fn fleet_summary_deployment_is_hardened_and_least_privileged(#[case] file: &str) {
+    let docs = summarizer_documents(file);
+    let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+            "Deployment"
+        ]
+    );
     let deployment = only(&docs, "Deployment");
     assert_eq!(deployment["spec"]["replicas"], 1);
+    assert_eq!(
+        deployment["spec"]["strategy"]["type"], "Recreate",
+        "one writer at a time"
+    );
     let pod = &deployment["spec"]["template"]["spec"];
     for host_namespace in ["hostNetwork", "hostPID", "hostIPC"] {
         assert!(
@@ -237,7 +359,10 @@ fn fleet_summary_deployment_is_hardened_and_least_privileged() {
     }
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
     let container = hardened_container(pod);
-    assert_eq!(args(container)[0], "summarize");
+    // The flags are a valid summarizer configuration, within the policy's
+    // default staleness limit.
+    let config = summarizer_config(container);
+    assert!(!config.once, "a Deployment runs the loop");
     // No volumes at all, so no hostPath: it only talks to the API server.
     assert!(pod["volumes"].is_null(), "{}", pod["volumes"]);
     assert!(container["volumeMounts"].is_null());
@@ -252,6 +377,7 @@ fn fleet_summary_deployment_is_hardened_and_least_privileged() {
 
     let account = only(&docs, "ServiceAccount");
     let namespace = account["metadata"]["namespace"].as_str().unwrap();
+    assert_eq!(deployment["metadata"]["namespace"], namespace);
     assert_eq!(pod["serviceAccountName"], account["metadata"]["name"]);
     let subjects = json!([{ "kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": namespace }]);
 
@@ -271,25 +397,74 @@ fn fleet_summary_deployment_is_hardened_and_least_privileged() {
 
     // The summary ConfigMap: create (first apply) and patch, on that name only,
     // in the namespace the container writes to.
-    let summary_namespace = args(container)
-        .iter()
-        .find_map(|a| a.strip_prefix("--summary-namespace="))
-        .unwrap_or("kube-system");
-    let summary_name = args(container)
-        .iter()
-        .find_map(|a| a.strip_prefix("--summary-name="))
-        .unwrap_or("gpu-topology-fleet");
     let role = only(&docs, "Role");
-    assert_eq!(role["metadata"]["namespace"], summary_namespace);
+    assert_eq!(role["metadata"]["namespace"], config.namespace.as_str());
     assert_eq!(
         role["rules"],
-        json!([{ "apiGroups": [""], "resources": ["configmaps"], "resourceNames": [summary_name], "verbs": ["create", "patch"] }])
+        json!([{ "apiGroups": [""], "resources": ["configmaps"], "resourceNames": [config.name], "verbs": ["create", "patch"] }])
     );
     let binding = only(&docs, "RoleBinding");
-    assert_eq!(binding["metadata"]["namespace"], summary_namespace);
+    assert_eq!(binding["metadata"]["namespace"], config.namespace.as_str());
     assert_eq!(binding["roleRef"]["kind"], "Role");
     assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
     assert_eq!(binding["subjects"], subjects);
+}
+
+/// In a manifest that ships both, each ServiceAccount is bound to its own
+/// roles only: the labeler gets nothing of the summarizer's, and the other
+/// way round.
+#[rstest]
+#[case::nfd_sink("daemonset-nfd.yaml")]
+#[case::kubernetes_sink("daemonset-kubernetes.yaml")]
+#[case::nodefeature_sink("daemonset-nodefeature.yaml")]
+fn the_labeler_and_the_summarizer_hold_separate_permissions(#[case] file: &str) {
+    let account_of = |docs: &[Value], kind: &str| -> Value {
+        let pod = &only(docs, kind)["spec"]["template"]["spec"];
+        let namespace = &only(docs, kind)["metadata"]["namespace"];
+        json!({"name": pod["serviceAccountName"].as_str().unwrap_or("default"), "namespace": namespace})
+    };
+    let labeler = labeler_documents(file);
+    let summarizer = summarizer_documents(file);
+    let labeler_account = account_of(&labeler, "DaemonSet");
+    let summarizer_account = account_of(&summarizer, "Deployment");
+    assert_ne!(labeler_account, summarizer_account);
+    for (docs, account) in [
+        (&labeler, &labeler_account),
+        (&summarizer, &summarizer_account),
+    ] {
+        for binding in docs
+            .iter()
+            .filter(|d| d["kind"] == "RoleBinding" || d["kind"] == "ClusterRoleBinding")
+        {
+            for subject in binding["subjects"].as_array().unwrap() {
+                assert_eq!(
+                    json!({"name": subject["name"], "namespace": subject["namespace"]}),
+                    *account,
+                    "{file}: {}",
+                    binding["metadata"]["name"]
+                );
+            }
+        }
+    }
+    // No object of one is also an object of the other.
+    let names = |docs: &[Value]| -> Vec<(Value, Value, Value)> {
+        docs.iter()
+            .map(|d| {
+                (
+                    d["kind"].clone(),
+                    d["metadata"]["namespace"].clone(),
+                    d["metadata"]["name"].clone(),
+                )
+            })
+            .collect()
+    };
+    let labeler_objects = names(&labeler);
+    for object in names(&summarizer) {
+        assert!(
+            !labeler_objects.contains(&object),
+            "{file}: {object:?} twice"
+        );
+    }
 }
 
 #[test]
@@ -301,24 +476,33 @@ fn dockerfile_is_multi_stage_and_non_root() {
 }
 
 /// A workload's selector must not match another example's pods in the same
-/// namespace, or two controllers would claim the same pods.
+/// namespace, or two controllers would claim the same pods. The summarizer's
+/// Deployment is in several files; it is one object (same kind, namespace and
+/// name), and identical wherever it is.
 #[test]
 fn no_workload_selects_another_examples_pods() {
-    let workloads: Vec<(String, Value)> = [
-        "daemonset-nfd.yaml",
-        "daemonset-kubernetes.yaml",
-        "daemonset-nodefeature.yaml",
-        "fleet-summary.yaml",
-    ]
-    .into_iter()
-    .flat_map(|file| {
-        documents(file)
+    let mut workloads: Vec<(String, Value)> = Vec::new();
+    for file in LABELER_MANIFESTS.into_iter().chain([FLEET_SUMMARY]) {
+        for workload in documents(file)
             .into_iter()
             .filter(|d| d["kind"] == "DaemonSet" || d["kind"] == "Deployment")
-            .map(move |d| (file.to_owned(), d))
-    })
-    .collect();
-    assert_eq!(workloads.len(), 4);
+        {
+            let same = |other: &Value| {
+                ["kind", "namespace", "name"].iter().all(|key| {
+                    let field = |w: &Value| match *key {
+                        "kind" => w["kind"].clone(),
+                        _ => w["metadata"][key].clone(),
+                    };
+                    field(other) == field(&workload)
+                })
+            };
+            match workloads.iter().find(|(_, seen)| same(seen)) {
+                Some((seen_in, seen)) => assert_eq!(*seen, workload, "{file} and {seen_in} differ"),
+                None => workloads.push((file.to_owned(), workload)),
+            }
+        }
+    }
+    assert_eq!(workloads.len(), 4, "three labelers and the summarizer");
     let selects = |selector: &Value, labels: &Value| {
         selector["matchLabels"]
             .as_object()
@@ -326,14 +510,14 @@ fn no_workload_selects_another_examples_pods() {
             .iter()
             .all(|(key, value)| labels[key] == *value)
     };
-    for (file, workload) in &workloads {
+    for (index, (file, workload)) in workloads.iter().enumerate() {
         let own_labels = &workload["spec"]["template"]["metadata"]["labels"];
         assert!(
             selects(&workload["spec"]["selector"], own_labels),
             "{file} does not select its own pods"
         );
-        for (other_file, other) in &workloads {
-            if file == other_file
+        for (other_index, (other_file, other)) in workloads.iter().enumerate() {
+            if index == other_index
                 || workload["metadata"]["namespace"] != other["metadata"]["namespace"]
             {
                 continue;

@@ -1,16 +1,30 @@
 //! `gpu-topology-labeler summarize`: the summary built from fixture fleets
 //! (tests/fixtures/fleet/*.json), then the Kubernetes adapter and the binary
-//! against a scripted API server on 127.0.0.1: paged listing, one
-//! server-side apply per pass, retries, 403s and unreadable answers.
+//! against a scripted API server on 127.0.0.1 (with the client settings of
+//! production, `sinks::api::configure`): paged listing, one server-side apply
+//! per pass, API faults and what each leads to, 403s and unreadable answers.
+//!
+//! | fault | the pass |
+//! |---|---|
+//! | 429 (with `Retry-After`), 5xx, 409 on the apply; no answer (closed, or none within the request timeout); a page cut off mid-body | the same request again after the backoff, at least as long as `Retry-After` asks; the pass succeeds |
+//! | the same, on every attempt | fails after `--api-attempts`; nothing is written; `--once` exits 3 |
+//! | 410 Gone on a continue token (it expired) | the listing starts over (at most 3 times); every node counted once |
+//! | 403 | fails at once, naming the RBAC rule that is missing |
+//! | a 200 that is not a Node list | fails at once; nothing is written |
 
 mod common;
 
-use common::fake_api::{self, client, status_body, Log, Reply, Request};
+use common::fake_api::{
+    self, finish, kubeconfig, rate_limited, requests, sink_client, status_body, status_retry_after,
+    Reply, Request, Step,
+};
 use common::scratch_dir;
 use gpu_topology::{Fleet, FleetSummary, LabelPrefix, NodeTopology};
-use gpu_topology_labeler::sinks::kubernetes::{RetryPolicy, DEFAULT_FIELD_MANAGER};
+use gpu_topology_labeler::sinks::api::DEFAULT_FIELD_MANAGER;
+use gpu_topology_labeler::sinks::retry::RetryPolicy;
 use gpu_topology_labeler::summarize::kubernetes::{
-    SummarizeError, Summarizer, SummarizerConfig, DEFAULT_SUMMARY_NAME, DEFAULT_SUMMARY_NAMESPACE,
+    PassReport, SummarizeError, Summarizer, SummarizerConfig, DEFAULT_SUMMARY_NAME,
+    DEFAULT_SUMMARY_NAMESPACE,
 };
 use gpu_topology_labeler::summarize::{summarize, REPORTED_PROBLEMS};
 use rstest::rstest;
@@ -127,6 +141,11 @@ fn fixture_label_sets_are_what_the_labeler_writes(#[case] file: &str) {
 
 const SELECTOR: &str = "labelSelector=gpu-topology.io%2Fgpus";
 const LIMIT: &str = "limit=500";
+/// What the API server answers a metadata-only list with.
+const LIST_KIND: &str = "PartialObjectMetadataList";
+const BACKOFF: Duration = Duration::from_millis(20);
+/// Each read waits this long before the attempt counts as unanswered.
+const REQUEST_TIMEOUT: Duration = Duration::from_millis(300);
 
 fn config(attempts: u32) -> SummarizerConfig {
     SummarizerConfig {
@@ -136,17 +155,20 @@ fn config(attempts: u32) -> SummarizerConfig {
         field_manager: DEFAULT_FIELD_MANAGER.to_owned(),
         retry: RetryPolicy {
             attempts,
-            initial_backoff: Duration::from_millis(20),
+            initial_backoff: BACKOFF,
             max_backoff: Duration::from_millis(100),
         },
-        request_timeout: Duration::from_secs(10),
+        request_timeout: REQUEST_TIMEOUT,
         interval: Duration::from_secs(60),
         once: true,
     }
 }
 
+/// The summarizer as the binary builds it: no kube-internal retries, each
+/// read limited to the request timeout.
 fn summarizer(port: u16, attempts: u32) -> Summarizer {
-    Summarizer::new(client(port), &config(attempts))
+    let config = config(attempts);
+    Summarizer::new(sink_client(port, config.request_timeout), &config)
 }
 
 /// A `PartialObjectMetadataList` page as the API server sends it for
@@ -174,7 +196,7 @@ fn node_page(nodes: &[FixtureNode], continue_token: Option<&str>) -> Reply {
         metadata["remainingItemCount"] = json!(1);
     }
     Reply::json(&json!({
-        "kind": "PartialObjectMetadataList",
+        "kind": LIST_KIND,
         "apiVersion": "meta.k8s.io/v1",
         "metadata": metadata,
         "items": items,
@@ -239,10 +261,6 @@ fn assert_summary_apply(request: &Request) -> FleetSummary {
     FleetSummary::from_data(data.iter().map(|(k, v)| (k.as_str(), v.as_str()))).unwrap()
 }
 
-fn requests(log: &Log) -> Vec<Request> {
-    log.lock().unwrap().clone()
-}
-
 #[tokio::test]
 async fn lists_two_pages_then_applies_one_summary() {
     let fixture = fleet_fixture("mixed-fleet.json");
@@ -256,7 +274,7 @@ async fn lists_two_pages_then_applies_one_summary() {
     let before = unix_now();
     let report = summarizer(port, 1).pass().await.unwrap();
     let after = unix_now();
-    server.await.unwrap();
+    finish(server).await;
 
     let requests = requests(&log);
     assert_eq!(requests.len(), 3);
@@ -305,7 +323,7 @@ async fn a_large_fleet_is_read_in_pages_of_500() {
     replies.push(Reply::status(200));
     let (port, log, server) = fake_api::scripted(replies).await;
     let report = summarizer(port, 1).pass().await.unwrap();
-    server.await.unwrap();
+    finish(server).await;
 
     let requests = requests(&log);
     assert_eq!(requests.len(), 11);
@@ -325,52 +343,203 @@ async fn an_empty_fleet_is_written_too() {
     let (port, log, server) =
         fake_api::scripted(vec![node_page(&[], None), Reply::status(201)]).await;
     summarizer(port, 1).pass().await.unwrap();
-    server.await.unwrap();
+    finish(server).await;
     let written = assert_summary_apply(&requests(&log)[1]);
     assert!(written.fleet.is_empty());
     assert_eq!(written.malformed, 0);
 }
 
-/// (replies, requests made): transient answers on either call are retried.
-#[rstest]
-#[case::list_500_then_200(vec![Reply::status(500)], vec![], 3)]
-#[case::list_429_503_then_200(vec![Reply::status(429), Reply::status(503)], vec![], 4)]
-#[case::apply_503_then_200(vec![], vec![Reply::status(503)], 3)]
-#[tokio::test]
-async fn transient_errors_are_retried(
-    #[case] list_failures: Vec<Reply>,
-    #[case] apply_failures: Vec<Reply>,
-    #[case] made: usize,
-) {
-    let fixture = fleet_fixture("mixed-fleet.json");
-    let mut replies = list_failures;
-    replies.push(node_page(&fixture.nodes, None));
-    replies.extend(apply_failures);
-    replies.push(Reply::status(200));
-    let (port, log, server) = fake_api::scripted(replies).await;
-    summarizer(port, 5).pass().await.unwrap();
-    server.await.unwrap();
-    let requests = requests(&log);
-    assert_eq!(requests.len(), made);
-    let patches: Vec<&Request> = requests.iter().filter(|r| r.method == "PATCH").collect();
-    assert!(patches.iter().all(|p| p.body == patches[0].body));
-    let written = assert_summary_apply(patches[0]);
-    assert_eq!(written.fleet, fixture.expected.fleet());
-    for request in requests.iter().filter(|r| r.method == "GET") {
-        assert_node_list(request, None);
+/// The three requests of a two-page pass, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Call {
+    FirstPage,
+    SecondPage,
+    Apply,
+}
+
+const CALLS: [Call; 3] = [Call::FirstPage, Call::SecondPage, Call::Apply];
+
+/// Requests a pass makes before `call` when nothing fails.
+fn calls_before(call: Call) -> usize {
+    CALLS.iter().take_while(|c| **c != call).count()
+}
+
+/// A fault the scripted server injects in place of a call's answer.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    Status(u16),
+    /// 429 the way the API server's rate limiters send it (no `Retry-After`:
+    /// the waits it asks for are tested on their own).
+    RateLimited,
+    /// The call's own answer, cut off after the headers and half the body.
+    Cut,
+    Close,
+    Hang,
+}
+
+impl Fault {
+    fn step(self, answer: &Reply) -> Step {
+        match self {
+            Fault::Status(code) => Reply::status(code).into(),
+            Fault::RateLimited => rate_limited(None),
+            Fault::Cut => Step::CutBody(answer.clone()),
+            Fault::Close => Step::Close,
+            Fault::Hang => Step::Hang,
+        }
     }
 }
 
+/// A pass over the mixed fleet in two pages, with `faults` injected before
+/// the answer to `call`; returns the result and the requests made.
+async fn pass_against(
+    call: Call,
+    faults: &[Fault],
+    attempts: u32,
+) -> (Result<PassReport, SummarizeError>, Vec<Request>) {
+    let fixture = fleet_fixture("mixed-fleet.json");
+    let (first, second) = fixture.nodes.split_at(4);
+    let answers = [
+        node_page(first, Some("page-2-token")),
+        node_page(second, None),
+        Reply::status(200),
+    ];
+    let mut steps: Vec<Step> = Vec::new();
+    for (answer, this) in answers.iter().zip(CALLS) {
+        if this == call {
+            steps.extend(faults.iter().map(|fault| fault.step(answer)));
+        }
+        steps.push(answer.clone().into());
+    }
+    // A pass that gives up stops after the calls before `call` and its
+    // attempts at `call`: the script ends there.
+    let attempts_made = usize::try_from(attempts).unwrap();
+    if faults.len() >= attempts_made {
+        steps.truncate(calls_before(call) + attempts_made);
+    }
+    let (port, log, server) = fake_api::scripted(steps).await;
+    let result = tokio::time::timeout(HANG_GUARD, summarizer(port, attempts).pass())
+        .await
+        .expect("the pass hung");
+    finish(server).await;
+    (result, requests(&log))
+}
+
+/// Far longer than any scripted pass takes.
+const HANG_GUARD: Duration = Duration::from_secs(30);
+
+/// The requests of a pass with retries: each call's attempts are the same
+/// request (the same continue token, the same apply body).
+fn assert_retried_identically(requests: &[Request]) {
+    for pair in requests.windows(2) {
+        let (before, after) = (&pair[0], &pair[1]);
+        if (&before.method, &before.query) == (&after.method, &after.query) {
+            assert_eq!(before.path, after.path);
+            assert_eq!(before.body, after.body);
+            let pause = after.at - before.at;
+            assert!(pause >= BACKOFF, "retried after {pause:?}");
+        }
+    }
+}
+
+#[rstest]
+#[case::too_many_requests(&[Fault::RateLimited])]
+#[case::internal_error(&[Fault::Status(500)])]
+#[case::bad_gateway(&[Fault::Status(502)])]
+#[case::unavailable(&[Fault::Status(503)])]
+#[case::gateway_timeout(&[Fault::Status(504)])]
+#[case::cut_mid_body(&[Fault::Cut])]
+#[case::closed_without_an_answer(&[Fault::Close])]
+#[case::no_answer_within_the_request_timeout(&[Fault::Hang])]
+#[case::one_of_each(&[Fault::Status(503), Fault::Cut, Fault::Close, Fault::Hang])]
 #[tokio::test]
-async fn server_errors_fail_the_pass_after_the_attempt_budget() {
-    let (port, log, server) = fake_api::scripted(vec![Reply::status(503); 3]).await;
-    let error = summarizer(port, 3).pass().await.unwrap_err();
-    server.await.unwrap();
-    assert_eq!(requests(&log).len(), 3);
-    assert!(
-        matches!(error, SummarizeError::List { attempts: 3, .. }),
-        "{error}"
-    );
+async fn transient_faults_are_retried_until_the_pass_succeeds(
+    #[values(Call::FirstPage, Call::SecondPage, Call::Apply)] call: Call,
+    #[case] faults: &[Fault],
+) {
+    let (result, requests) = pass_against(call, faults, 5).await;
+    let report = result.unwrap();
+    assert_eq!(requests.len(), 3 + faults.len());
+    assert_retried_identically(&requests);
+    let gets: Vec<&Request> = requests.iter().filter(|r| r.method == "GET").collect();
+    assert_node_list(gets[0], None);
+    assert_node_list(gets.last().unwrap(), Some("page-2-token"));
+    let patches: Vec<&Request> = requests.iter().filter(|r| r.method == "PATCH").collect();
+    let written = assert_summary_apply(patches[0]);
+    let fixture = fleet_fixture("mixed-fleet.json");
+    assert_eq!(written.fleet, fixture.expected.fleet());
+    assert_eq!(report.pages, 2);
+    assert_eq!(report.summarized.nodes as usize, fixture.nodes.len());
+}
+
+/// The conventions' 429 recovery: wait at least `Retry-After` (here 1 s,
+/// fifty times the test backoff); `details.retryAfterSeconds` of a `Status`
+/// body counts when there is no header.
+#[rstest]
+#[case::rate_limiter_429(rate_limited(Some("1")))]
+#[case::unavailable_503(Reply::status(503).with_header("Retry-After", "1"))]
+#[case::status_details(status_retry_after(1))]
+#[tokio::test]
+async fn the_retry_waits_at_least_as_long_as_the_server_asked(
+    #[values(Call::SecondPage, Call::Apply)] call: Call,
+    #[case] fault: Step,
+) {
+    let fixture = fleet_fixture("mixed-fleet.json");
+    let (first, second) = fixture.nodes.split_at(4);
+    let mut steps: Vec<Step> = vec![node_page(first, Some("page-2-token")).into()];
+    if call == Call::SecondPage {
+        steps.push(fault.clone());
+    }
+    steps.push(node_page(second, None).into());
+    if call == Call::Apply {
+        steps.push(fault);
+    }
+    steps.push(Reply::status(200).into());
+    let (port, log, server) = fake_api::scripted(steps).await;
+    summarizer(port, 5).pass().await.unwrap();
+    finish(server).await;
+    let requests = requests(&log);
+    assert_eq!(requests.len(), 4);
+    let retried = if call == Call::SecondPage { 1 } else { 2 };
+    let pause = requests[retried + 1].at - requests[retried].at;
+    assert!(pause >= Duration::from_secs(1), "retried after {pause:?}");
+}
+
+/// A fault on every attempt: the pass fails with the last error after the
+/// attempt budget, and nothing is written.
+#[rstest]
+#[case::unavailable(Fault::Status(503))]
+#[case::rate_limited(Fault::RateLimited)]
+#[case::cut_mid_body(Fault::Cut)]
+#[case::closed_without_an_answer(Fault::Close)]
+#[tokio::test]
+async fn a_fault_on_every_attempt_fails_the_pass_after_the_attempt_budget(
+    #[values(Call::FirstPage, Call::SecondPage, Call::Apply)] call: Call,
+    #[case] fault: Fault,
+) {
+    const ATTEMPTS: u32 = 3;
+    let (result, requests) = pass_against(call, &[fault; ATTEMPTS as usize], ATTEMPTS).await;
+    let error = result.unwrap_err();
+    assert_eq!(requests.len(), calls_before(call) + ATTEMPTS as usize);
+    assert_retried_identically(&requests);
+    let attempts = match &error {
+        SummarizeError::List { attempts, .. } => {
+            assert_ne!(call, Call::Apply);
+            *attempts
+        }
+        SummarizeError::Apply { attempts, .. } => {
+            assert_eq!(call, Call::Apply);
+            *attempts
+        }
+        other => panic!("{other}"),
+    };
+    assert_eq!(attempts, ATTEMPTS);
+    assert!(error.to_string().contains("after 3 attempt(s)"), "{error}");
+    if call != Call::Apply {
+        assert!(
+            requests.iter().all(|r| r.method == "GET"),
+            "nothing written"
+        );
+    }
 }
 
 #[tokio::test]
@@ -393,7 +562,7 @@ async fn an_expired_continue_token_restarts_the_listing() {
     ])
     .await;
     let report = summarizer(port, 1).pass().await.unwrap();
-    server.await.unwrap();
+    finish(server).await;
     let requests = requests(&log);
     assert_eq!(requests.len(), 5);
     assert_node_list(&requests[1], Some("old-token"));
@@ -416,7 +585,7 @@ async fn a_forbidden_list_names_the_missing_permission() {
     };
     let (port, log, server) = fake_api::scripted(vec![forbidden]).await;
     let error = summarizer(port, 5).pass().await.unwrap_err();
-    server.await.unwrap();
+    finish(server).await;
     assert_eq!(requests(&log).len(), 1, "a 403 is not retried");
     assert!(
         matches!(error, SummarizeError::ListForbidden { .. }),
@@ -440,7 +609,7 @@ async fn a_forbidden_apply_names_the_missing_permission() {
     let (port, log, server) =
         fake_api::scripted(vec![node_page(&[], None), Reply::status(403)]).await;
     let error = summarizer(port, 5).pass().await.unwrap_err();
-    server.await.unwrap();
+    finish(server).await;
     assert_eq!(requests(&log).len(), 2, "a 403 is not retried");
     let message = error.to_string();
     for expected in [
@@ -457,30 +626,34 @@ async fn a_forbidden_apply_names_the_missing_permission() {
 }
 
 /// Answers a real API server never sends: an error of the pass, never a
-/// panic, never a summary written from half a list.
+/// panic, never a summary written from half a list (or from nothing).
 #[rstest]
-#[case::not_json(Reply::text("<html>502 Bad Gateway</html>"))]
-#[case::empty_body(Reply::text(""))]
-#[case::items_not_a_list(Reply::json(&json!({"kind": "PartialObjectMetadataList", "items": "nope"})))]
-#[case::name_not_a_string(Reply::json(&json!({"items": [{"metadata": {"name": 5}}]})))]
-#[case::labels_not_strings(Reply::json(&json!({"items": [{"metadata": {"name": "n", "labels": {"gpu-topology.io/gpus": 8}}}]})))]
-#[case::continue_not_a_string(Reply::json(&json!({"metadata": {"continue": 7}, "items": []})))]
+#[case::not_json(Reply::text("<html>502 Bad Gateway</html>"), "not a Node list")]
+#[case::empty_body(Reply::text(""), "not a Node list")]
+#[case::empty_object(Reply::json(&json!({})), "missing field `kind`")]
+#[case::another_kind(Reply::json(&json!({"kind": "ConfigMapList", "items": []})), "kind \"ConfigMapList\"")]
+#[case::items_not_a_list(Reply::json(&json!({"kind": LIST_KIND, "items": "nope"})), "not a Node list")]
+#[case::name_not_a_string(Reply::json(&json!({"kind": LIST_KIND, "items": [{"metadata": {"name": 5}}]})), "not a Node list")]
+#[case::labels_not_strings(Reply::json(&json!({"kind": LIST_KIND, "items": [{"metadata": {"name": "n", "labels": {"gpu-topology.io/gpus": 8}}}]})), "not a Node list")]
+#[case::continue_not_a_string(Reply::json(&json!({"kind": LIST_KIND, "metadata": {"continue": 7}, "items": []})), "not a Node list")]
 #[tokio::test]
-async fn unreadable_node_lists_fail_the_pass(#[case] reply: Reply) {
+async fn unreadable_node_lists_fail_the_pass(#[case] reply: Reply, #[case] expected: &str) {
     let (port, log, server) = fake_api::scripted(vec![reply]).await;
     let error = summarizer(port, 3).pass().await.unwrap_err();
-    server.await.unwrap();
+    finish(server).await;
     assert_eq!(requests(&log).len(), 1, "no retry, no apply");
     assert!(
         matches!(error, SummarizeError::List { attempts: 1, .. }),
         "{error}"
     );
+    assert!(error.to_string().contains(expected), "{error}");
 }
 
 #[tokio::test]
 async fn odd_but_valid_nodes_do_not_stop_the_pass() {
     // No name, no labels, null labels: skipped, never a panic.
     let reply = Reply::json(&json!({
+        "kind": LIST_KIND,
         "items": [
             {"metadata": {}},
             {"metadata": {"name": "no-labels"}},
@@ -490,7 +663,7 @@ async fn odd_but_valid_nodes_do_not_stop_the_pass() {
     }));
     let (port, log, server) = fake_api::scripted(vec![reply, Reply::status(200)]).await;
     let report = summarizer(port, 1).pass().await.unwrap();
-    server.await.unwrap();
+    finish(server).await;
     assert_eq!(report.summarized.skipped, 3);
     let written = assert_summary_apply(&requests(&log)[1]);
     assert_eq!(written.fleet.nodes(), 1);
@@ -498,19 +671,6 @@ async fn odd_but_valid_nodes_do_not_stop_the_pass() {
 
 // ---------------------------------------------------------------------------
 // The binary
-
-/// A kubeconfig that points at the scripted server, without credentials.
-fn kubeconfig(dir: &Path, port: u16) -> std::path::PathBuf {
-    let path = dir.join("kubeconfig");
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: fake\n  user: {{}}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\ncurrent-context: fake\n"
-        ),
-    )
-    .unwrap();
-    path
-}
 
 fn summarize_command(kubeconfig: &Path, args: &[&str]) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_gpu-topology-labeler"));
@@ -534,11 +694,11 @@ async fn summarize_once_writes_the_summary_and_exits_zero() {
     let (port, log, server) =
         fake_api::scripted(vec![node_page(&fixture.nodes, None), Reply::status(200)]).await;
     let dir = scratch_dir("summarize-once");
-    let output = summarize_command(&kubeconfig(&dir, port), &["--once"])
+    let output = summarize_command(&kubeconfig(&dir, port, "default"), &["--once"])
         .output()
         .await
         .unwrap();
-    server.await.unwrap();
+    finish(server).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(output.stdout.is_empty());
@@ -568,14 +728,45 @@ async fn summarize_once_writes_the_summary_and_exits_zero() {
 async fn summarize_once_exits_with_the_publish_code_when_the_pass_fails() {
     let (port, _log, server) = fake_api::scripted(vec![Reply::status(403)]).await;
     let dir = scratch_dir("summarize-once-forbidden");
-    let output = summarize_command(&kubeconfig(&dir, port), &["--once"])
+    let output = summarize_command(&kubeconfig(&dir, port, "default"), &["--once"])
         .output()
         .await
         .unwrap();
-    server.await.unwrap();
+    finish(server).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("`list` on nodes"), "{stderr}");
+}
+
+/// The binary's client retries only as `--api-attempts` says: with kube's own
+/// retry layer on, the two 503s would be retried inside the first attempt
+/// and the page after them would make the pass succeed.
+#[tokio::test]
+async fn the_binary_makes_exactly_the_attempts_it_is_given() {
+    let fixture = fleet_fixture("mixed-fleet.json");
+    let (port, log, server) = fake_api::scripted(vec![
+        Reply::status(503),
+        Reply::status(503),
+        node_page(&fixture.nodes, None),
+        Reply::status(200),
+    ])
+    .await;
+    let dir = scratch_dir("summarize-attempts");
+    let output = summarize_command(
+        &kubeconfig(&dir, port, "default"),
+        &["--once", "--api-attempts", "2"],
+    )
+    .output()
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("listing Nodes failed after 2 attempt(s)"),
+        "{stderr}"
+    );
+    assert_eq!(requests(&log).len(), 2);
+    server.abort();
 }
 
 #[tokio::test]
@@ -603,7 +794,7 @@ async fn the_loop_retries_a_failed_pass_and_writes_every_pass() {
     ])
     .await;
     let dir = scratch_dir("summarize-loop");
-    let child = summarize_command(&kubeconfig(&dir, port), &["--interval", "200ms"])
+    let child = summarize_command(&kubeconfig(&dir, port, "default"), &["--interval", "200ms"])
         .spawn()
         .unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
@@ -615,7 +806,7 @@ async fn the_loop_retries_a_failed_pass_and_writes_every_pass() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    server.await.unwrap();
+    finish(server).await;
     let pid = child.id().unwrap().to_string();
     let status = std::process::Command::new("kill")
         .args(["-TERM", &pid])

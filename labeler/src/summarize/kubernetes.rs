@@ -1,19 +1,28 @@
 //! The summarizer's Kubernetes I/O, a thin adapter around [`SummaryBuilder`]:
-//! list the Nodes that carry `<prefix>/gpus` (metadata only, 500 per page),
-//! then server-side apply the fleet summary ConfigMap. Every pass writes, so
-//! `generatedAt` advances and the policy knows the summary is fresh.
+//! list the Nodes that carry `<prefix>/gpus` (metadata only, [`PAGE_SIZE`]
+//! per page), then server-side apply the fleet summary ConfigMap. Every pass
+//! writes, so `generatedAt` advances and the policy knows the summary is fresh.
 //!
-//! Transient API errors (5xx, 429, refused connections) are retried with the
-//! kubernetes sink's [`RetryPolicy`]; a 403 names the RBAC rule that is
-//! missing. No API answer panics: an unreadable answer is an error of the pass.
+//! Memory stays flat whatever the fleet: one page is in memory at a time
+//! (its body, and of each node only the name and labels: `read_page`), and
+//! it is folded into the builder and dropped before the next is asked for.
+//!
+//! Requests go through [`api::send`], as the API sinks' do, so error answers
+//! keep their `Retry-After`; transient failures (5xx, 429, no answer, a body
+//! cut off) are retried with [`RetryPolicy`]; a 403 names the RBAC rule that
+//! is missing. No API answer panics: an unreadable answer is an error of the
+//! pass, never a summary of half a list.
 
 use super::{Summarized, SummaryBuilder};
-use crate::sinks::kubernetes::{with_retries, Exhausted, RetryPolicy};
+use crate::sinks::api::{self, Answer, ApiError};
+use crate::sinks::retry::{with_retries, Exhausted, RetryPolicy};
 use gpu_topology::{FleetSummary, LabelKey, LabelPrefix};
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
-use kube::api::{Api, ListParams, Patch, PatchParams};
-use kube::Client;
+use kube::api::{ListParams, PatchParams};
+use kube::{Client, Resource};
+use serde::Deserialize;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Where the summary goes unless told otherwise; the policy's
@@ -23,7 +32,9 @@ pub const DEFAULT_SUMMARY_NAME: &str = "gpu-topology-fleet";
 /// The policy's default `capacity.fleetSummary.maxAgeSeconds`: an older
 /// summary is ignored. The interval must stay well below it.
 pub const POLICY_DEFAULT_MAX_AGE: Duration = Duration::from_secs(300);
-/// Nodes per list request: 5,000 nodes are 10 pages.
+/// Nodes per list request: client-go's pager default (`defaultPageSize` in
+/// `staging/src/k8s.io/client-go/tools/pager/pager.go`); 5,000 nodes are 10
+/// pages, and one page of realistic metadata is about 3 MB.
 pub const PAGE_SIZE: u32 = 500;
 /// A listing longer than this (5 million nodes) is an API server that never
 /// stops sending continue tokens.
@@ -60,7 +71,7 @@ pub enum SummarizeError {
     List {
         attempts: u32,
         #[source]
-        source: Box<kube::Error>,
+        source: Box<ApiError>,
     },
     #[error("listing Nodes: the API server still sent a continue token after {pages} pages")]
     EndlessList { pages: u32 },
@@ -81,7 +92,7 @@ pub enum SummarizeError {
         name: String,
         attempts: u32,
         #[source]
-        source: Box<kube::Error>,
+        source: Box<ApiError>,
     },
 }
 
@@ -91,17 +102,6 @@ pub struct PassReport {
     pub summarized: Summarized,
     /// List requests that succeeded (pages), over all restarts.
     pub pages: u32,
-}
-
-/// The API client the summarizer uses: in-cluster credentials (or a
-/// kubeconfig), with `request_timeout` on every answer so a stalled API
-/// server fails the pass instead of hanging the loop.
-pub async fn client(request_timeout: Duration) -> Result<Client, kube::Error> {
-    let mut config = kube::Config::infer()
-        .await
-        .map_err(kube::Error::InferConfig)?;
-    config.read_timeout = Some(request_timeout);
-    Client::try_from(config)
 }
 
 /// The apply body: only the fields the summarizer owns.
@@ -127,25 +127,89 @@ fn unix_now() -> u64 {
         .map_or(0, |elapsed| elapsed.as_secs())
 }
 
-fn status_code(error: &kube::Error) -> Option<u16> {
-    match error {
-        kube::Error::Api(status) => Some(status.code),
-        _ => None,
+/// The list kinds a metadata-only Node list may come as: what was asked
+/// for, or a plain `NodeList` from a server that ignores `as=` (both have
+/// `items[].metadata`).
+const NODE_LIST_KINDS: [&str; 2] = ["PartialObjectMetadataList", "NodeList"];
+
+/// One page of a Node list, decoded only as far as the summary reads it:
+/// each node's name and labels. Everything else of the page (annotations,
+/// managedFields, and spec and status if a server sends them) is skipped
+/// by the parser without being kept.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+struct NodePage {
+    kind: String,
+    #[serde(default)]
+    metadata: PageMetadata,
+    /// `null` or absent in an empty list.
+    #[serde(default)]
+    items: Option<Vec<NodeLabels>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+struct PageMetadata {
+    #[serde(rename = "continue", default)]
+    continue_token: Option<String>,
+}
+
+/// A node's name and labels.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+struct NodeLabels {
+    #[serde(default)]
+    metadata: NodeMetadata,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+struct NodeMetadata {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    labels: Option<BTreeMap<String, String>>,
+}
+
+impl NodePage {
+    /// The continue token of a page that is not the last.
+    fn next(&self) -> Option<&str> {
+        self.metadata
+            .continue_token
+            .as_deref()
+            .filter(|token| !token.is_empty())
+    }
+
+    fn nodes(&self) -> &[NodeLabels] {
+        self.items.as_deref().unwrap_or_default()
     }
 }
 
-fn status_message(error: &kube::Error) -> String {
-    match error {
-        kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
-        other => other.to_string(),
+/// Reads a list answer as a page of Nodes. A body that is not a Node list
+/// (a proxy's page, `{}`, a wrong type anywhere on the way to the labels)
+/// is an error: taking it for an empty page would write a summary of
+/// nothing, and the policy would find no node for any GPU pod.
+fn read_page(answer: &Answer) -> Result<NodePage, ApiError> {
+    let unexpected = |detail: String| ApiError::Unexpected {
+        code: answer.code,
+        detail,
+    };
+    let page: NodePage = serde_json::from_slice(&answer.body)
+        .map_err(|error| unexpected(format!("not a Node list ({error})")))?;
+    if NODE_LIST_KINDS.contains(&page.kind.as_str()) {
+        Ok(page)
+    } else {
+        Err(unexpected(format!(
+            "kind {:?}, expected one of {NODE_LIST_KINDS:?}",
+            page.kind
+        )))
     }
 }
 
 /// Lists the labeled Nodes and writes the fleet summary.
 #[derive(Clone)]
 pub struct Summarizer {
-    nodes: Api<Node>,
-    config_maps: Api<ConfigMap>,
+    client: Client,
+    /// `/api/v1/nodes`
+    nodes: String,
+    /// `/api/v1/namespaces/<namespace>/configmaps`
+    config_maps: String,
     prefix: LabelPrefix,
     namespace: String,
     name: String,
@@ -154,10 +218,14 @@ pub struct Summarizer {
 }
 
 impl Summarizer {
+    /// `client` should come from [`api::client`] (or [`api::configure`]):
+    /// with kube's own retry layer on, `config.retry` would not be the whole
+    /// story (kube retries 429/503/504 up to 15 times inside each attempt).
     pub fn new(client: Client, config: &SummarizerConfig) -> Self {
         Self {
-            nodes: Api::all(client.clone()),
-            config_maps: Api::namespaced(client, &config.namespace),
+            client,
+            nodes: Node::url_path(&(), None),
+            config_maps: ConfigMap::url_path(&(), Some(&config.namespace)),
             prefix: config.prefix.clone(),
             namespace: config.namespace.clone(),
             name: config.name.clone(),
@@ -200,8 +268,8 @@ impl Summarizer {
     }
 
     /// Lists every Node with `<prefix>/gpus`, page by page, into a builder.
+    /// Each page is dropped once folded in, before the next is asked for.
     async fn list(&self) -> Result<(SummaryBuilder, u32), SummarizeError> {
-        let selector = self.prefix.key(LabelKey::Gpus);
         let mut pages = 0_u32;
         let mut restarts = 0_u32;
         'listing: loop {
@@ -214,21 +282,11 @@ impl Summarizer {
                         pages: listing_pages,
                     });
                 }
-                let params = ListParams {
-                    label_selector: Some(selector.clone()),
-                    limit: Some(PAGE_SIZE),
-                    continue_token: token.clone(),
-                    ..ListParams::default()
-                };
-                let page = match with_retries(&self.retry, "list nodes", || {
-                    self.nodes.list_metadata(&params)
-                })
-                .await
-                {
+                let page = match self.fetch_page(token.as_deref()).await {
                     Ok(page) => page,
                     Err(failed)
                         if token.is_some()
-                            && status_code(&failed.error) == Some(410)
+                            && failed.error.refused_code() == Some(GONE)
                             && restarts < MAX_RESTARTS =>
                     {
                         restarts += 1;
@@ -239,17 +297,8 @@ impl Summarizer {
                 };
                 pages += 1;
                 listing_pages += 1;
-                for node in &page.items {
-                    let name = node.metadata.name.as_deref().unwrap_or("<unnamed>");
-                    let labels = node
-                        .metadata
-                        .labels
-                        .iter()
-                        .flatten()
-                        .map(|(key, value)| (key.as_str(), value.as_str()));
-                    builder.add(name, labels);
-                }
-                token = page.metadata.continue_.filter(|token| !token.is_empty());
+                add_page(&mut builder, &page);
+                token = page.next().map(str::to_owned);
                 if token.is_none() {
                     return Ok((builder, pages));
                 }
@@ -257,20 +306,41 @@ impl Summarizer {
         }
     }
 
-    async fn apply(&self, summary: &FleetSummary) -> Result<(), SummarizeError> {
-        let body = apply_body(&self.namespace, &self.name, summary);
-        let patch = Patch::Apply(&body);
-        with_retries(&self.retry, "apply the fleet summary", || {
-            self.config_maps.patch(&self.name, &self.params, &patch)
+    /// One page of the labeled Nodes' metadata, from `token` on (retried).
+    async fn fetch_page(&self, token: Option<&str>) -> Result<NodePage, Exhausted<ApiError>> {
+        let params = ListParams {
+            label_selector: Some(self.prefix.key(LabelKey::Gpus)),
+            limit: Some(PAGE_SIZE),
+            continue_token: token.map(str::to_owned),
+            ..ListParams::default()
+        };
+        with_retries(&self.retry, "list nodes", || async {
+            let request = kube::core::Request::new(&self.nodes)
+                .list_metadata(&params)
+                .map_err(ApiError::Request)?;
+            read_page(&api::send(&self.client, request).await?)
         })
         .await
-        .map(|_| ())
+    }
+
+    async fn apply(&self, summary: &FleetSummary) -> Result<(), SummarizeError> {
+        let body = apply_body(&self.namespace, &self.name, summary);
+        with_retries(&self.retry, "apply the fleet summary", || {
+            api::apply(
+                &self.client,
+                &self.config_maps,
+                &self.name,
+                &self.params,
+                &body,
+            )
+        })
+        .await
         .map_err(|failed| {
-            if status_code(&failed.error) == Some(403) {
+            if failed.error.refused_code() == Some(FORBIDDEN) {
                 SummarizeError::ApplyForbidden {
                     namespace: self.namespace.clone(),
                     name: self.name.clone(),
-                    message: status_message(&failed.error),
+                    message: failed.error.refused_message().to_owned(),
                 }
             } else {
                 SummarizeError::Apply {
@@ -284,10 +354,30 @@ impl Summarizer {
     }
 }
 
-fn list_error(failed: Exhausted) -> SummarizeError {
-    if status_code(&failed.error) == Some(403) {
+/// The status of a list whose continue token expired (API conventions,
+/// "410 StatusGone").
+const GONE: u16 = 410;
+const FORBIDDEN: u16 = 403;
+
+/// Folds a page's nodes into `builder`. A node without a name is still
+/// counted (the API server never sends one).
+fn add_page(builder: &mut SummaryBuilder, page: &NodePage) {
+    for node in page.nodes() {
+        let name = node.metadata.name.as_deref().unwrap_or("<unnamed>");
+        let labels = node
+            .metadata
+            .labels
+            .iter()
+            .flatten()
+            .map(|(key, value)| (key.as_str(), value.as_str()));
+        builder.add(name, labels);
+    }
+}
+
+fn list_error(failed: Exhausted<ApiError>) -> SummarizeError {
+    if failed.error.refused_code() == Some(FORBIDDEN) {
         SummarizeError::ListForbidden {
-            message: status_message(&failed.error),
+            message: failed.error.refused_message().to_owned(),
         }
     } else {
         SummarizeError::List {
@@ -357,6 +447,87 @@ impl RunError {
 mod tests {
     use super::*;
     use gpu_topology::{Fleet, NodeTopology};
+    use rstest::rstest;
+
+    fn answer(body: &str) -> Answer {
+        Answer {
+            code: 200,
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    /// (body, names with their label count, the next page's token)
+    #[rstest]
+    #[case::metadata_list(
+        r#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"7","continue":"t2","remainingItemCount":3},
+            "items":[{"kind":"PartialObjectMetadata","metadata":{"name":"a","labels":{"x":"1","y":"2"},"annotations":{"big":"…"},
+                      "managedFields":[{"manager":"kubelet","fieldsV1":{"f:metadata":{}}}]}}]}"#,
+        &[("a", 2)], Some("t2"))]
+    #[case::full_node_list(
+        r#"{"kind":"NodeList","items":[{"metadata":{"name":"a","labels":{"x":"1"}},"spec":{},"status":{"images":[{"names":["i"]}]}}]}"#,
+        &[("a", 1)], None)]
+    #[case::last_page_with_an_empty_token(
+        r#"{"kind":"PartialObjectMetadataList","metadata":{"continue":""},"items":[]}"#, &[], None)]
+    #[case::null_items(r#"{"kind":"PartialObjectMetadataList","items":null}"#, &[], None)]
+    #[case::no_metadata_no_labels(
+        r#"{"kind":"PartialObjectMetadataList","items":[{},{"metadata":{"name":"b","labels":null}}]}"#,
+        &[("", 0), ("b", 0)], None)]
+    fn a_page_keeps_only_names_labels_and_the_token(
+        #[case] body: &str,
+        #[case] nodes: &[(&str, usize)],
+        #[case] next: Option<&str>,
+    ) {
+        let page = read_page(&answer(body)).unwrap();
+        let read: Vec<(&str, usize)> = page
+            .nodes()
+            .iter()
+            .map(|node| {
+                (
+                    node.metadata.name.as_deref().unwrap_or_default(),
+                    node.metadata.labels.as_ref().map_or(0, BTreeMap::len),
+                )
+            })
+            .collect();
+        assert_eq!(read, nodes);
+        assert_eq!(page.next(), next);
+    }
+
+    #[rstest]
+    #[case::not_json("<html>OK</html>", "not a Node list")]
+    #[case::no_kind("{}", "missing field `kind`")]
+    #[case::a_status(r#"{"kind":"Status","status":"Success"}"#, "kind \"Status\"")]
+    #[case::label_value_not_a_string(
+        r#"{"kind":"NodeList","items":[{"metadata":{"labels":{"a":1}}}]}"#,
+        "not a Node list"
+    )]
+    fn anything_else_is_not_a_page(#[case] body: &str, #[case] expected: &str) {
+        let error = read_page(&answer(body)).unwrap_err();
+        assert!(
+            matches!(error, ApiError::Unexpected { code: 200, .. }),
+            "{error}"
+        );
+        assert!(error.to_string().contains(expected), "{error}");
+    }
+
+    #[test]
+    fn a_page_is_folded_into_the_builder_node_by_node() {
+        let page = read_page(&answer(
+            r#"{"kind":"PartialObjectMetadataList","items":[
+                {"metadata":{"name":"a","labels":{"gpu-topology.io/gpus":"8"}}},
+                {"metadata":{"name":"b","labels":{"gpu-topology.io/gpus":"8"}}},
+                {"metadata":{"name":"c","labels":{"gpu-topology.io/gpus":"eight"}}},
+                {"metadata":{"name":"d"}}]}"#,
+        ))
+        .unwrap();
+        let mut builder = SummaryBuilder::new(LabelPrefix::default());
+        add_page(&mut builder, &page);
+        let built = builder.finish(0);
+        assert_eq!(built.nodes, 4);
+        assert_eq!(built.summary.fleet.nodes(), 2);
+        assert_eq!(built.summary.malformed, 1);
+        assert_eq!(built.skipped, 1);
+        assert_eq!(built.problems[0].node, "c");
+    }
 
     #[test]
     fn the_apply_body_holds_the_summary_data_and_our_labels_only() {

@@ -110,6 +110,35 @@ pub fn status_body(code: u16, message: &str) -> String {
         .to_string()
 }
 
+/// A 429 the way the API server's rate limiters send it
+/// (`maxinflight.go`, `tooManyRequests`): plain text, with `Retry-After`
+/// (seconds) when `retry_after` is given.
+pub fn rate_limited(retry_after: Option<&str>) -> Step {
+    let step = Reply {
+        status: 429,
+        body: Some("Too many requests, please try again later.\n".to_owned()),
+    }
+    .with_header("content-type", "text/plain; charset=utf-8");
+    match retry_after {
+        Some(seconds) => step.with_header("Retry-After", seconds),
+        None => step,
+    }
+}
+
+/// A 429 `Status` that asks for `seconds` in `details.retryAfterSeconds`,
+/// without a `Retry-After` header.
+pub fn status_retry_after(seconds: u32) -> Step {
+    Reply {
+        status: 429,
+        body: Some(
+            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "TooManyRequests",
+                   "message": "storage is busy", "details": {"retryAfterSeconds": seconds}, "code": 429})
+            .to_string(),
+        ),
+    }
+    .into()
+}
+
 /// Reads one request (head and `content-length` body) and logs it; returns
 /// the raw body.
 async fn read_request(stream: &mut TcpStream, log: &Log) -> Vec<u8> {
@@ -231,15 +260,8 @@ pub async fn scripted<S: Into<Step> + Send + 'static>(
     (port, log, server)
 }
 
-/// A client of the server on `port` with kube's default settings (as the
-/// summarizer builds its client).
-pub fn client(port: u16) -> kube::Client {
-    let config = kube::Config::new(format!("http://127.0.0.1:{port}").parse().unwrap());
-    kube::Client::try_from(config).unwrap()
-}
-
 /// A client of the server on `port` with the settings the labeler's API sinks
-/// use in production ([`api::configure`]): no kube-internal retries, each read
+/// and the summarizer use in production ([`api::configure`]): no kube-internal retries, each read
 /// limited to `timeout`.
 pub fn sink_client(port: u16, timeout: Duration) -> kube::Client {
     let config = kube::Config::new(format!("http://127.0.0.1:{port}").parse().unwrap());
@@ -259,7 +281,7 @@ pub fn requests(log: &Log) -> Vec<Request> {
 
 /// A kubeconfig in `dir` that points at the scripted server on `port`,
 /// without credentials, whose context's namespace is `namespace`, for runs of
-/// the binary. (`summarize.rs` has an older copy without the namespace.)
+/// the binary.
 pub fn kubeconfig(dir: &std::path::Path, port: u16, namespace: &str) -> std::path::PathBuf {
     let path = dir.join("kubeconfig");
     let config = json!({
