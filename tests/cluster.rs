@@ -5,8 +5,8 @@
 mod common;
 
 use common::{config, evaluate_request, mutated, rejection, request};
-use gpu_topology_policy::cluster::ClusterReader;
-use gpu_topology_policy::evaluate::{Decision, Verdict};
+use gpu_topology_policy::cluster::host::ClusterReader;
+use gpu_topology_policy::decide::{Decision, Verdict};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListAllResourcesRequest,
 };

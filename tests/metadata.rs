@@ -1,9 +1,9 @@
 //! policy-metadata.yml and artifacthub-pkg.yml describe the same policy.
 
-use gpu_topology_policy::fleet_summary::summary_request;
-use gpu_topology_policy::nodes::node_list_request;
+use gpu_topology_policy::cluster::fleet_summary::summary_request;
+use gpu_topology_policy::cluster::nodes::node_list_request;
+use gpu_topology_policy::decide::workload::WORKLOADS;
 use gpu_topology_policy::settings::FleetSummarySettings;
-use gpu_topology_policy::workload::WORKLOADS;
 use serde_yaml::Value;
 
 fn load(file: &str) -> Value {

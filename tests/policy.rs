@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use gpu_topology_policy::evaluate::Verdict;
+use gpu_topology_policy::decide::Verdict;
 use rstest::rstest;
 use serde_json::{json, Value};
 
@@ -480,9 +480,9 @@ fn text_and_tree_decisions_agree(
     )]
     settings: Value,
 ) {
-    use gpu_topology_policy::cluster::KubewardenHost;
-    use gpu_topology_policy::evaluate::{evaluate_pod, evaluate_pod_text};
-    use gpu_topology_policy::pod_text::PodText;
+    use gpu_topology_policy::cluster::host::KubewardenHost;
+    use gpu_topology_policy::decide::{evaluate_pod, evaluate_pod_text};
+    use gpu_topology_policy::request::pod_text::PodText;
     let config = config(settings);
     for fixture in POD_FIXTURES {
         let object = &request(fixture)["object"];
@@ -518,9 +518,9 @@ fn text_and_tree_decisions_agree(
 /// the same way.
 #[test]
 fn the_pod_read_in_the_payload_is_the_pod_read_alone() {
-    use gpu_topology_policy::cluster::KubewardenHost;
-    use gpu_topology_policy::evaluate::evaluate_pod;
-    use gpu_topology_policy::pod_text::PodText;
+    use gpu_topology_policy::cluster::host::KubewardenHost;
+    use gpu_topology_policy::decide::evaluate_pod;
+    use gpu_topology_policy::request::pod_text::PodText;
     use gpu_topology_policy::request::AdmissionRequest;
     let config = config(json!({}));
     for fixture in POD_FIXTURES {

@@ -36,10 +36,10 @@ use gpu_topology::{
     CpuManagerPolicy, FleetSummary, Interconnect, LabelPrefix, NodeTopology, TopologyManagerPolicy,
     TopologyManagerScope,
 };
-use gpu_topology_policy::cluster::ClusterReader;
-use gpu_topology_policy::evaluate::evaluate_with;
-use gpu_topology_policy::fleet_summary::summary_request;
-use gpu_topology_policy::nodes::{node_list_request, parse_node_list};
+use gpu_topology_policy::cluster::fleet_summary::summary_request;
+use gpu_topology_policy::cluster::host::ClusterReader;
+use gpu_topology_policy::cluster::nodes::{node_list_request, parse_node_list};
+use gpu_topology_policy::decide::evaluate_with;
 use gpu_topology_policy::request::AdmissionRequest;
 use gpu_topology_policy::settings::FleetSummarySettings;
 use gpu_topology_policy::settings::{settings_from_value, Config};

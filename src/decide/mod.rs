@@ -1,17 +1,22 @@
 //! The decision for one admission request: accept, mutate or reject. Pure:
 //! request and settings in, decision out, so it is tested natively.
 
-use crate::affinity::{self, AffinityRequirement};
-use crate::cluster::{ClusterReader, KubewardenHost};
-use crate::demand::PodDemand;
-use crate::placement;
-use crate::pod_text::PodText;
-use crate::qos::{self, QosPlan, Target};
+pub mod affinity;
+pub mod capacity;
+pub mod demand;
+pub mod fit;
+pub mod qos;
+pub mod workload;
+
+use crate::cluster::host::{ClusterReader, KubewardenHost};
+use crate::request::pod_text::PodText;
 use crate::request::AdmissionRequest;
 use crate::settings::{AffinityMode, Config, QosMode};
-use crate::workload;
+use affinity::AffinityRequirement;
+use demand::PodDemand;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::Resource;
+use qos::{QosPlan, Target};
 use serde_json::Value;
 use std::fmt;
 
@@ -191,7 +196,7 @@ pub fn evaluate_pod(pod: &Value, config: &Config, cluster: &dyn ClusterReader) -
     };
     let topology = &config.topology;
     let pinned = is_pinned(spec);
-    let mut warnings = match placement::check(&demand, pinned, config, cluster) {
+    let mut warnings = match fit::check(&demand, pinned, config, cluster) {
         Ok(warnings) => warnings,
         Err(message) => return Decision::reject(message),
     };
@@ -199,7 +204,7 @@ pub fn evaluate_pod(pod: &Value, config: &Config, cluster: &dyn ClusterReader) -
         Ok(edits) => edits,
         Err(message) => return Decision::reject(message),
     };
-    let requirement = if !placement::affinity_applies(config, pinned) {
+    let requirement = if !fit::affinity_applies(config, pinned) {
         // Not applied under `preferred` only because the pod is pinned.
         if topology.affinity != AffinityMode::Off {
             warnings.push(

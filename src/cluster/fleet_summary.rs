@@ -8,8 +8,8 @@
 //! so a stopped summarizer makes the policy list Nodes again rather than
 //! decide on a stale fleet.
 
-use crate::cluster::ClusterReader;
-use crate::nodes::ClusterView;
+use crate::cluster::host::ClusterReader;
+use crate::cluster::nodes::ClusterView;
 use crate::settings::FleetSummarySettings;
 use gpu_topology::FleetSummary;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;

@@ -5,10 +5,10 @@
 //! create pods in a loop that users only find in events. Guaranteed QoS and
 //! affinity are still applied to each Pod when it is created.
 
-use crate::cluster::ClusterReader;
-use crate::demand::PodDemand;
-use crate::evaluate::{is_pinned, plan_qos, Decision, UPDATE};
-use crate::placement;
+use crate::cluster::host::ClusterReader;
+use crate::decide::demand::PodDemand;
+use crate::decide::fit;
+use crate::decide::{is_pinned, plan_qos, Decision, UPDATE};
 use crate::request::AdmissionRequest;
 use crate::settings::Config;
 use serde_json::Value;
@@ -112,7 +112,7 @@ pub fn evaluate(
             ))
         }
     };
-    let fit = placement::check(&demand, is_pinned(spec), config, cluster).map(|mut warnings| {
+    let fit = fit::check(&demand, is_pinned(spec), config, cluster).map(|mut warnings| {
         // Only the verdict matters here: the edits are made to each Pod.
         if let Err(message) = plan_qos(spec, &demand, config) {
             warnings.push(format!(

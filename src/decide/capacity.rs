@@ -1,7 +1,7 @@
 //! Static capacity: rejecting GPU counts that no node of the fleet can host,
 //! per the operator's `capacity` settings.
 
-use crate::demand::PodDemand;
+use crate::decide::demand::PodDemand;
 use crate::settings::{AffinityMode, CapacitySettings, TopologyConfig};
 use gpu_topology::{Alignment, TopologyManagerScope};
 

@@ -4,8 +4,11 @@
 //! Every validation error names the key it is about, e.g.
 //! `qos.cpuPerGpu: "abc" is not a Kubernetes quantity`.
 
-use crate::names::{is_dns_label, is_dns_subdomain, is_extended_resource_name};
-use crate::quantity::{Quantity, QuantityError};
+pub mod config_cache;
+pub mod names;
+
+use crate::request::quantity::{Quantity, QuantityError};
+use crate::settings::names::{is_dns_label, is_dns_subdomain, is_extended_resource_name};
 use gpu_topology::{Alignment, LabelPrefix, TopologyManagerScope};
 use kubewarden_policy_sdk::settings::{SettingsValidationResponse, Validatable};
 use serde::{Deserialize, Deserializer};

@@ -1,8 +1,8 @@
 //! GPU demand: how many GPUs each container asks for, and how many the pod
 //! needs on one node under the kubelet's Topology Manager scope.
 
-use crate::pod::{containers, Container, ContainerKind, ContainerRef, Section};
-use crate::quantity::Quantity;
+use crate::request::pod::{containers, Container, ContainerKind, ContainerRef, Section};
+use crate::request::quantity::Quantity;
 use gpu_topology::{GpuDemand, TopologyManagerScope};
 use serde_json::Value;
 

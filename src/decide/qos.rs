@@ -5,9 +5,9 @@
 //! (ephemeral containers have no resources). Planning is pure; [`apply`]
 //! writes the plan into the raw PodSpec, touching only the values it changes.
 
-use crate::demand::PodDemand;
-use crate::pod::{containers, resources_value, Container, ContainerRef, Section};
-use crate::quantity::Quantity;
+use crate::decide::demand::PodDemand;
+use crate::request::pod::{containers, resources_value, Container, ContainerRef, Section};
+use crate::request::quantity::Quantity;
 use crate::settings::QosConfig;
 use serde_json::{Map, Value};
 use std::borrow::Cow;

@@ -11,11 +11,11 @@
 //!   (`gpus >=` the total, and on `single-numa-node` nodes
 //!   `gpus-per-numa-max >=` the aligned unit).
 
-use crate::capacity;
-use crate::cluster::ClusterReader;
-use crate::demand::PodDemand;
-use crate::fleet_summary;
-use crate::nodes::{read_cluster, ClusterView};
+use crate::cluster::fleet_summary;
+use crate::cluster::host::ClusterReader;
+use crate::cluster::nodes::{read_cluster, ClusterView};
+use crate::decide::capacity;
+use crate::decide::demand::PodDemand;
 use crate::settings::{AffinityMode, CapacitySource, Config};
 use gpu_topology::{
     can_admit, can_host, Alignment, Fleet, GpuDemand, LabelPrefix, Offer, TopologyManagerScope,

@@ -8,7 +8,7 @@
 //! our prefix through the label contract and skips every other label without
 //! allocating; nodes are grouped by identical topology as they are read.
 
-use crate::cluster::ClusterReader;
+use crate::cluster::host::ClusterReader;
 use gpu_topology::{Fleet, LabelError, LabelKey, LabelPrefix, NodeTopology};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};

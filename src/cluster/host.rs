@@ -3,7 +3,7 @@
 //!
 //! A thin adapter behind [`ClusterReader`], so that native tests answer from
 //! recorded sessions. Answers are handed over as raw JSON: the readers
-//! ([`crate::nodes`], [`crate::fleet_summary`]) take only what they need from
+//! ([`crate::cluster::nodes`], [`crate::cluster::fleet_summary`]) take only what they need from
 //! it, where the SDK's helpers would deserialise whole Kubernetes objects.
 
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
