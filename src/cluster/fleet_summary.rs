@@ -9,7 +9,7 @@
 //! decide on a stale fleet.
 
 use crate::cluster::host::ClusterReader;
-use crate::cluster::nodes::ClusterView;
+use crate::cluster::ClusterView;
 use crate::settings::FleetSummarySettings;
 use gpu_topology::FleetSummary;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
@@ -80,6 +80,8 @@ pub fn read_summary(
         fleet: summary.fleet,
         malformed: summary.malformed,
         first_problem: None,
+        // The summary counts shapes, not nodes by name.
+        pinned_node: None,
     })
 }
 

@@ -6,9 +6,11 @@
 //! writes the plan into the raw PodSpec, touching only the values it changes.
 
 use crate::decide::demand::PodDemand;
-use crate::request::pod::{containers, resources_value, Container, ContainerRef, Section};
+use crate::request::pod::{
+    containers, resources_value, Container, ContainerKind, ContainerRef, Section,
+};
 use crate::request::quantity::Quantity;
-use crate::settings::QosConfig;
+use crate::settings::{InitContainer, QosConfig};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::fmt;
@@ -95,6 +97,9 @@ impl Finding {
                     format!("{name} has limits {value} but no requests")
                 }
                 Reason::Zero => format!("{name} of 0 counts as unset"),
+                Reason::RequestsDefaultToContainers { defaulted, limit } => format!(
+                    "{name} has limits {limit} but no requests, which Kubernetes defaults to the containers' total {defaulted}"
+                ),
             })
             .collect();
         words.join(", ")
@@ -124,6 +129,12 @@ pub enum Reason {
     },
     /// A request or limit of zero: Kubernetes counts only values above zero.
     Zero,
+    /// Pod level: limits without requests, which the API server defaults to
+    /// the containers' effective request, not to the limits.
+    RequestsDefaultToContainers {
+        defaulted: Quantity,
+        limit: Quantity,
+    },
 }
 
 /// The outcome of planning Guaranteed QoS for a pod.
@@ -159,13 +170,27 @@ impl<'a> Current<'a> {
 }
 
 /// Plans Guaranteed QoS for the PodSpec `spec` with GPU demand `demand`.
+///
+/// Kubernetes decides QoS from pod-level `spec.resources` alone as soon as
+/// the field is present, whatever it holds (`ComputePodQOS` in
+/// `pkg/apis/core/helper/qos/qos.go` and `pkg/apis/core/v1/helper/qos/qos.go`,
+/// 1.34 and 1.35: `pod.Spec.Resources != nil`, with the PodLevelResources
+/// gate, beta and on by default since 1.34). So `spec.resources: {}`, or one
+/// with hugepages only, makes the pod BestEffort however its containers are
+/// set; it is a problem here, never rewritten. Otherwise every container
+/// counts (`processContainerResources`: cpu and memory limits set and equal
+/// to the requests, values of 0 counting as unset).
 pub fn plan(spec: &Value, demand: &PodDemand, qos: &QosConfig) -> Result<QosPlan, String> {
     let mut plan = QosPlan::default();
     let pod_resources = spec.get("resources").filter(|r| !r.is_null());
-    if let Err(problem) = check_shape(pod_resources) {
-        plan.problems.push(format!("{}: {problem}", Target::Pod));
-    }
     let all = containers(spec)?;
+    if let Some(resources) = pod_resources {
+        match check_shape(Some(resources)) {
+            Ok(()) => plan_pod_level(&mut plan, resources, &all, demand, qos),
+            Err(problem) => plan.problems.push(format!("{}: {problem}", Target::Pod)),
+        }
+        return Ok(plan);
+    }
     let mut writable = Vec::new();
     for container in &all {
         match check_shape(container.json.get("resources")) {
@@ -173,43 +198,232 @@ pub fn plan(spec: &Value, demand: &PodDemand, qos: &QosConfig) -> Result<QosPlan
             Err(problem) => plan.problems.push(format!("{}: {problem}", container.id)),
         }
     }
-    // Once pod-level resources set cpu or memory, Kubernetes decides QoS from
-    // them alone: both must be Guaranteed there. Containers may leave them
-    // unset and share the pod's budget, so they stay as they are.
-    let pod_level_decides = Resource::ALL.into_iter().any(|resource| {
-        let pod_level = Current::of(pod_resources, resource);
-        pod_level.requests.is_some() || pod_level.limits.is_some()
-    });
     for resource in Resource::ALL {
-        let current = |resources| Current::of(resources, resource);
-        if pod_level_decides {
-            let floor = largest_container_limit(&all, resource);
-            let rule = Rule {
-                // Never invented: the author sets the pod's budget.
-                default: Err(DefaultMissing(POD_LEVEL_BUDGET)),
-                floor,
-                whole: qos.whole_cpus && resource == Resource::Cpu && demand.is_gpu_pod(),
-            };
-            plan.add(Target::Pod, resource, &current(pod_resources), &rule);
-            continue;
-        }
-        for container in &writable {
-            let gpus = demand.gpus_of(&container.id);
-            let rule = Rule {
-                default: default_for(qos, resource, gpus),
-                floor: None,
-                whole: qos.whole_cpus && resource == Resource::Cpu && gpus > 0,
-            };
-            let target = Target::Container(container.id.clone());
-            plan.add(
-                target,
-                resource,
-                &current(container.json.get("resources")),
-                &rule,
-            );
-        }
+        plan_containers(&mut plan, &writable, resource, demand, qos);
     }
     Ok(plan)
+}
+
+/// Pod-level resources decide: both cpu and memory must be Guaranteed there.
+/// Containers may leave them unset and share the pod's budget, so they stay
+/// as they are.
+fn plan_pod_level(
+    plan: &mut QosPlan,
+    resources: &Value,
+    all: &[Container<'_>],
+    demand: &PodDemand,
+    qos: &QosConfig,
+) {
+    let set = |resource| {
+        let current = Current::of(Some(resources), resource);
+        current.requests.is_some() || current.limits.is_some()
+    };
+    if !Resource::ALL.into_iter().any(set) {
+        plan.problems.push(format!(
+            "{}: sets neither cpu nor memory (it is empty, or holds hugepages only), but once spec.resources is present Kubernetes decides QoS from it alone, so the pod would be BestEffort: set spec.resources.limits.cpu and spec.resources.limits.memory, or remove spec.resources and set resources per container (hugepages included)",
+            Target::Pod
+        ));
+        return;
+    }
+    for resource in Resource::ALL {
+        let rule = Rule {
+            // Never invented: the author sets the pod's budget.
+            default: Err(DefaultMissing(POD_LEVEL_BUDGET)),
+            floor: largest_container_limit(all, resource),
+            whole: qos.whole_cpus && resource == Resource::Cpu && demand.is_gpu_pod(),
+            requests_default: RequestsDefault::ToContainers(effective_container_request(
+                all, resource,
+            )),
+        };
+        let planned = plan_one(
+            &Target::Pod,
+            resource,
+            &Current::of(Some(resources), resource),
+            &rule,
+        );
+        plan.push(planned);
+    }
+}
+
+/// Every container is made Guaranteed for `resource`. Regular init
+/// containers without GPUs that set none are planned last, from what the
+/// others end with ([`init_budget`]), and written in their place.
+fn plan_containers(
+    plan: &mut QosPlan,
+    writable: &[&Container<'_>],
+    resource: Resource,
+    demand: &PodDemand,
+    qos: &QosConfig,
+) {
+    let fitted: Vec<bool> = writable
+        .iter()
+        .map(|container| fits_the_app(container, resource, demand, qos))
+        .collect();
+    let mut planned: Vec<Option<Planned>> = writable
+        .iter()
+        .zip(&fitted)
+        .map(|(container, fitted)| {
+            let gpus = demand.gpus_of(&container.id);
+            let rule = Rule {
+                default: default_for(qos, resource, container.id.kind, gpus),
+                floor: None,
+                whole: qos.whole_cpus && resource == Resource::Cpu && gpus > 0,
+                requests_default: RequestsDefault::ToLimits,
+            };
+            let target = Target::Container(container.id.clone());
+            (!fitted).then(|| plan_one(&target, resource, &current_of(container, resource), &rule))
+        })
+        .collect();
+    for index in (0..writable.len()).filter(|i| fitted[*i]) {
+        let values: Vec<(ContainerKind, Option<Quantity>)> = writable
+            .iter()
+            .zip(&planned)
+            .map(|(container, planned)| (container.id.kind, planned.as_ref().and_then(|p| p.value)))
+            .collect();
+        // Another container's problem rejects the pod; nothing to fit then.
+        let Some(budget) = init_budget(&values, &fitted, index) else {
+            continue;
+        };
+        let container = writable[index];
+        let rule = Rule {
+            default: Ok(budget),
+            floor: None,
+            whole: false,
+            requests_default: RequestsDefault::ToLimits,
+        };
+        let target = Target::Container(container.id.clone());
+        planned[index] = Some(plan_one(
+            &target,
+            resource,
+            &current_of(container, resource),
+            &rule,
+        ));
+    }
+    for planned in planned.into_iter().flatten() {
+        plan.push(planned);
+    }
+}
+
+fn current_of<'a>(container: &Container<'a>, resource: Resource) -> Current<'a> {
+    Current::of(container.json.get("resources"), resource)
+}
+
+/// True for a regular init container without GPUs that sets no `resource`
+/// (0 counting as unset) when `qos.initContainer` fits it to the app.
+fn fits_the_app(
+    container: &Container<'_>,
+    resource: Resource,
+    demand: &PodDemand,
+    qos: &QosConfig,
+) -> bool {
+    let configured = match (&qos.init_container, resource) {
+        (InitContainer::FitApp, _) => None,
+        (InitContainer::Fixed { cpu, .. }, Resource::Cpu) => *cpu,
+        (InitContainer::Fixed { memory, .. }, Resource::Memory) => *memory,
+    };
+    let unset = |text: Option<Cow<'_, str>>| {
+        text.is_none_or(|text| Quantity::parse(&text).is_ok_and(|q| q.is_zero()))
+    };
+    let current = current_of(container, resource);
+    container.id.kind == ContainerKind::Init
+        && configured.is_none()
+        && demand.gpus_of(&container.id) == 0
+        && unset(current.requests)
+        && unset(current.limits)
+}
+
+/// The most a regular init container (at `index`, fitted) can be given
+/// without raising the pod's effective request, from the values the other
+/// containers end with (`values`, in pod order: init containers, then app
+/// containers; `None` for the fitted ones and those with a problem).
+///
+/// With `E` the effective request of the containers not fitted
+/// ([`effective_request`]) and `S` the sidecars started before this init
+/// container, any value up to `E - S` leaves the pod's effective request at
+/// `E`: while a regular init container runs, only the sidecars before it
+/// run with it. `None` when a value it needs is missing (another container
+/// has a problem, and the pod is rejected).
+pub fn init_budget(
+    values: &[(ContainerKind, Option<Quantity>)],
+    fitted: &[bool],
+    index: usize,
+) -> Option<Quantity> {
+    let others = values
+        .iter()
+        .zip(fitted)
+        .filter(|(_, fitted)| !**fitted)
+        .map(|((kind, value), _)| value.map(|value| (*kind, value)))
+        .collect::<Option<Vec<_>>>()?;
+    let sidecars_before = values
+        .iter()
+        .take(index)
+        .filter(|(kind, _)| *kind == ContainerKind::Sidecar)
+        .try_fold(Quantity::from_units(0), |sum, (_, value)| {
+            sum.checked_add(&(*value)?)
+        })?;
+    effective_request(&others)?.checked_sub(&sidecars_before)
+}
+
+/// The pod's effective request from its containers' values, in pod order,
+/// as the scheduler and the kubelet compute it (component-helpers
+/// `resource.AggregateContainerRequests`,
+/// `k8s.io/component-helpers/resource/helpers.go`): the larger of the app
+/// containers plus every sidecar, and, for each regular init container,
+/// itself plus the sidecars started before it. `None` on overflow.
+pub fn effective_request(values: &[(ContainerKind, Quantity)]) -> Option<Quantity> {
+    let zero = Quantity::from_units(0);
+    let (mut sidecars, mut apps, mut init_peak) = (zero, zero, zero);
+    for (kind, value) in values {
+        match kind {
+            ContainerKind::Sidecar => {
+                sidecars = sidecars.checked_add(value)?;
+                init_peak = init_peak.max(sidecars);
+            }
+            ContainerKind::Init => init_peak = init_peak.max(value.checked_add(&sidecars)?),
+            ContainerKind::App => apps = apps.checked_add(value)?,
+        }
+    }
+    Some(init_peak.max(apps.checked_add(&sidecars)?))
+}
+
+/// The pod's effective request for `resource` from its containers, as the
+/// API server defaults pod-level requests from it (`defaultPodRequests` in
+/// `pkg/apis/core/v1/defaults.go`: when pod-level limits are set but not
+/// requests, the requests become the containers' aggregated requests,
+/// `AggregateContainerRequests`, if any container requests the resource,
+/// else the pod-level limits). A container's limit stands for its missing
+/// request, as the API server copies it first (`SetDefaults_Pod`). `None`
+/// when no container sets the resource.
+fn effective_container_request(all: &[Container<'_>], resource: Resource) -> Option<Quantity> {
+    let request = |container: &Container<'_>| {
+        let current = current_of(container, resource);
+        current
+            .requests
+            .or(current.limits)
+            .and_then(|text| Quantity::parse(&text).ok())
+            .filter(|q| !q.is_zero())
+    };
+    let values: Vec<(ContainerKind, Option<Quantity>)> =
+        all.iter().map(|c| (c.id.kind, request(c))).collect();
+    if values.iter().all(|(_, value)| value.is_none()) {
+        return None;
+    }
+    let zero = Quantity::from_units(0);
+    let values: Vec<(ContainerKind, Quantity)> = values
+        .into_iter()
+        .map(|(kind, value)| (kind, value.unwrap_or(zero)))
+        .collect();
+    effective_request(&values)
+}
+
+/// What Kubernetes writes into requests that are absent.
+#[derive(Clone, Copy)]
+enum RequestsDefault {
+    /// The limit (containers: `SetDefaults_Pod`).
+    ToLimits,
+    /// The containers' effective request when any container sets one, else
+    /// the limit (pod level: `defaultPodRequests`).
+    ToContainers(Option<Quantity>),
 }
 
 /// How the target value of one resource is chosen.
@@ -221,6 +435,7 @@ struct Rule {
     floor: Option<Quantity>,
     /// Round up to whole units (CPUs).
     whole: bool,
+    requests_default: RequestsDefault,
 }
 
 /// The setting that would have provided a default, when it is not configured.
@@ -229,12 +444,31 @@ struct DefaultMissing(&'static str);
 /// [`DefaultMissing`] at the pod level, where no setting provides one.
 const POD_LEVEL_BUDGET: &str = "spec.resources";
 
-fn default_for(qos: &QosConfig, resource: Resource, gpus: u32) -> Result<Quantity, DefaultMissing> {
-    let (setting, key) = match (resource, gpus > 0) {
-        (Resource::Cpu, true) => (qos.cpu_per_gpu, "qos.cpuPerGpu"),
-        (Resource::Memory, true) => (qos.memory_per_gpu, "qos.memoryPerGpu"),
-        (Resource::Cpu, false) => (qos.sidecar_cpu, "qos.sidecarCpu"),
-        (Resource::Memory, false) => (qos.sidecar_memory, "qos.sidecarMemory"),
+/// The configured default for a container of `kind` with `gpus` GPUs:
+/// per GPU for GPU containers, the sidecar defaults for the others (fixed
+/// `qos.initContainer` values for regular init containers that have them).
+fn default_for(
+    qos: &QosConfig,
+    resource: Resource,
+    kind: ContainerKind,
+    gpus: u32,
+) -> Result<Quantity, DefaultMissing> {
+    let fixed_init = match (&qos.init_container, resource) {
+        (InitContainer::Fixed { cpu, .. }, Resource::Cpu) => *cpu,
+        (InitContainer::Fixed { memory, .. }, Resource::Memory) => *memory,
+        (InitContainer::FitApp, _) => None,
+    };
+    let (setting, key) = match (resource, gpus > 0, kind) {
+        (Resource::Cpu, true, _) => (qos.cpu_per_gpu, "qos.cpuPerGpu"),
+        (Resource::Memory, true, _) => (qos.memory_per_gpu, "qos.memoryPerGpu"),
+        (Resource::Cpu, false, ContainerKind::Init) if fixed_init.is_some() => {
+            (fixed_init, "qos.initContainer.cpu")
+        }
+        (Resource::Memory, false, ContainerKind::Init) if fixed_init.is_some() => {
+            (fixed_init, "qos.initContainer.memory")
+        }
+        (Resource::Cpu, false, _) => (qos.sidecar_cpu, "qos.sidecarCpu"),
+        (Resource::Memory, false, _) => (qos.sidecar_memory, "qos.sidecarMemory"),
     };
     let per_unit = setting.ok_or(DefaultMissing(key))?;
     if gpus == 0 {
@@ -245,125 +479,202 @@ fn default_for(qos: &QosConfig, resource: Resource, gpus: u32) -> Result<Quantit
         .ok_or(DefaultMissing(key))
 }
 
+/// The outcome of planning one resource of one target.
+struct Planned {
+    /// The value requests and limits both end with; `None` on a problem.
+    value: Option<Quantity>,
+    edits: Vec<Edit>,
+    finding: Option<Finding>,
+    problem: Option<String>,
+}
+
+impl Planned {
+    fn problem(problem: String) -> Self {
+        Planned {
+            value: None,
+            edits: Vec::new(),
+            finding: None,
+            problem: Some(problem),
+        }
+    }
+}
+
 impl QosPlan {
-    /// Plans one resource of one target.
-    fn add(&mut self, target: Target, resource: Resource, current: &Current, rule: &Rule) {
-        let name = resource.name();
-        let parse = |section: Section, text: &Option<Cow<'_, str>>| match text {
-            None => Ok(None),
-            Some(text) => Quantity::parse(text).map(Some).map_err(|error| {
-                format!(
-                    "{target}: resources.{}.{name} {text:?} {error}",
-                    section.field()
-                )
-            }),
-        };
-        let (requests, limits) = match (
-            parse(Section::Requests, &current.requests),
-            parse(Section::Limits, &current.limits),
-        ) {
-            (Ok(requests), Ok(limits)) => (requests, limits),
-            (Err(problem), _) | (_, Err(problem)) => return self.problems.push(problem),
-        };
-        if let (Some(request), Some(limit)) = (requests, limits) {
-            // Invalid for the API server too (a zero limit included): the
-            // author's intent is unclear, so it is not repaired.
-            if request > limit {
-                return self.problems.push(format!(
-                    "{target}: {name} requests {request} are more than limits {limit}; requests cannot exceed limits"
+    fn push(&mut self, planned: Planned) {
+        self.edits.extend(planned.edits);
+        self.findings.extend(planned.finding);
+        self.problems.extend(planned.problem);
+    }
+}
+
+/// Plans one resource of one target. Pure.
+fn plan_one(target: &Target, resource: Resource, current: &Current, rule: &Rule) -> Planned {
+    let name = resource.name();
+    let parse = |section: Section, text: &Option<Cow<'_, str>>| match text {
+        None => Ok(None),
+        Some(text) => Quantity::parse(text).map(Some).map_err(|error| {
+            format!(
+                "{target}: resources.{}.{name} {text:?} {error}",
+                section.field()
+            )
+        }),
+    };
+    let (requests, limits) = match (
+        parse(Section::Requests, &current.requests),
+        parse(Section::Limits, &current.limits),
+    ) {
+        (Ok(requests), Ok(limits)) => (requests, limits),
+        (Err(problem), _) | (_, Err(problem)) => return Planned::problem(problem),
+    };
+    if let (Some(request), Some(limit)) = (requests, limits) {
+        // Invalid for the API server too (a zero limit included): the
+        // author's intent is unclear, so it is not repaired.
+        if request > limit {
+            return Planned::problem(format!(
+                "{target}: {name} requests {request} are more than limits {limit}; requests cannot exceed limits"
+            ));
+        }
+    }
+    let mut reasons = Vec::new();
+    // Kubernetes counts only values above zero toward QoS: a zero is unset.
+    let is_zero = |value: &Option<Quantity>| value.is_some_and(|q| q.is_zero());
+    if is_zero(&requests) || is_zero(&limits) {
+        reasons.push(Reason::Zero);
+    }
+    let requests = requests.filter(|q| !q.is_zero());
+    let limits = limits.filter(|q| !q.is_zero());
+    // The value requests and limits both get: the limit when set (requests
+    // rise to it), else the request, else the configured default.
+    let mut value = match (requests, limits) {
+        (Some(request), Some(limit)) => {
+            if request != limit {
+                reasons.push(Reason::RequestsDiffer { request, limit });
+            }
+            limit
+        }
+        // Reported below only when nothing else is: the API server fills
+        // in missing requests itself.
+        (None, Some(limit)) => limit,
+        (Some(request), None) => {
+            reasons.push(Reason::RequestsWithoutLimits { request });
+            request
+        }
+        (None, None) => match &rule.default {
+            Ok(default) => {
+                reasons.push(Reason::NotSet);
+                *default
+            }
+            Err(DefaultMissing(POD_LEVEL_BUDGET)) => {
+                return Planned::problem(format!(
+                    "{target}: sets no {name}; Kubernetes decides QoS from pod-level resources alone once they are set: set spec.resources.limits.{name} too"
                 ));
             }
-        }
-        let mut reasons = Vec::new();
-        // Kubernetes counts only values above zero toward QoS: a zero is unset.
-        let is_zero = |value: &Option<Quantity>| value.is_some_and(|q| q.is_zero());
-        if is_zero(&requests) || is_zero(&limits) {
-            reasons.push(Reason::Zero);
-        }
-        let requests = requests.filter(|q| !q.is_zero());
-        let limits = limits.filter(|q| !q.is_zero());
-        // The value requests and limits both get: the limit when set (requests
-        // rise to it), else the request, else the configured default.
-        let mut value = match (requests, limits) {
-            (Some(request), Some(limit)) => {
-                if request != limit {
-                    reasons.push(Reason::RequestsDiffer { request, limit });
-                }
-                limit
+            Err(DefaultMissing(key)) => {
+                return Planned::problem(format!(
+                    "{target}: sets no {name} and {key} is not configured: set resources.limits.{name}"
+                ));
             }
-            // Reported below only when nothing else is: the API server copies
-            // limits to missing requests itself.
-            (None, Some(limit)) => limit,
-            (Some(request), None) => {
-                reasons.push(Reason::RequestsWithoutLimits { request });
-                request
+        },
+    };
+    if let Some(floor) = rule
+        .floor
+        .filter(|floor| limits.is_none() && *floor > value)
+    {
+        reasons.push(Reason::BelowContainerLimit { value, floor });
+        value = floor;
+    }
+    if rule.whole && !value.is_whole() {
+        reasons.push(Reason::NotWholeCpus { value });
+        value = value.ceil_units();
+    }
+    // What the API server writes into absent requests.
+    let defaulted_request = match rule.requests_default {
+        RequestsDefault::ToLimits => limits,
+        RequestsDefault::ToContainers(containers) => containers.or(limits),
+    };
+    if reasons.is_empty() && requests.is_none() {
+        match defaulted_request {
+            Some(defaulted) if defaulted != value => {
+                reasons.push(Reason::RequestsDefaultToContainers {
+                    defaulted,
+                    limit: value,
+                })
             }
-            (None, None) => match &rule.default {
-                Ok(default) => {
-                    reasons.push(Reason::NotSet);
-                    *default
-                }
-                Err(DefaultMissing(POD_LEVEL_BUDGET)) => {
-                    return self.problems.push(format!(
-                        "{target}: sets no {name}; Kubernetes decides QoS from pod-level resources alone once they are set: set spec.resources.limits.{name} too"
-                    ));
-                }
-                Err(DefaultMissing(key)) => {
-                    return self.problems.push(format!(
-                        "{target}: sets no {name} and {key} is not configured: set resources.limits.{name}"
-                    ));
-                }
-            },
+            _ => reasons.push(Reason::LimitsWithoutRequests { value }),
+        }
+    }
+    let mut planned = Planned {
+        value: Some(value),
+        edits: Vec::new(),
+        finding: None,
+        problem: None,
+    };
+    if reasons.is_empty() {
+        return planned;
+    }
+    for (section, existing) in [(Section::Requests, requests), (Section::Limits, limits)] {
+        if existing == Some(value) {
+            continue; // already right: keep the original spelling, no patch
+        }
+        // Copying the other side's text keeps the user's spelling; a new
+        // value is written in canonical form.
+        let other = match section {
+            Section::Requests => (limits, &current.limits),
+            Section::Limits => (requests, &current.requests),
         };
-        if let Some(floor) = rule
-            .floor
-            .filter(|floor| limits.is_none() && *floor > value)
-        {
-            reasons.push(Reason::BelowContainerLimit { value, floor });
-            value = floor;
-        }
-        if rule.whole && !value.is_whole() {
-            reasons.push(Reason::NotWholeCpus { value });
-            value = value.ceil_units();
-        }
-        if reasons.is_empty() && requests.is_none() {
-            reasons.push(Reason::LimitsWithoutRequests { value });
-        }
-        if reasons.is_empty() {
-            return;
-        }
-        let mut sections_written = Vec::new();
-        for (section, existing) in [(Section::Requests, requests), (Section::Limits, limits)] {
-            if existing == Some(value) {
-                continue; // already right: keep the original spelling, no patch
-            }
-            // Copying the other side's text keeps the user's spelling; a new
-            // value is written in canonical form.
-            let other = match section {
-                Section::Requests => (limits, &current.limits),
-                Section::Limits => (requests, &current.requests),
-            };
-            let written = match other {
-                (Some(quantity), Some(text)) if quantity == value => text.to_string(),
-                _ => value.canonical(),
-            };
-            sections_written.push(section);
-            self.edits.push(Edit {
-                target: target.clone(),
-                section,
-                resource,
-                value: written,
-            });
-        }
-        self.findings.push(Finding {
-            target,
+        let written = match other {
+            (Some(quantity), Some(text)) if quantity == value => text.to_string(),
+            _ => value.canonical(),
+        };
+        planned.edits.push(Edit {
+            target: target.clone(),
+            section,
             resource,
-            reasons,
-            // The API server copies limits only to requests that are absent.
-            defaulted_by_kubernetes: sections_written == [Section::Requests]
-                && current.requests.is_none(),
+            value: written,
         });
     }
+    let only_requests_written =
+        matches!(planned.edits.as_slice(), [edit] if edit.section == Section::Requests);
+    planned.finding = Some(Finding {
+        target: target.clone(),
+        resource,
+        reasons,
+        // The API server fills in only requests that are absent, and with
+        // this value only if it is what it defaults them to.
+        defaulted_by_kubernetes: only_requests_written
+            && current.requests.is_none()
+            && defaulted_request == Some(value),
+    });
+    planned
+}
+
+/// Resource names pod-level resources may set for the kubelet's resource
+/// managers to skip the pod: cpu, memory, and hugepages (component-helpers
+/// `resource.IsSupportedPodLevelResource`, hugepages from 1.34).
+const HUGEPAGES_PREFIX: &str = "hugepages-";
+
+/// The warning for a GPU pod whose pod-level resources keep the kubelet from
+/// pinning it, with the fix. In 1.34 and 1.35 the static CPU Manager
+/// (`cpumanager/policy_static.go`, `staticPolicy.Allocate`) and the static
+/// Memory Manager (`memorymanager/policy_static.go`, `Allocate`) skip every
+/// pod for which `resourcehelper.IsPodLevelResourcesSet` holds: pod-level
+/// requests or limits name cpu, memory or hugepages (the
+/// PodLevelResourceManagers gate that changes this is alpha, off by
+/// default, from 1.36). `None` when pod-level resources set none of them.
+pub fn unpinned_by_pod_level_resources(spec: &Value) -> Option<String> {
+    let resources = spec.get("resources")?;
+    let mut names = [Section::Requests, Section::Limits]
+        .into_iter()
+        .filter_map(|section| resources.get(section.field())?.as_object())
+        .flat_map(|list| list.keys());
+    names.find(|name| {
+        Resource::ALL.iter().any(|r| r.name() == name.as_str())
+            || name.starts_with(HUGEPAGES_PREFIX)
+    })?;
+    Some(
+        "pod-level spec.resources is set, so kubelets running the static CPU Manager or Memory Manager do not pin this pod (Kubernetes 1.34 and 1.35): it gets no exclusive CPUs or NUMA-local memory next to its GPUs. Set cpu, memory and hugepages per container instead, and remove them from spec.resources"
+            .to_owned(),
+    )
 }
 
 /// The largest limit any container sets for `resource`.
@@ -589,9 +900,14 @@ mod tests {
 
     /// Pod-level resources that set one of cpu and memory decide QoS alone:
     /// the other must be set there too, and no default is invented for it.
+    /// Present but naming neither (empty, or hugepages only), they still
+    /// decide: the pod is BestEffort however Guaranteed its containers are.
     #[rstest]
     #[case::cpu_only(json!({"limits": {"cpu": "8"}}), "pod-level spec.resources: sets no memory; Kubernetes decides QoS from pod-level resources alone once they are set: set spec.resources.limits.memory too")]
     #[case::memory_only(json!({"requests": {"memory": "8Gi"}}), "pod-level spec.resources: sets no cpu;")]
+    #[case::empty(json!({}), BEST_EFFORT)]
+    #[case::empty_sections(json!({"requests": {}, "limits": null}), BEST_EFFORT)]
+    #[case::hugepages_only(json!({"limits": {"hugepages-2Mi": "1Gi"}}), BEST_EFFORT)]
     fn pod_level_resources_must_set_cpu_and_memory(#[case] pod: Value, #[case] expected: &str) {
         let spec = json!({"resources": pod, "containers": [
             {"name": "a", "resources": {"limits": {"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "1"}}}
@@ -606,5 +922,126 @@ mod tests {
         );
         // The containers are not planned: the pod level decides.
         assert!(plan.edits.iter().all(|edit| edit.target == Target::Pod));
+    }
+
+    const BEST_EFFORT: &str = "pod-level spec.resources: sets neither cpu nor memory (it is empty, or holds hugepages only), but once spec.resources is present Kubernetes decides QoS from it alone, so the pod would be BestEffort";
+
+    #[test]
+    fn null_pod_level_resources_leave_the_containers_to_decide() {
+        let (after, plan) = {
+            let mut spec = json!({"resources": null, "containers": [
+                {"name": "c", "resources": {"limits": {"cpu": "2", "memory": "1Gi", "nvidia.com/gpu": "1"}}}
+            ]});
+            let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+            let plan = plan(&spec, &demand, &qos()).unwrap();
+            apply(&mut spec, &plan.edits).unwrap();
+            (spec, plan)
+        };
+        assert!(plan.problems.is_empty());
+        assert_eq!(after["containers"][0]["resources"]["requests"]["cpu"], "2");
+        assert_eq!(after["resources"], Value::Null);
+    }
+
+    /// Pod-level limits without requests: the API server defaults the
+    /// requests to the containers' effective request when any container
+    /// sets one (`defaultPodRequests`), else to the limits. Only the latter,
+    /// or a total equal to the limit, is Guaranteed as written.
+    #[rstest]
+    #[case::no_container_sets_cpu(json!({"nvidia.com/gpu": "1"}), vec![])]
+    #[case::containers_total_the_limit(json!({"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "1"}), vec![])]
+    #[case::containers_total_less(json!({"cpu": "3", "nvidia.com/gpu": "1"}),
+        vec!["cpu has limits 4 but no requests, which Kubernetes defaults to the containers' total 3"])]
+    fn pod_level_limits_only_are_guaranteed_when_defaulting_makes_them(
+        #[case] container_limits: Value,
+        #[case] violations: Vec<&str>,
+    ) {
+        let spec = json!({"resources": {"limits": {"cpu": "4", "memory": "8Gi"}},
+            "containers": [{"name": "a", "resources": {"limits": container_limits}}]});
+        let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+        let plan = plan(&spec, &demand, &qos()).unwrap();
+        assert!(plan.problems.is_empty(), "{:?}", plan.problems);
+        let found: Vec<String> = plan.violations().map(Finding::reason).collect();
+        assert_eq!(found, violations);
+        // Mutated, the requests are written either way: Guaranteed.
+        assert!(plan
+            .edits
+            .iter()
+            .all(|edit| edit.target == Target::Pod && edit.section == Section::Requests));
+    }
+
+    fn q(text: &str) -> Quantity {
+        Quantity::parse(text).unwrap()
+    }
+
+    const INIT: ContainerKind = ContainerKind::Init;
+    const SIDECAR: ContainerKind = ContainerKind::Sidecar;
+    const APP: ContainerKind = ContainerKind::App;
+
+    /// (containers in pod order with their values, `None` for the fitted
+    /// one, its index, budget). With the budget in place, the effective
+    /// request must not change.
+    #[rstest]
+    #[case::apps_only(vec![(INIT, None), (APP, Some("4")), (APP, Some("2"))], 0, "6")]
+    #[case::sidecar_after_runs_with_the_apps(vec![(INIT, None), (SIDECAR, Some("250m")), (APP, Some("4"))], 0, "4250m")]
+    #[case::sidecar_before_runs_with_it(vec![(SIDECAR, Some("1")), (INIT, None), (APP, Some("4"))], 1, "4")]
+    #[case::a_larger_init_container_sets_the_bar(vec![(INIT, Some("10")), (INIT, None), (APP, Some("4"))], 1, "10")]
+    #[case::sidecars_before_a_larger_init(vec![(SIDECAR, Some("1")), (INIT, Some("10")), (SIDECAR, Some("2")), (INIT, None), (APP, Some("4"))], 3, "8")]
+    #[case::binary_memory(vec![(INIT, None), (SIDECAR, Some("128Mi")), (APP, Some("64Gi"))], 0, "65664Mi")]
+    fn init_budget_keeps_the_effective_request(
+        #[case] containers: Vec<(ContainerKind, Option<&str>)>,
+        #[case] index: usize,
+        #[case] expected: &str,
+    ) {
+        let values: Vec<(ContainerKind, Option<Quantity>)> = containers
+            .iter()
+            .map(|(kind, value)| (*kind, value.map(q)))
+            .collect();
+        let fitted: Vec<bool> = values.iter().map(|(_, value)| value.is_none()).collect();
+        let budget = init_budget(&values, &fitted, index).unwrap();
+        assert_eq!(budget.canonical(), expected);
+        let others: Vec<(ContainerKind, Quantity)> = values
+            .iter()
+            .filter_map(|(kind, value)| value.map(|value| (*kind, value)))
+            .collect();
+        let mut with_budget = values.clone();
+        with_budget[index].1 = Some(budget);
+        let all: Vec<(ContainerKind, Quantity)> = with_budget
+            .iter()
+            .map(|(kind, value)| (*kind, value.unwrap()))
+            .collect();
+        assert_eq!(effective_request(&all), effective_request(&others));
+        // One unit more would raise it.
+        with_budget[index].1 = budget.checked_add(&q("1m"));
+        let more: Vec<(ContainerKind, Quantity)> = with_budget
+            .iter()
+            .map(|(kind, value)| (*kind, value.unwrap()))
+            .collect();
+        assert!(effective_request(&more) > effective_request(&others));
+    }
+
+    #[test]
+    fn no_budget_while_another_container_has_no_value() {
+        let values = [(INIT, None), (APP, None)];
+        assert_eq!(init_budget(&values, &[true, false], 0), None);
+    }
+
+    /// (PodSpec, warns): pod-level cpu, memory or hugepages keep the static
+    /// CPU and Memory Managers from pinning the pod.
+    #[rstest]
+    #[case::cpu_limits(json!({"resources": {"limits": {"cpu": "4"}}}), true)]
+    #[case::memory_requests(json!({"resources": {"requests": {"memory": "4Gi"}}}), true)]
+    #[case::hugepages(json!({"resources": {"limits": {"hugepages-1Gi": "2Gi"}}}), true)]
+    #[case::empty(json!({"resources": {}}), false)]
+    #[case::other_resource(json!({"resources": {"limits": {"ephemeral-storage": "1Gi"}}}), false)]
+    #[case::absent(json!({}), false)]
+    fn pod_level_resources_are_flagged_for_the_resource_managers(
+        #[case] spec: Value,
+        #[case] warns: bool,
+    ) {
+        let warning = unpinned_by_pod_level_resources(&spec);
+        assert_eq!(warning.is_some(), warns);
+        if let Some(warning) = warning {
+            assert!(warning.contains("Set cpu, memory and hugepages per container"));
+        }
     }
 }

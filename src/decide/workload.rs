@@ -6,9 +6,8 @@
 //! affinity are still applied to each Pod when it is created.
 
 use crate::cluster::host::ClusterReader;
-use crate::decide::demand::PodDemand;
 use crate::decide::fit;
-use crate::decide::{is_pinned, plan_qos, Decision, UPDATE};
+use crate::decide::{plan_qos, Decision, PodInput, UPDATE};
 use crate::request::AdmissionRequest;
 use crate::settings::Config;
 use serde_json::Value;
@@ -103,18 +102,18 @@ pub fn evaluate(
         }
     }
     let who = describe(&request.name, &object, workload);
-    let demand = match PodDemand::from_pod_spec(spec, &config.gpu_resources) {
-        Ok(demand) if demand.is_gpu_pod() => demand,
-        Ok(_) => return Decision::accept(),
+    let input = match PodInput::read(spec, config) {
+        Ok(Some(input)) => input,
+        Ok(None) => return Decision::accept(),
         Err(problem) => {
             return Decision::reject(format!(
                 "{who}: its GPU pod template is malformed: {problem}"
             ))
         }
     };
-    let fit = fit::check(&demand, is_pinned(spec), config, cluster).map(|mut warnings| {
+    let fit = fit::check(&input.demand, input.pinned_node(), config, cluster).map(|mut warnings| {
         // Only the verdict matters here: the edits are made to each Pod.
-        if let Err(message) = plan_qos(spec, &demand, config) {
+        if let Err(message) = plan_qos(spec, &input.demand.pod, config) {
             warnings.push(format!(
                 "its pods will be rejected unless a LimitRange or another webhook sets their resources first: {message}"
             ));

@@ -10,7 +10,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 /// Every Pod fixture under tests/fixtures.
-pub const POD_FIXTURES: [&str; 16] = [
+pub const POD_FIXTURES: [&str; 17] = [
     "amd-gpu-pod",
     "already-mutated-pod",
     "cpu-only-pod",
@@ -19,6 +19,7 @@ pub const POD_FIXTURES: [&str; 16] = [
     "fractional-cpu-pod",
     "future-field-pod",
     "inference-deployment-pod",
+    "init-download-pod",
     "intel-gpu-pod",
     "limits-only-pod",
     "mig-slice-pod",
