@@ -412,13 +412,13 @@ impl ClusterReader for Cluster {
 #[rstest]
 #[case::fresh_summary(Ok(summary_config_map(30)), &["summary"], None)]
 #[case::absent(Err(NOT_FOUND.to_owned()), &["summary", "nodes"],
-    Some("GPU fit read from the Node list: the fleet summary ConfigMap kube-system/gpu-topology-fleet is unavailable: ApiError: configmaps \"gpu-topology-fleet\" not found: NotFound; run the fleet summarizer (gpu-topology-labeler summarize): the Node list costs the policy-server about 44 µs per labeled node on every admission, the summary a flat cost"))]
+    Some("GPU fit read from the Node list: the fleet summary ConfigMap kube-system/gpu-topology-fleet is unavailable: ApiError: configmaps \"gpu-topology-fleet\" not found: NotFound; deploy the fleet summarizer: the Node list costs about 44 µs per labeled node per admission"))]
 #[case::stale(Ok(summary_config_map(301)), &["summary", "nodes"],
     Some("the fleet summary ConfigMap kube-system/gpu-topology-fleet is 301 s old, more than capacity.fleetSummary.maxAgeSeconds (300)"))]
 #[case::unreadable(Ok(b"{\"data\": {\"format\": \"v0\"}}".to_vec()), &["summary", "nodes"],
     Some("the fleet summary ConfigMap kube-system/gpu-topology-fleet is unreadable"))]
 #[case::refused(Err("Policy has not been granted access to Kubernetes v1/ConfigMap resources.".to_owned()), &["summary", "nodes"],
-    Some("is unavailable: Policy has not been granted access to Kubernetes v1/ConfigMap resources; run the fleet summarizer"))]
+    Some("is unavailable: Policy has not been granted access to Kubernetes v1/ConfigMap resources; deploy the fleet summarizer"))]
 fn the_summary_is_read_by_default(
     #[case] summary: Result<Vec<u8>, String>,
     #[case] asked: &[&str],

@@ -41,7 +41,7 @@ pub fn read(
 ) -> ClusterRead {
     let mut summary_passed_over = None;
     if let Some(summary) = &sources.summary {
-        match fleet_summary::read_summary(cluster, summary, fleet_summary::now()) {
+        match fleet_summary::read_summary(cluster, summary, fleet_summary::now) {
             Ok(view) => {
                 return ClusterRead {
                     view: Ok(view),

@@ -79,7 +79,8 @@ pub type FitResult = Result<Vec<String>, String>;
 /// Why reading the fleet summary is worth its setup, for the warning when
 /// the Node list is read instead: measured with policy-server 1.36 (the Node
 /// list) and this repository's benchmarks (the summary, BENCHMARKS.md).
-pub const SUMMARY_MISSING_COST: &str = "run the fleet summarizer (gpu-topology-labeler summarize): the Node list costs the policy-server about 44 µs per labeled node on every admission, the summary a flat cost";
+pub const SUMMARY_MISSING_COST: &str =
+    "deploy the fleet summarizer: the Node list costs about 44 µs per labeled node per admission";
 
 /// Checks `demand` against the fleet, reading it where `capacity.source`
 /// says; `pinned_node` is the node a pinned pod names, read apart from the

@@ -236,7 +236,7 @@ fn plan_pod_level(
             )),
         };
         let planned = plan_one(
-            &Target::Pod,
+            Target::Pod,
             resource,
             &Current::of(Some(resources), resource),
             &rule,
@@ -270,8 +270,10 @@ fn plan_containers(
                 whole: qos.whole_cpus && resource == Resource::Cpu && gpus > 0,
                 requests_default: RequestsDefault::ToLimits,
             };
-            let target = Target::Container(container.id.clone());
-            (!fitted).then(|| plan_one(&target, resource, &current_of(container, resource), &rule))
+            (!fitted).then(|| {
+                let target = Target::Container(container.id.clone());
+                plan_one(target, resource, &current_of(container, resource), &rule)
+            })
         })
         .collect();
     for index in (0..writable.len()).filter(|i| fitted[*i]) {
@@ -293,7 +295,7 @@ fn plan_containers(
         };
         let target = Target::Container(container.id.clone());
         planned[index] = Some(plan_one(
-            &target,
+            target,
             resource,
             &current_of(container, resource),
             &rule,
@@ -316,20 +318,23 @@ fn fits_the_app(
     demand: &PodDemand,
     qos: &QosConfig,
 ) -> bool {
-    let configured = match (&qos.init_container, resource) {
-        (InitContainer::FitApp, _) => None,
-        (InitContainer::Fixed { cpu, .. }, Resource::Cpu) => *cpu,
-        (InitContainer::Fixed { memory, .. }, Resource::Memory) => *memory,
-    };
+    if container.id.kind != ContainerKind::Init || fixed_init_value(qos, resource).is_some() {
+        return false;
+    }
     let unset = |text: Option<Cow<'_, str>>| {
         text.is_none_or(|text| Quantity::parse(&text).is_ok_and(|q| q.is_zero()))
     };
     let current = current_of(container, resource);
-    container.id.kind == ContainerKind::Init
-        && configured.is_none()
-        && demand.gpus_of(&container.id) == 0
-        && unset(current.requests)
-        && unset(current.limits)
+    demand.gpus_of(&container.id) == 0 && unset(current.requests) && unset(current.limits)
+}
+
+/// The fixed `qos.initContainer` value for `resource`, if configured.
+fn fixed_init_value(qos: &QosConfig, resource: Resource) -> Option<Quantity> {
+    match (&qos.init_container, resource) {
+        (InitContainer::FitApp, _) => None,
+        (InitContainer::Fixed { cpu, .. }, Resource::Cpu) => *cpu,
+        (InitContainer::Fixed { memory, .. }, Resource::Memory) => *memory,
+    }
 }
 
 /// The most a regular init container (at `index`, fitted) can be given
@@ -453,11 +458,7 @@ fn default_for(
     kind: ContainerKind,
     gpus: u32,
 ) -> Result<Quantity, DefaultMissing> {
-    let fixed_init = match (&qos.init_container, resource) {
-        (InitContainer::Fixed { cpu, .. }, Resource::Cpu) => *cpu,
-        (InitContainer::Fixed { memory, .. }, Resource::Memory) => *memory,
-        (InitContainer::FitApp, _) => None,
-    };
+    let fixed_init = fixed_init_value(qos, resource);
     let (setting, key) = match (resource, gpus > 0, kind) {
         (Resource::Cpu, true, _) => (qos.cpu_per_gpu, "qos.cpuPerGpu"),
         (Resource::Memory, true, _) => (qos.memory_per_gpu, "qos.memoryPerGpu"),
@@ -483,7 +484,8 @@ fn default_for(
 struct Planned {
     /// The value requests and limits both end with; `None` on a problem.
     value: Option<Quantity>,
-    edits: Vec<Edit>,
+    /// The requests edit, then the limits edit (no allocation for these).
+    edits: [Option<Edit>; 2],
     finding: Option<Finding>,
     problem: Option<String>,
 }
@@ -492,7 +494,7 @@ impl Planned {
     fn problem(problem: String) -> Self {
         Planned {
             value: None,
-            edits: Vec::new(),
+            edits: [None, None],
             finding: None,
             problem: Some(problem),
         }
@@ -501,14 +503,14 @@ impl Planned {
 
 impl QosPlan {
     fn push(&mut self, planned: Planned) {
-        self.edits.extend(planned.edits);
+        self.edits.extend(planned.edits.into_iter().flatten());
         self.findings.extend(planned.finding);
         self.problems.extend(planned.problem);
     }
 }
 
 /// Plans one resource of one target. Pure.
-fn plan_one(target: &Target, resource: Resource, current: &Current, rule: &Rule) -> Planned {
+fn plan_one(target: Target, resource: Resource, current: &Current, rule: &Rule) -> Planned {
     let name = resource.name();
     let parse = |section: Section, text: &Option<Cow<'_, str>>| match text {
         None => Ok(None),
@@ -605,14 +607,15 @@ fn plan_one(target: &Target, resource: Resource, current: &Current, rule: &Rule)
     }
     let mut planned = Planned {
         value: Some(value),
-        edits: Vec::new(),
+        edits: [None, None],
         finding: None,
         problem: None,
     };
     if reasons.is_empty() {
         return planned;
     }
-    for (section, existing) in [(Section::Requests, requests), (Section::Limits, limits)] {
+    let sections = [(Section::Requests, requests), (Section::Limits, limits)];
+    for (slot, (section, existing)) in planned.edits.iter_mut().zip(sections) {
         if existing == Some(value) {
             continue; // already right: keep the original spelling, no patch
         }
@@ -626,17 +629,16 @@ fn plan_one(target: &Target, resource: Resource, current: &Current, rule: &Rule)
             (Some(quantity), Some(text)) if quantity == value => text.to_string(),
             _ => value.canonical(),
         };
-        planned.edits.push(Edit {
+        *slot = Some(Edit {
             target: target.clone(),
             section,
             resource,
             value: written,
         });
     }
-    let only_requests_written =
-        matches!(planned.edits.as_slice(), [edit] if edit.section == Section::Requests);
+    let only_requests_written = matches!(planned.edits, [Some(_), None]);
     planned.finding = Some(Finding {
-        target: target.clone(),
+        target,
         resource,
         reasons,
         // The API server fills in only requests that are absent, and with

@@ -123,8 +123,6 @@ pub struct Pinned<'a> {
 /// The field a node-selector requirement names a node by.
 const NODE_NAME_FIELD: &str = "metadata.name";
 const OPERATOR_IN: &str = "In";
-const REQUIRED_TERMS: &str =
-    "/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms";
 
 /// The node `spec` is pinned to: by a non-empty `spec.nodeName`, or by
 /// required node affinity whose every `nodeSelectorTerm` carries
@@ -146,7 +144,12 @@ pub fn pinned_node(spec: &Value) -> Option<Pinned<'_>> {
             by: PinnedBy::NodeName,
         });
     }
-    let terms = spec.pointer(REQUIRED_TERMS)?.as_array()?;
+    let terms = spec
+        .get("affinity")?
+        .get("nodeAffinity")?
+        .get("requiredDuringSchedulingIgnoredDuringExecution")?
+        .get("nodeSelectorTerms")?
+        .as_array()?;
     let mut pinned = None;
     for term in terms {
         let node = term_node(term)?;
