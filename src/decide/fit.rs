@@ -101,7 +101,9 @@ pub fn check(
     }
     let read = cluster::read(cluster, &config.sources, &config.label_prefix, pinned_node);
     // The host's messages end in a full stop; ours continue the sentence.
-    let clause = |problem: &str| problem.trim_end_matches('.').to_owned();
+    fn clause(problem: &str) -> &str {
+        problem.trim_end_matches('.')
+    }
     let mut warnings: Vec<String> = read
         .summary_passed_over
         .iter()

@@ -198,6 +198,9 @@ pub fn plan(spec: &Value, demand: &PodDemand, qos: &QosConfig) -> Result<QosPlan
             Err(problem) => plan.problems.push(format!("{}: {problem}", container.id)),
         }
     }
+    // Room for every edit and finding: the vectors never grow while planning.
+    plan.edits.reserve(writable.len() * Resource::ALL.len() * 2);
+    plan.findings.reserve(writable.len() * Resource::ALL.len());
     for resource in Resource::ALL {
         plan_containers(&mut plan, &writable, resource, demand, qos);
     }
@@ -276,12 +279,16 @@ fn plan_containers(
             })
         })
         .collect();
+    if !fitted.contains(&true) {
+        return plan.extend(planned);
+    }
+    // The fitted ones are left out of the budget: these values stay as they are.
+    let values: Vec<(ContainerKind, Option<Quantity>)> = writable
+        .iter()
+        .zip(&planned)
+        .map(|(container, planned)| (container.id.kind, planned.as_ref().and_then(|p| p.value)))
+        .collect();
     for index in (0..writable.len()).filter(|i| fitted[*i]) {
-        let values: Vec<(ContainerKind, Option<Quantity>)> = writable
-            .iter()
-            .zip(&planned)
-            .map(|(container, planned)| (container.id.kind, planned.as_ref().and_then(|p| p.value)))
-            .collect();
         // Another container's problem rejects the pod; nothing to fit then.
         let Some(budget) = init_budget(&values, &fitted, index) else {
             continue;
@@ -301,9 +308,7 @@ fn plan_containers(
             &rule,
         ));
     }
-    for planned in planned.into_iter().flatten() {
-        plan.push(planned);
-    }
+    plan.extend(planned);
 }
 
 fn current_of<'a>(container: &Container<'a>, resource: Resource) -> Current<'a> {
@@ -357,8 +362,8 @@ pub fn init_budget(
         .iter()
         .zip(fitted)
         .filter(|(_, fitted)| !**fitted)
-        .map(|((kind, value), _)| value.map(|value| (*kind, value)))
-        .collect::<Option<Vec<_>>>()?;
+        .map(|((kind, value), _)| value.map(|value| (*kind, value)));
+    let effective = effective_of(others)?;
     let sidecars_before = values
         .iter()
         .take(index)
@@ -366,7 +371,7 @@ pub fn init_budget(
         .try_fold(Quantity::from_units(0), |sum, (_, value)| {
             sum.checked_add(&(*value)?)
         })?;
-    effective_request(&others)?.checked_sub(&sidecars_before)
+    effective.checked_sub(&sidecars_before)
 }
 
 /// The pod's effective request from its containers' values, in pod order,
@@ -376,9 +381,17 @@ pub fn init_budget(
 /// containers plus every sidecar, and, for each regular init container,
 /// itself plus the sidecars started before it. `None` on overflow.
 pub fn effective_request(values: &[(ContainerKind, Quantity)]) -> Option<Quantity> {
+    effective_of(values.iter().map(|value| Some(*value)))
+}
+
+/// [`effective_request`] over values that may be missing: `None` when one is.
+fn effective_of(
+    values: impl Iterator<Item = Option<(ContainerKind, Quantity)>>,
+) -> Option<Quantity> {
     let zero = Quantity::from_units(0);
     let (mut sidecars, mut apps, mut init_peak) = (zero, zero, zero);
-    for (kind, value) in values {
+    for value in values {
+        let (kind, value) = &value?;
         match kind {
             ContainerKind::Sidecar => {
                 sidecars = sidecars.checked_add(value)?;
@@ -506,6 +519,13 @@ impl QosPlan {
         self.edits.extend(planned.edits.into_iter().flatten());
         self.findings.extend(planned.finding);
         self.problems.extend(planned.problem);
+    }
+
+    /// Pushes the outcomes planned, in their order.
+    fn extend(&mut self, planned: Vec<Option<Planned>>) {
+        for planned in planned.into_iter().flatten() {
+            self.push(planned);
+        }
     }
 }
 
@@ -1019,6 +1039,27 @@ mod tests {
             .map(|(kind, value)| (*kind, value.unwrap()))
             .collect();
         assert!(effective_request(&more) > effective_request(&others));
+    }
+
+    /// Whole CPUs are for GPU containers, init containers with GPUs
+    /// included; an init container fitted to the app keeps a fraction.
+    /// (init container's resources, the CPU it ends with)
+    #[rstest]
+    #[case::init_container_with_a_gpu(json!({"limits": {"cpu": "1500m", "memory": "1Gi", "nvidia.com/gpu": "1"}}), "2")]
+    #[case::init_container_with_a_gpu_and_no_cpu(json!({"limits": {"nvidia.com/gpu": "1"}}), "4")]
+    #[case::fitted_init_container(json!(null), "4250m")]
+    fn whole_cpus_are_for_gpu_containers(#[case] init: Value, #[case] cpu: &str) {
+        let mut spec = json!({
+            "initContainers": [{"name": "prepare", "resources": init}, {"name": "proxy", "restartPolicy": "Always"}],
+            "containers": [{"name": "c", "resources": {"limits": {"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "1"}}}]
+        });
+        let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+        let plan = plan(&spec, &demand, &qos()).unwrap();
+        assert!(plan.problems.is_empty(), "{:?}", plan.problems);
+        apply(&mut spec, &plan.edits).unwrap();
+        let resources = &spec["initContainers"][0]["resources"];
+        assert_eq!(resources["limits"]["cpu"], cpu);
+        assert_eq!(resources["requests"]["cpu"], cpu);
     }
 
     #[test]
