@@ -178,6 +178,24 @@ fn workload_templates_pods_would_reject_warn(
     );
 }
 
+/// A template with pod-level resources is told, like its pods, that the
+/// kubelet's static CPU and Memory Managers will not pin them.
+#[test]
+fn workload_templates_with_pod_level_resources_warn_about_pinning() {
+    let mut request = request("deployment-create");
+    request["object"]["spec"]["template"]["spec"]["resources"] = json!({
+        "requests": {"cpu": "8", "memory": "32Gi"}, "limits": {"cpu": "8", "memory": "32Gi"}});
+    let decision = evaluate(&request, &config(json!({})));
+    assert_eq!(decision.verdict, Verdict::Accept);
+    assert!(
+        decision.warnings.iter().any(|w| w.starts_with(
+            "Deployment \"llama-3-70b\": pod-level spec.resources is set, so kubelets running the static CPU Manager or Memory Manager do not pin this pod"
+        )),
+        "{:?}",
+        decision.warnings
+    );
+}
+
 /// Pinning a pod is no way around `required` alignment: the kubelet enforces
 /// required node affinity on a pod with `spec.nodeName`.
 #[test]

@@ -112,11 +112,13 @@ pub fn evaluate(
         }
     };
     let fit = fit::check(&input.demand, input.pinned_node(), config, cluster).map(|mut warnings| {
-        // Only the verdict matters here: the edits are made to each Pod.
-        if let Err(message) = plan_qos(spec, &input.demand.pod, config) {
-            warnings.push(format!(
+        // Only the verdict and its notes matter here: the edits are made to
+        // each Pod.
+        match plan_qos(spec, &input.demand.pod, config) {
+            Ok(qos) => warnings.extend(qos.warnings),
+            Err(message) => warnings.push(format!(
                 "its pods will be rejected unless a LimitRange or another webhook sets their resources first: {message}"
-            ));
+            )),
         }
         warnings
     });
