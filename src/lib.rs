@@ -2,29 +2,14 @@
 //! and steers them to nodes that can align their GPUs.
 //!
 //! This file only wires the waPC entry points; the decision lives in
-//! [`evaluate`] and the modules it uses, all pure functions over JSON.
+//! [`decide`] and the modules it uses, all pure functions over JSON.
 
-pub mod affinity;
-pub mod capacity;
 pub mod cluster;
-pub mod config_cache;
-pub mod demand;
-pub mod evaluate;
-pub mod fleet_summary;
-pub mod json_scan;
-pub mod json_write;
-pub mod names;
-pub mod nodes;
-pub mod placement;
-pub mod pod;
-pub mod pod_text;
-pub mod qos;
-pub mod quantity;
+pub mod decide;
 pub mod request;
 pub mod response;
 pub mod settings;
 pub mod small_blocks;
-pub mod workload;
 
 use kubewarden_policy_sdk::protocol_version_guest;
 use request::Payload;
@@ -48,9 +33,9 @@ pub extern "C" fn wapc_init() {
 /// `validate_settings` has already refused invalid ones.
 pub fn validate(payload: &[u8]) -> CallResult {
     let payload = Payload::parse(payload)?;
-    let config = config_cache::config_for(payload.settings)
+    let config = settings::config_cache::config_for(payload.settings)
         .map_err(|message| anyhow::anyhow!("invalid settings: {message}"))?;
-    let decision = evaluate::evaluate(&payload.request, &config);
+    let decision = decide::evaluate(&payload.request, &config);
     Ok(response::to_bytes(&decision))
 }
 

@@ -5,8 +5,8 @@
 mod common;
 
 use common::{config, evaluate_request, mutated, rejection, request};
-use gpu_topology_policy::cluster::ClusterReader;
-use gpu_topology_policy::evaluate::{Decision, Verdict};
+use gpu_topology_policy::cluster::host::ClusterReader;
+use gpu_topology_policy::decide::{Decision, Verdict};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListAllResourcesRequest,
 };
@@ -16,11 +16,11 @@ use serde_yaml::Value as Yaml;
 use std::cell::Cell;
 use std::path::PathBuf;
 
-/// Serves the one Node listing recorded in a session file.
+/// Replays a session file as kwctl does: each host call takes the next
+/// exchange, whose recorded request it must equal.
 struct SessionLister {
-    recorded_request: Yaml,
-    response: Result<Vec<u8>, String>,
-    calls: Cell<u32>,
+    exchanges: Vec<(Yaml, Result<Vec<u8>, String>)>,
+    calls: Cell<usize>,
 }
 
 impl SessionLister {
@@ -29,38 +29,68 @@ impl SessionLister {
             .join("e2e-tests/scenarios/sessions")
             .join(format!("{name}.yml"));
         let session: Yaml = serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let exchange = &session[0];
-        let inner: Yaml = serde_yaml::from_str(exchange["request"].as_str().unwrap()).unwrap();
-        let Yaml::Tagged(tagged) = inner else {
-            panic!("{name}: the request is not tagged")
-        };
-        assert_eq!(tagged.tag, "KubernetesListResourceAll");
-        let response = &exchange["response"];
-        let response = match response["type"].as_str() {
-            Some("Success") => Ok(response["payload"].as_str().unwrap().as_bytes().to_vec()),
-            _ => Err(response["message"].as_str().unwrap().to_owned()),
-        };
+        let exchanges = session
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|exchange| {
+                let request: Yaml =
+                    serde_yaml::from_str(exchange["request"].as_str().unwrap()).unwrap();
+                let response = &exchange["response"];
+                let response = match response["type"].as_str() {
+                    Some("Success") => {
+                        Ok(response["payload"].as_str().unwrap().as_bytes().to_vec())
+                    }
+                    _ => Err(response["message"].as_str().unwrap().to_owned()),
+                };
+                (request, response)
+            })
+            .collect();
         Self {
-            recorded_request: tagged.value,
-            response,
+            exchanges,
             calls: Cell::new(0),
         }
+    }
+
+    /// The next recorded answer, checking that `request` (tagged as kwctl
+    /// tags it) is the recorded one.
+    fn answer(&self, tag: &str, request: Yaml) -> Result<Vec<u8>, String> {
+        let index = self.calls.get();
+        self.calls.set(index + 1);
+        let (recorded, response) = &self.exchanges[index];
+        let Yaml::Tagged(recorded) = recorded else {
+            panic!("exchange {index}: the request is not tagged")
+        };
+        assert_eq!(
+            recorded.tag, tag,
+            "exchange {index}: another kind of request"
+        );
+        assert_eq!(
+            request, recorded.value,
+            "exchange {index}: the policy's request differs from the recorded one"
+        );
+        response.clone()
+    }
+
+    /// Every recorded exchange was asked for, in order.
+    fn all_replayed(&self) -> bool {
+        self.calls.get() == self.exchanges.len()
     }
 }
 
 impl ClusterReader for SessionLister {
     fn get_resource(&self, request: &GetResourceRequest) -> Result<Vec<u8>, String> {
-        panic!("these sessions record Node lists only: {request:?}")
+        self.answer(
+            "KubernetesGetResource",
+            serde_yaml::to_value(request).unwrap(),
+        )
     }
 
     fn list_all_resources(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
-        self.calls.set(self.calls.get() + 1);
-        assert_eq!(
+        self.answer(
+            "KubernetesListResourceAll",
             serde_yaml::to_value(request).unwrap(),
-            self.recorded_request,
-            "the policy's request differs from the recorded one"
-        );
-        self.response.clone()
+        )
     }
 }
 
@@ -131,7 +161,7 @@ fn rejected_with_the_best_offers(
     for fragment in fragments {
         assert!(message.contains(fragment), "{message}\nlacks: {fragment}");
     }
-    assert_eq!(lister.calls.get(), 1);
+    assert!(lister.all_replayed());
 }
 
 /// (fixture, settings, session, fragment of a warning, if one is expected)
@@ -181,7 +211,7 @@ fn accepted(
             decision.warnings
         );
     }
-    assert_eq!(lister.calls.get(), 1);
+    assert!(lister.all_replayed());
 }
 
 #[test]
@@ -306,5 +336,206 @@ fn workloads(
         Verdict::Reject(message) => assert!(!accepted, "{message}"),
         Verdict::Mutate(_) => panic!("a workload was mutated"),
     }
-    assert_eq!(lister.calls.get(), u32::from(!same_template));
+    assert_eq!(lister.all_replayed(), !same_template);
+}
+
+/// A cluster whose fleet summary ConfigMap and Node list answer as given,
+/// recording which of the two the policy asked for.
+struct Cluster {
+    summary: Result<Vec<u8>, String>,
+    nodes: Result<Vec<u8>, String>,
+    asked: std::cell::RefCell<Vec<&'static str>>,
+}
+
+/// Two best-effort HGX nodes, labeled.
+const TWO_HGX_NODES: &str = r#"{"kind": "NodeList", "items": [
+    {"metadata": {"name": "hgx-1", "labels": {"gpu-topology.io/gpus": "8", "gpu-topology.io/gpus-per-numa-max": "4",
+        "gpu-topology.io/topology-manager-policy": "best-effort"}}},
+    {"metadata": {"name": "hgx-2", "labels": {"gpu-topology.io/gpus": "8", "gpu-topology.io/gpus-per-numa-max": "4",
+        "gpu-topology.io/topology-manager-policy": "best-effort"}}}]}"#;
+
+const NOT_FOUND: &str = "ApiError: configmaps \"gpu-topology-fleet\" not found: NotFound";
+
+/// The summary of [`TWO_HGX_NODES`], written `age` seconds ago.
+fn summary_config_map(age: u64) -> Vec<u8> {
+    let view = gpu_topology_policy::cluster::nodes::parse_node_list(
+        TWO_HGX_NODES.as_bytes(),
+        &gpu_topology::LabelPrefix::default(),
+        None,
+    )
+    .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let summary = gpu_topology::FleetSummary {
+        fleet: view.fleet,
+        malformed: 0,
+        generated_at: now - age,
+    };
+    json!({"kind": "ConfigMap", "data": summary.to_data()})
+        .to_string()
+        .into_bytes()
+}
+
+impl Cluster {
+    fn new(summary: Result<Vec<u8>, String>, nodes: Result<&str, &str>) -> Self {
+        Cluster {
+            summary,
+            nodes: nodes.map(|n| n.as_bytes().to_vec()).map_err(str::to_owned),
+            asked: Default::default(),
+        }
+    }
+}
+
+impl ClusterReader for Cluster {
+    fn list_all_resources(&self, _: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+        self.asked.borrow_mut().push("nodes");
+        self.nodes.clone()
+    }
+
+    fn get_resource(&self, request: &GetResourceRequest) -> Result<Vec<u8>, String> {
+        assert_eq!(
+            (request.kind.as_str(), request.name.as_str()),
+            ("ConfigMap", "gpu-topology-fleet")
+        );
+        self.asked.borrow_mut().push("summary");
+        self.summary.clone()
+    }
+}
+
+/// Issue #17: with `capacity.source: auto` the summary is read first at its
+/// default name; the Node list is read instead, with the warning that names
+/// the cost, exactly when the summary is absent, stale, unreadable or
+/// refused. (summary answer, sources asked, fragment of the summary warning
+/// or `None` for no such warning.)
+#[rstest]
+#[case::fresh_summary(Ok(summary_config_map(30)), &["summary"], None)]
+#[case::absent(Err(NOT_FOUND.to_owned()), &["summary", "nodes"],
+    Some("GPU fit read from the Node list: the fleet summary ConfigMap kube-system/gpu-topology-fleet is unavailable: ApiError: configmaps \"gpu-topology-fleet\" not found: NotFound; deploy the fleet summarizer: the Node list costs about 44 µs per labeled node per admission"))]
+#[case::stale(Ok(summary_config_map(301)), &["summary", "nodes"],
+    Some("the fleet summary ConfigMap kube-system/gpu-topology-fleet is 301 s old, more than capacity.fleetSummary.maxAgeSeconds (300)"))]
+#[case::unreadable(Ok(b"{\"data\": {\"format\": \"v0\"}}".to_vec()), &["summary", "nodes"],
+    Some("the fleet summary ConfigMap kube-system/gpu-topology-fleet is unreadable"))]
+#[case::refused(Err("Policy has not been granted access to Kubernetes v1/ConfigMap resources.".to_owned()), &["summary", "nodes"],
+    Some("is unavailable: Policy has not been granted access to Kubernetes v1/ConfigMap resources; deploy the fleet summarizer"))]
+fn the_summary_is_read_by_default(
+    #[case] summary: Result<Vec<u8>, String>,
+    #[case] asked: &[&str],
+    #[case] warning: Option<&str>,
+) {
+    let cluster = Cluster::new(summary, Ok(TWO_HGX_NODES));
+    let decision = decide("eight-gpu-pod", json!({}), &cluster);
+    assert!(
+        matches!(decision.verdict, Verdict::Mutate(_)),
+        "{decision:?}"
+    );
+    assert_eq!(*cluster.asked.borrow(), asked);
+    let about_summary: Vec<&String> = decision
+        .warnings
+        .iter()
+        .filter(|w| w.contains("fleet summary"))
+        .collect();
+    match warning {
+        None => assert!(decision.warnings.is_empty(), "{:?}", decision.warnings),
+        Some(fragment) => {
+            assert_eq!(about_summary.len(), 1, "{:?}", decision.warnings);
+            assert!(about_summary[0].contains(fragment), "{about_summary:?}");
+        }
+    }
+}
+
+/// Either source can be forced, and neither then warns about the other.
+/// (settings, summary answer, Node list answer, sources asked, verdict is a
+/// mutation, fragment of the only warning.)
+#[rstest]
+#[case::nodes_never_reads_the_summary(json!({"capacity": {"source": "nodes"}}), Ok(summary_config_map(30)), Ok(TWO_HGX_NODES),
+    &["nodes"], true, None)]
+#[case::summary_never_lists_nodes(json!({"capacity": {"source": "summary"}}), Ok(summary_config_map(30)), Ok(TWO_HGX_NODES),
+    &["summary"], true, None)]
+#[case::summary_absent_is_no_check(json!({"capacity": {"source": "summary"}}), Err(NOT_FOUND.to_owned()), Ok(TWO_HGX_NODES),
+    &["summary"], true, Some("GPU fit not checked: the fleet summary ConfigMap kube-system/gpu-topology-fleet is unavailable"))]
+#[case::summary_elsewhere(json!({"capacity": {"source": "summary", "fleetSummary": {"namespace": "kube-system", "maxAgeSeconds": 60}}}),
+    Ok(summary_config_map(61)), Ok(TWO_HGX_NODES), &["summary"], true, Some("is 61 s old, more than capacity.fleetSummary.maxAgeSeconds (60)"))]
+#[case::both_unavailable(json!({}), Err(NOT_FOUND.to_owned()), Err("Cannot list v1/Node resources: Connection refused"),
+    &["summary", "nodes"], true, None)]
+fn sources_can_be_forced(
+    #[case] settings: Value,
+    #[case] summary: Result<Vec<u8>, String>,
+    #[case] nodes: Result<&str, &str>,
+    #[case] asked: &[&str],
+    #[case] mutated_pod: bool,
+    #[case] only_warning: Option<&str>,
+) {
+    let cluster = Cluster::new(summary, nodes);
+    let decision = decide("eight-gpu-pod", settings, &cluster);
+    assert_eq!(matches!(decision.verdict, Verdict::Mutate(_)), mutated_pod);
+    assert_eq!(*cluster.asked.borrow(), asked);
+    match only_warning {
+        Some(fragment) => {
+            assert_eq!(decision.warnings.len(), 1, "{:?}", decision.warnings);
+            assert!(
+                decision.warnings[0].contains(fragment),
+                "{:?}",
+                decision.warnings
+            );
+        }
+        None if asked == ["summary", "nodes"] => {
+            // Neither answered: the summary's absence and the missing view.
+            assert_eq!(decision.warnings.len(), 2, "{:?}", decision.warnings);
+            assert!(decision.warnings[0]
+                .starts_with("GPU fit read from the Node list: the fleet summary"));
+            assert!(decision.warnings[1]
+                .starts_with("GPU fit not checked: the cluster view (Node labels) is unavailable"));
+        }
+        None => assert!(decision.warnings.is_empty(), "{:?}", decision.warnings),
+    }
+}
+
+/// A DaemonSet's pod (pinned by `matchFields` on `metadata.name`) is
+/// treated as pinned: under `preferred` it gets no requirement, so it can
+/// still run on an unlabeled GPU node, and no labeled node is no rejection.
+#[rstest]
+#[case::preferred_no_affinity(
+    preferred(),
+    false,
+    Some("the pod is pinned to node \"gpu-node-7\" by required node affinity on metadata.name")
+)]
+#[case::required_still_required(topology("required", "numa"), true, None)]
+fn daemon_set_pods_are_pinned(
+    #[case] settings: Value,
+    #[case] gets_requirement: bool,
+    #[case] warning: Option<&str>,
+) {
+    let mut request = request("node-name-pod");
+    let spec = &mut request["object"]["spec"];
+    spec.as_object_mut().unwrap().remove("nodeName");
+    spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["gpu-node-7"]}]}]}}});
+    let lister = SessionLister::load("no-labeled-nodes");
+    let decision = evaluate_request(&request, &config(settings), &lister);
+    assert!(lister.all_replayed());
+    if !gets_requirement {
+        let object = mutated(&decision);
+        // The DaemonSet controller's term, untouched.
+        assert_eq!(
+            object["spec"]["affinity"],
+            request["object"]["spec"]["affinity"]
+        );
+        assert!(
+            decision
+                .warnings
+                .iter()
+                .any(|w| w.contains(warning.unwrap())),
+            "{:?}",
+            decision.warnings
+        );
+        assert!(decision
+            .warnings
+            .iter()
+            .any(|w| w.contains("GPU fit not checked: no node publishes gpu-topology.io labels")));
+    } else {
+        // Required affinity selects only labeled nodes: none, so rejected.
+        assert!(rejection(&decision).contains("no node publishes gpu-topology.io labels"));
+    }
 }

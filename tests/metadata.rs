@@ -5,10 +5,10 @@
 //! questions-ui.yml (every settings key of the README's Settings reference)
 //! and the deployment example.
 
-use gpu_topology_policy::fleet_summary::summary_request;
-use gpu_topology_policy::nodes::node_list_request;
+use gpu_topology_policy::cluster::fleet_summary::summary_request;
+use gpu_topology_policy::cluster::nodes::node_list_request;
+use gpu_topology_policy::decide::workload::WORKLOADS;
 use gpu_topology_policy::settings::{settings_from_value, Config, FleetSummarySettings};
-use gpu_topology_policy::workload::WORKLOADS;
 use serde_yaml::{Mapping, Value};
 use std::collections::BTreeSet;
 use std::path::Path;

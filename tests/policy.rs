@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use gpu_topology_policy::evaluate::Verdict;
+use gpu_topology_policy::decide::Verdict;
 use rstest::rstest;
 use serde_json::{json, Value};
 
@@ -14,8 +14,10 @@ use serde_json::{json, Value};
     ("/spec/containers/0/resources/requests/memory", json!("16Gi")),
     ("/spec/containers/0/resources/requests/nvidia.com~1gpu", json!("1")),
 ])]
+// The init container runs before the sidecar starts: it gets the app's
+// 16 CPUs and 64Gi plus the sidecar's 100m and 128Mi (qos.initContainer: fitApp).
 #[case::training_init_sidecar_and_defaults("training-pod-init-and-sidecar", vec![
-    ("/spec/initContainers/0/resources", json!({"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "250m", "memory": "256Mi"}})),
+    ("/spec/initContainers/0/resources", json!({"requests": {"cpu": "16100m", "memory": "65664Mi"}, "limits": {"cpu": "16100m", "memory": "65664Mi"}})),
     ("/spec/initContainers/1/resources", json!({"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "100m", "memory": "128Mi"}})),
     ("/spec/containers/0/resources", json!({"requests": {"cpu": "16", "memory": "64Gi"}, "limits": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "4"}})),
 ])]
@@ -176,6 +178,24 @@ fn workload_templates_pods_would_reject_warn(
     );
 }
 
+/// A template with pod-level resources is told, like its pods, that the
+/// kubelet's static CPU and Memory Managers will not pin them.
+#[test]
+fn workload_templates_with_pod_level_resources_warn_about_pinning() {
+    let mut request = request("deployment-create");
+    request["object"]["spec"]["template"]["spec"]["resources"] = json!({
+        "requests": {"cpu": "8", "memory": "32Gi"}, "limits": {"cpu": "8", "memory": "32Gi"}});
+    let decision = evaluate(&request, &config(json!({})));
+    assert_eq!(decision.verdict, Verdict::Accept);
+    assert!(
+        decision.warnings.iter().any(|w| w.starts_with(
+            "Deployment \"llama-3-70b\": pod-level spec.resources is set, so kubelets running the static CPU Manager or Memory Manager do not pin this pod"
+        )),
+        "{:?}",
+        decision.warnings
+    );
+}
+
 /// Pinning a pod is no way around `required` alignment: the kubelet enforces
 /// required node affinity on a pod with `spec.nodeName`.
 #[test]
@@ -238,8 +258,8 @@ fn accepted_untouched(
     "init container \"fetch-dataset\": cpu is not set")]
 #[case::no_default_configured("training-pod-init-and-sidecar", json!({"qos": {"cpuPerGpu": null}}),
     "GPU pod cannot be made Guaranteed QoS: container \"trainer\": sets no cpu and qos.cpuPerGpu is not configured: set resources.limits.cpu")]
-#[case::no_sidecar_default("training-pod-init-and-sidecar", json!({"qos": {"sidecarMemory": null}}),
-    "init container \"fetch-dataset\": sets no memory and qos.sidecarMemory is not configured")]
+#[case::no_sidecar_default("init-download-pod", json!({"qos": {"sidecarMemory": null}}),
+    "sidecar container \"metrics\": sets no memory and qos.sidecarMemory is not configured")]
 #[case::above_max_gpus_per_node("eight-gpu-pod", json!({"capacity": {"maxGpusPerNode": 4}}),
     "GPU pod cannot be placed: it needs 8 GPUs (container \"finetune\": 8 nvidia.com/gpu) but the largest GPU node has 4 (capacity.maxGpusPerNode). Request at most 4 GPUs per pod")]
 #[case::above_numa_with_single_numa_node("eight-gpu-pod", json!({"capacity": {"maxGpusPerNode": 8, "maxGpusPerNumaNode": 4, "singleNumaNode": true}}),
@@ -267,6 +287,40 @@ fn validate_mode_and_capacity_accept_what_fits(#[case] fixture: &str, #[case] se
     // Only affinity is added; resources stay as written.
     assert_eq!(object["spec"]["containers"], original["spec"]["containers"]);
     assert!(!required_terms(object).is_empty());
+}
+
+/// A regular init container that sets nothing (a model download) is given
+/// what the app container and the sidecars started before it leave unused
+/// (`qos.initContainer: fitApp`, the default; here no sidecar runs before
+/// it: 8 CPUs + the metrics sidecar's 250m, 32Gi + 256Mi), or fixed values;
+/// a resource left out of the fixed values is fitted. The sidecar keeps the
+/// sidecar defaults, and no whole-CPU rounding applies without GPUs.
+#[rstest]
+#[case::fit_app_is_the_default(json!({}), "8250m", "33024Mi")]
+#[case::fixed(json!({"qos": {"initContainer": {"cpu": "2", "memory": "4Gi"}}}), "2", "4Gi")]
+#[case::fixed_cpu_memory_fitted(json!({"qos": {"initContainer": {"cpu": "1500m"}}}), "1500m", "33024Mi")]
+#[case::fit_app_with_a_larger_sidecar(json!({"qos": {"sidecarCpu": "3", "sidecarMemory": "1Gi"}}), "11", "33Gi")]
+fn init_containers_that_set_nothing(
+    #[case] settings: Value,
+    #[case] cpu: &str,
+    #[case] memory: &str,
+) {
+    let decision = decide("init-download-pod", settings.clone());
+    let object = &mutated(&decision);
+    let guaranteed = |cpu: &str, memory: &str| json!({"requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": cpu, "memory": memory}});
+    assert_eq!(
+        object["spec"]["initContainers"][0]["resources"],
+        guaranteed(cpu, memory)
+    );
+    let sidecar = &config(settings).qos;
+    let (sidecar_cpu, sidecar_memory) = (
+        sidecar.sidecar_cpu.unwrap().canonical(),
+        sidecar.sidecar_memory.unwrap().canonical(),
+    );
+    assert_eq!(
+        object["spec"]["initContainers"][1]["resources"],
+        guaranteed(&sidecar_cpu, &sidecar_memory)
+    );
 }
 
 #[test]
@@ -480,9 +534,9 @@ fn text_and_tree_decisions_agree(
     )]
     settings: Value,
 ) {
-    use gpu_topology_policy::cluster::KubewardenHost;
-    use gpu_topology_policy::evaluate::{evaluate_pod, evaluate_pod_text};
-    use gpu_topology_policy::pod_text::PodText;
+    use gpu_topology_policy::cluster::host::KubewardenHost;
+    use gpu_topology_policy::decide::{evaluate_pod, evaluate_pod_text};
+    use gpu_topology_policy::request::pod_text::PodText;
     let config = config(settings);
     for fixture in POD_FIXTURES {
         let object = &request(fixture)["object"];
@@ -518,9 +572,9 @@ fn text_and_tree_decisions_agree(
 /// the same way.
 #[test]
 fn the_pod_read_in_the_payload_is_the_pod_read_alone() {
-    use gpu_topology_policy::cluster::KubewardenHost;
-    use gpu_topology_policy::evaluate::evaluate_pod;
-    use gpu_topology_policy::pod_text::PodText;
+    use gpu_topology_policy::cluster::host::KubewardenHost;
+    use gpu_topology_policy::decide::evaluate_pod;
+    use gpu_topology_policy::request::pod_text::PodText;
     use gpu_topology_policy::request::AdmissionRequest;
     let config = config(json!({}));
     for fixture in POD_FIXTURES {

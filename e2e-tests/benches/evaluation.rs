@@ -28,11 +28,11 @@ use e2e_tests::scenario::load_settings;
 use e2e_tests::{
     load_request, policy_wasm_path, repo_root, HostCapabilities, Outcome, PolicyModule,
 };
-use gpu_topology_policy::cluster::KubewardenHost;
-use gpu_topology_policy::config_cache::config_for;
-use gpu_topology_policy::evaluate::{evaluate, evaluate_pod, Verdict};
+use gpu_topology_policy::cluster::host::KubewardenHost;
+use gpu_topology_policy::decide::{evaluate, evaluate_pod, Verdict};
 use gpu_topology_policy::request::Payload;
 use gpu_topology_policy::response::to_bytes;
+use gpu_topology_policy::settings::config_cache::config_for;
 use gpu_topology_policy::settings::parse_settings;
 use serde_json::Value;
 use std::hint::black_box;

@@ -9,18 +9,19 @@
 //! Each node carries the gpu-topology.io labels (written through the label
 //! contract) and 16 other labels of real GPU nodes, since the field mask keeps
 //! every label. Measured:
-//! - `fleet/<n>/wasm`: the waPC `validate` call, answered as bytes; the host
-//!   serves the list from the session (rewound outside the timing);
+//! - `fleet/<n>/wasm`: the waPC `validate` call with `capacity.source:
+//!   nodes`, answered as bytes; the host serves the list from the session
+//!   (rewound outside the timing);
 //! - `fleet/<n>/wasm-no-cluster-view`: the same call when the host refuses
 //!   Node access (the evaluation without any listing), the baseline;
 //! - `fleet/<n>/native`: the policy's decision compiled natively, the list
 //!   handed over in memory;
 //! - `fleet/<n>/native-list-parse`: only reading the list into the fleet;
-//! - `fleet/<n>/wasm-summary`: the waPC `validate` call with
-//!   `capacity.fleetSummary` set: the host answers one `get_resource` with
-//!   the fleet summary ConfigMap of the same fleet (session
-//!   `target/fleet-sessions/summary-<n>.yml`), and no Node is listed. Its
-//!   answer is checked to equal the one from the Node list.
+//! - `fleet/<n>/wasm-summary`: the waPC `validate` call with the examples'
+//!   settings (`capacity.source: auto`, the default): the host answers one
+//!   `get_resource` with the fleet summary ConfigMap of the same fleet
+//!   (session `target/fleet-sessions/summary-<n>.yml`), and no Node is
+//!   listed. Its answer is checked to equal the one from the Node list.
 //!
 //! After criterion's report a summary table prints the means per size.
 
@@ -36,10 +37,10 @@ use gpu_topology::{
     CpuManagerPolicy, FleetSummary, Interconnect, LabelPrefix, NodeTopology, TopologyManagerPolicy,
     TopologyManagerScope,
 };
-use gpu_topology_policy::cluster::ClusterReader;
-use gpu_topology_policy::evaluate::evaluate_with;
-use gpu_topology_policy::fleet_summary::summary_request;
-use gpu_topology_policy::nodes::{node_list_request, parse_node_list};
+use gpu_topology_policy::cluster::fleet_summary::summary_request;
+use gpu_topology_policy::cluster::host::ClusterReader;
+use gpu_topology_policy::cluster::nodes::{node_list_request, parse_node_list};
+use gpu_topology_policy::decide::evaluate_with;
 use gpu_topology_policy::request::AdmissionRequest;
 use gpu_topology_policy::settings::FleetSummarySettings;
 use gpu_topology_policy::settings::{settings_from_value, Config};
@@ -183,7 +184,7 @@ fn node(index: usize, shape: &Shape, prefix: &LabelPrefix) -> Value {
     for (key, value) in shape.topology.to_labels(prefix) {
         labels.insert(key, json!(value));
     }
-    json!({"metadata": {"labels": labels}})
+    json!({"metadata": {"name": hostname, "labels": labels}})
 }
 
 /// The `NodeList` the host returns for a fleet of `size` nodes.
@@ -210,7 +211,7 @@ fn recorded_request(request: ListAllResourcesRequest) -> HostRequest {
 
 /// The summarizer's ConfigMap for the fleet in `list`, written now.
 fn summary_config_map(list: &[u8]) -> String {
-    let view = parse_node_list(list, &LabelPrefix::default()).expect("generated list parses");
+    let view = parse_node_list(list, &LabelPrefix::default(), None).expect("generated list parses");
     let generated_at = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock after 1970")
@@ -293,8 +294,9 @@ struct Fleet {
 }
 
 struct Inputs {
+    /// The request with `capacity.source: nodes` added to the settings.
     payload: Vec<u8>,
-    /// The same request with `capacity.fleetSummary: {}` added to the settings.
+    /// The same request with the examples' settings (the summary by default).
     summary_payload: Vec<u8>,
     /// The AdmissionRequest JSON, read by the policy on each native call.
     request: String,
@@ -305,11 +307,11 @@ fn inputs() -> Inputs {
     let root = repo_root();
     let request = load_request(&root.join(REQUEST)).expect("bench request");
     let settings = load_settings(&root.join(SETTINGS)).expect("example settings");
-    let payload = validate_payload(&request, &settings).expect("payload");
-    let mut summary_settings = settings.clone();
-    summary_settings["capacity"]["fleetSummary"] = json!({});
-    let summary_payload = validate_payload(&request, &summary_settings).expect("payload");
-    let config = settings_from_value(settings)
+    let summary_payload = validate_payload(&request, &settings).expect("payload");
+    let mut node_settings = settings.clone();
+    node_settings["capacity"]["source"] = json!("nodes");
+    let payload = validate_payload(&request, &node_settings).expect("payload");
+    let config = settings_from_value(node_settings)
         .and_then(|s| s.config())
         .expect("settings");
     let request = request.to_string();
@@ -432,7 +434,7 @@ fn scale(c: &mut Criterion) {
         });
         group.bench_function("native", |b| b.iter(|| native(&inputs, &fleet.list)));
         group.bench_function("native-list-parse", |b| {
-            b.iter(|| parse_node_list(black_box(&fleet.list), &LabelPrefix::default()))
+            b.iter(|| parse_node_list(black_box(&fleet.list), &LabelPrefix::default(), None))
         });
         group.finish();
     }
@@ -495,7 +497,7 @@ fn summary() {
         });
         let native_time = mean(|| native(&inputs, &fleet.list));
         let parse = mean(|| {
-            black_box(parse_node_list(&fleet.list, &LabelPrefix::default()).expect("parse"));
+            black_box(parse_node_list(&fleet.list, &LabelPrefix::default(), None).expect("parse"));
         });
         println!(
             "{:>6} {:>11} {:>12} {:>9.3} {:>13.3} {:>12.3} {:>10.3} {:>11.3}",

@@ -2,15 +2,15 @@
 
 #![allow(dead_code)] // each test crate uses a different subset
 
-use gpu_topology_policy::cluster::{ClusterReader, KubewardenHost};
-use gpu_topology_policy::evaluate::{evaluate_with, Decision, Verdict};
+use gpu_topology_policy::cluster::host::{ClusterReader, KubewardenHost};
+use gpu_topology_policy::decide::{evaluate_with, Decision, Verdict};
 use gpu_topology_policy::request::AdmissionRequest;
 use gpu_topology_policy::settings::{settings_from_value, Config};
 use serde_json::Value;
 use std::path::PathBuf;
 
 /// Every Pod fixture under tests/fixtures.
-pub const POD_FIXTURES: [&str; 16] = [
+pub const POD_FIXTURES: [&str; 17] = [
     "amd-gpu-pod",
     "already-mutated-pod",
     "cpu-only-pod",
@@ -19,6 +19,7 @@ pub const POD_FIXTURES: [&str; 16] = [
     "fractional-cpu-pod",
     "future-field-pod",
     "inference-deployment-pod",
+    "init-download-pod",
     "intel-gpu-pod",
     "limits-only-pod",
     "mig-slice-pod",
@@ -127,7 +128,7 @@ pub fn not_single_numa_node() -> Value {
 /// does (reduced pod, values spliced into the text), and on its whole JSON
 /// tree. They must agree; returns why not.
 pub fn text_and_tree_disagree(object: &Value, config: &Config) -> Option<String> {
-    use gpu_topology_policy::evaluate::{evaluate_pod, evaluate_pod_text};
+    use gpu_topology_policy::decide::{evaluate_pod, evaluate_pod_text};
     let text = object.to_string();
     let from_text = evaluate_pod_text(&text, config, &KubewardenHost);
     let from_tree = evaluate_pod(object, config, &KubewardenHost);

@@ -7,8 +7,13 @@
 //! the decision needs are read, strings are borrowed where they carry no
 //! escapes, and the object stays text until a decision needs more of it.
 
-use crate::json_scan::{Members, Scanner};
-use crate::pod_text::{PodFields, PodText};
+pub mod json_scan;
+pub mod pod;
+pub mod pod_text;
+pub mod quantity;
+
+use crate::request::json_scan::{Members, Scanner};
+use crate::request::pod_text::{PodFields, PodText};
 use serde::Deserialize;
 use std::borrow::Cow;
 use std::fmt;
@@ -22,7 +27,7 @@ pub struct Payload<'a> {
 }
 
 impl<'a> Payload<'a> {
-    /// Reads the payload in one validating scan (see [`crate::json_scan`]).
+    /// Reads the payload in one validating scan (see [`crate::request::json_scan`]).
     pub fn parse(payload: &'a [u8]) -> Result<Self, ReadError> {
         let text = std::str::from_utf8(payload)
             .map_err(|error| ReadError::new("the payload", error.to_string()))?;

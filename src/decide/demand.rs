@@ -1,8 +1,9 @@
 //! GPU demand: how many GPUs each container asks for, and how many the pod
-//! needs on one node under the kubelet's Topology Manager scope.
+//! needs on one node under the kubelet's Topology Manager scope. Computed
+//! once per request ([`Demand`]); every later stage and message reads it.
 
-use crate::pod::{containers, Container, ContainerKind, ContainerRef, Section};
-use crate::quantity::Quantity;
+use crate::request::pod::{containers, Container, ContainerKind, ContainerRef, Section};
+use crate::request::quantity::Quantity;
 use gpu_topology::{GpuDemand, TopologyManagerScope};
 use serde_json::Value;
 
@@ -80,7 +81,12 @@ impl PodDemand {
     /// What a node must offer: the pod's effective request on the node, and
     /// the unit aligned under `scope` ([`PodDemand::gpus`]).
     pub fn gpu_demand(&self, scope: TopologyManagerScope) -> GpuDemand {
-        GpuDemand::new(self.effective_pod_request(), self.gpus(scope))
+        let total = self.effective_pod_request();
+        let aligned = match scope {
+            TopologyManagerScope::Pod => total,
+            TopologyManagerScope::Container => self.gpus(scope),
+        };
+        GpuDemand::new(total, aligned)
     }
 
     fn effective_pod_request(&self) -> u32 {
@@ -99,28 +105,24 @@ impl PodDemand {
         init_peak.max(apps.saturating_add(sidecars))
     }
 
-    /// The containers behind the count of [`PodDemand::gpus`]: every GPU
-    /// container for `pod` scope, the largest one for `container` scope.
-    pub fn counted(&self, scope: TopologyManagerScope) -> Vec<&ContainerDemand> {
-        let with_gpus = self.containers.iter().filter(|c| c.gpus() > 0);
-        match scope {
-            TopologyManagerScope::Pod => with_gpus.collect(),
-            TopologyManagerScope::Container => {
-                let largest = self.gpus(scope);
-                with_gpus.filter(|c| c.gpus() == largest).take(1).collect()
-            }
-        }
-    }
-
     /// `8 GPUs (container "a": 4 nvidia.com/gpu; container "b": 4 nvidia.com/gpu)`,
     /// for rejection messages.
     pub fn describe(&self, scope: TopologyManagerScope) -> String {
-        let n = self.gpus(scope);
-        let parts: Vec<String> = self
-            .counted(scope)
-            .into_iter()
-            .map(ContainerDemand::describe)
-            .collect();
+        self.describe_count(self.gpus(scope), scope)
+    }
+
+    /// [`PodDemand::describe`] of `n`, the count already computed for
+    /// `scope`: every GPU container for `pod` scope, the (first) largest one
+    /// for `container` scope.
+    fn describe_count(&self, n: u32, scope: TopologyManagerScope) -> String {
+        let with_gpus = self.containers.iter().filter(|c| c.gpus() > 0);
+        let counted: Vec<&ContainerDemand> = match scope {
+            TopologyManagerScope::Pod => with_gpus.collect(),
+            TopologyManagerScope::Container => {
+                with_gpus.filter(|c| c.gpus() == n).take(1).collect()
+            }
+        };
+        let parts: Vec<String> = counted.into_iter().map(ContainerDemand::describe).collect();
         let scope_words = match scope {
             TopologyManagerScope::Pod => "",
             TopologyManagerScope::Container => " in one container",
@@ -130,6 +132,39 @@ impl PodDemand {
             parts.join("; "),
             s = if n == 1 { "" } else { "s" }
         )
+    }
+}
+
+/// A GPU pod's demand under the configured Topology Manager scope, computed
+/// once: what the node must offer, and the words messages use for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Demand {
+    pub pod: PodDemand,
+    pub scope: TopologyManagerScope,
+    /// The pod's effective request on a node, and the unit aligned under
+    /// `scope` ([`PodDemand::gpu_demand`]).
+    pub needs: GpuDemand,
+}
+
+impl Demand {
+    pub fn new(pod: PodDemand, scope: TopologyManagerScope) -> Self {
+        let needs = pod.gpu_demand(scope);
+        Demand { pod, scope, needs }
+    }
+
+    pub fn is_gpu_pod(&self) -> bool {
+        self.needs.total > 0
+    }
+
+    /// The aligned unit in words: [`PodDemand::describe`] under the scope.
+    pub fn describe_unit(&self) -> String {
+        self.pod.describe_count(self.needs.aligned, self.scope)
+    }
+
+    /// The pod's total in words: [`PodDemand::describe`] under `pod` scope.
+    pub fn describe_total(&self) -> String {
+        self.pod
+            .describe_count(self.needs.total, TopologyManagerScope::Pod)
     }
 }
 

@@ -5,10 +5,9 @@
 //! create pods in a loop that users only find in events. Guaranteed QoS and
 //! affinity are still applied to each Pod when it is created.
 
-use crate::cluster::ClusterReader;
-use crate::demand::PodDemand;
-use crate::evaluate::{is_pinned, plan_qos, Decision, UPDATE};
-use crate::placement;
+use crate::cluster::host::ClusterReader;
+use crate::decide::fit;
+use crate::decide::{plan_qos, Decision, PodInput, UPDATE};
 use crate::request::AdmissionRequest;
 use crate::settings::Config;
 use serde_json::Value;
@@ -103,21 +102,23 @@ pub fn evaluate(
         }
     }
     let who = describe(&request.name, &object, workload);
-    let demand = match PodDemand::from_pod_spec(spec, &config.gpu_resources) {
-        Ok(demand) if demand.is_gpu_pod() => demand,
-        Ok(_) => return Decision::accept(),
+    let input = match PodInput::read(spec, config) {
+        Ok(Some(input)) => input,
+        Ok(None) => return Decision::accept(),
         Err(problem) => {
             return Decision::reject(format!(
                 "{who}: its GPU pod template is malformed: {problem}"
             ))
         }
     };
-    let fit = placement::check(&demand, is_pinned(spec), config, cluster).map(|mut warnings| {
-        // Only the verdict matters here: the edits are made to each Pod.
-        if let Err(message) = plan_qos(spec, &demand, config) {
-            warnings.push(format!(
+    let fit = fit::check(&input.demand, input.pinned_node(), config, cluster).map(|mut warnings| {
+        // Only the verdict and its notes matter here: the edits are made to
+        // each Pod.
+        match plan_qos(spec, &input.demand.pod, config) {
+            Ok(qos) => warnings.extend(qos.warnings),
+            Err(message) => warnings.push(format!(
                 "its pods will be rejected unless a LimitRange or another webhook sets their resources first: {message}"
-            ));
+            )),
         }
         warnings
     });

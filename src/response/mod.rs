@@ -4,8 +4,10 @@
 //! again; the other fields are fixed text but for the message and the
 //! warnings.
 
-use crate::evaluate::{Decision, Verdict};
-use crate::json_write::write_string;
+pub mod json_write;
+
+use crate::decide::{Decision, Verdict};
+use crate::response::json_write::write_string;
 
 // The SDK response's fields, in its order, between the variable parts;
 // `code` and `audit_annotations` are never set by this policy. A test keeps
@@ -59,7 +61,7 @@ pub fn to_bytes(decision: &Decision) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evaluate::MutatedObject;
+    use crate::decide::MutatedObject;
     use kubewarden_policy_sdk::response::ValidationResponse as SdkResponse;
     use rstest::rstest;
     use serde_json::{json, Value};

@@ -150,6 +150,37 @@ impl Quantity {
         })
     }
 
+    /// `self + other`, in binary form when both are (`16Gi + 256Mi` is
+    /// `16640Mi`), else in decimal.
+    pub fn checked_add(&self, other: &Self) -> Option<Self> {
+        let nanos = self.nanos.checked_add(other.nanos)?;
+        (nanos <= MAX_NANOS).then_some(Quantity {
+            nanos,
+            format: self.joint_format(other),
+        })
+    }
+
+    /// `self - other`, in the form of [`Quantity::checked_add`]; `None` below
+    /// zero, as no resource amount is negative.
+    pub fn checked_sub(&self, other: &Self) -> Option<Self> {
+        let nanos = self.nanos.checked_sub(other.nanos)?;
+        (nanos >= 0).then_some(Quantity {
+            nanos,
+            format: self.joint_format(other),
+        })
+    }
+
+    /// Binary when both are; a zero takes the other's form, so that sums
+    /// started from zero keep it.
+    fn joint_format(&self, other: &Self) -> Format {
+        match (self.format, other.format) {
+            (Format::BinarySi, Format::BinarySi) => Format::BinarySi,
+            _ if self.is_zero() => other.format,
+            _ if other.is_zero() => self.format,
+            _ => Format::DecimalSi,
+        }
+    }
+
     /// The canonical string Kubernetes itself would write for this value.
     pub fn canonical(&self) -> String {
         let (units, rest) = div_rem(self.nanos, NANOS_PER_UNIT);
@@ -477,6 +508,31 @@ mod tests {
     fn multiplies_exactly(#[case] input: &str, #[case] factor: u64, #[case] expected: &str) {
         let product = Quantity::parse(input).unwrap().checked_mul(factor).unwrap();
         assert_eq!(product.canonical(), expected);
+    }
+
+    /// (left, right, sum, difference): binary only when both are.
+    #[rstest]
+    #[case::binary("16Gi", "256Mi", "16640Mi", Some("16128Mi"))]
+    #[case::decimal("4", "250m", "4250m", Some("3750m"))]
+    #[case::mixed("1Gi", "1M", "1074741824", Some("1072741824"))]
+    #[case::to_zero("2", "2", "4", Some("0"))]
+    #[case::below_zero("250m", "1", "1250m", None)]
+    #[case::from_decimal_zero("0", "256Mi", "256Mi", None)]
+    fn adds_and_subtracts_exactly(
+        #[case] left: &str,
+        #[case] right: &str,
+        #[case] sum: &str,
+        #[case] difference: Option<&str>,
+    ) {
+        let (left, right) = (
+            Quantity::parse(left).unwrap(),
+            Quantity::parse(right).unwrap(),
+        );
+        assert_eq!(left.checked_add(&right).unwrap().canonical(), sum);
+        assert_eq!(
+            left.checked_sub(&right).map(|q| q.canonical()).as_deref(),
+            difference
+        );
     }
 
     #[rstest]

@@ -4,8 +4,11 @@
 //! Every validation error names the key it is about, e.g.
 //! `qos.cpuPerGpu: "abc" is not a Kubernetes quantity`.
 
-use crate::names::{is_dns_label, is_dns_subdomain, is_extended_resource_name};
-use crate::quantity::{Quantity, QuantityError};
+pub mod config_cache;
+pub mod names;
+
+use crate::request::quantity::{Quantity, QuantityError};
+use crate::settings::names::{is_dns_label, is_dns_subdomain, is_extended_resource_name};
 use gpu_topology::{Alignment, LabelPrefix, TopologyManagerScope};
 use kubewarden_policy_sdk::settings::{SettingsValidationResponse, Validatable};
 use serde::{Deserialize, Deserializer};
@@ -87,6 +90,46 @@ pub struct Qos<Q> {
     pub sidecar_cpu: Option<Q>,
     pub sidecar_memory: Option<Q>,
     pub whole_cpus: bool,
+    /// What a regular init container that sets no CPU or memory gets.
+    pub init_container: InitContainer<Q>,
+}
+
+/// CPU and memory for a regular init container (no `restartPolicy: Always`)
+/// without GPUs that sets none: `fitApp`, or fixed values.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum InitContainer<Q> {
+    /// The most that does not raise the pod's effective request: while it
+    /// runs, the app containers do not, so that much costs nothing in
+    /// scheduling (see `decide::qos`).
+    #[default]
+    FitApp,
+    /// These values; a resource left out is fitted as with `FitApp`.
+    Fixed { cpu: Option<Q>, memory: Option<Q> },
+}
+
+/// The spelling of [`InitContainer::FitApp`] in the settings.
+pub const FIT_APP: &str = "fitApp";
+
+impl<'de, Q: Deserialize<'de>> Deserialize<'de> for InitContainer<Q> {
+    /// `fitApp`, or `{cpu: ..., memory: ...}` (unknown keys refused).
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields, bound(deserialize = "Q: Deserialize<'de>"))]
+        struct Fixed<Q> {
+            cpu: Option<Q>,
+            memory: Option<Q>,
+        }
+        let value = serde_json::Value::deserialize(deserializer)?;
+        match value {
+            serde_json::Value::String(word) if word == FIT_APP => Ok(InitContainer::FitApp),
+            serde_json::Value::Object(_) => Fixed::<Q>::deserialize(value)
+                .map(|Fixed { cpu, memory }| InitContainer::Fixed { cpu, memory })
+                .map_err(serde::de::Error::custom),
+            other => Err(serde::de::Error::custom(format!(
+                "{other} is not valid: expected {FIT_APP}, or fixed values such as {{cpu: \"2\", memory: 4Gi}}"
+            ))),
+        }
+    }
 }
 
 pub type QosSettings = Qos<QuantityText>;
@@ -102,6 +145,7 @@ impl Default for QosSettings {
             sidecar_cpu: text(DEFAULT_SIDECAR_CPU),
             sidecar_memory: text(DEFAULT_SIDECAR_MEMORY),
             whole_cpus: true,
+            init_container: InitContainer::FitApp,
         }
     }
 }
@@ -155,24 +199,63 @@ impl Word for Alignment {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CapacitySource {
-    /// The nodes' topology labels, listed through the host; when the host
-    /// does not answer, the static limits if configured, else no check.
+    /// The fleet summary when it is there and fresh, else the Node list;
+    /// when the host answers neither, the static limits if configured, else
+    /// no check.
     #[default]
     Auto,
-    /// The nodes' topology labels only; when the host does not answer, no check.
-    Cluster,
+    /// The Node list only; when the host does not answer, no check.
+    Nodes,
+    /// The fleet summary only; when it is not usable, no check.
+    Summary,
     /// The static limits only; the host is never called.
     Static,
+    /// The spelling before `nodes` and `summary`: `auto` without static
+    /// limits. Kept so that older settings keep working.
+    Cluster,
 }
 
 impl CapacitySource {
     pub const fn as_str(self) -> &'static str {
         match self {
             CapacitySource::Auto => "auto",
-            CapacitySource::Cluster => "cluster",
+            CapacitySource::Nodes => "nodes",
+            CapacitySource::Summary => "summary",
             CapacitySource::Static => "static",
+            CapacitySource::Cluster => "cluster",
         }
     }
+
+    /// Where this source reads the fleet, given the summary's location.
+    fn sources(self, summary: &FleetSummarySettings) -> FleetSources {
+        let (summary, node_list) = match self {
+            CapacitySource::Auto | CapacitySource::Cluster => (Some(summary.clone()), true),
+            CapacitySource::Nodes => (None, true),
+            CapacitySource::Summary => (Some(summary.clone()), false),
+            CapacitySource::Static => (None, false),
+        };
+        FleetSources { summary, node_list }
+    }
+}
+
+/// Where the fit check reads the fleet from the cluster: the fleet summary
+/// first, when set, then the Node list, when allowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetSources {
+    pub summary: Option<FleetSummarySettings>,
+    pub node_list: bool,
+}
+
+/// What the fit counts a GPU node without topology labels as. Validated
+/// now, used by the kubelet admission model that comes next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnlabeledNodes {
+    /// Such a node cannot take the pod.
+    #[default]
+    Deny,
+    /// Such a node may take the pod.
+    Allow,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
@@ -184,8 +267,9 @@ pub struct CapacitySettings {
     /// True when every kubelet runs `topologyManagerPolicy: single-numa-node`.
     pub single_numa_node: bool,
     /// Where `gpu-topology-labeler summarize` publishes the fleet summary;
-    /// `None`: the fit reads the Node list.
+    /// `None`: the defaults ([`FleetSummarySettings::default`]).
     pub fleet_summary: Option<FleetSummarySettings>,
+    pub unlabeled_nodes: UnlabeledNodes,
 }
 
 /// The fleet summary ConfigMap, read instead of listing every Node.
@@ -275,8 +359,9 @@ pub struct Config {
     pub capacity_source: CapacitySource,
     /// The static limits, when any is configured.
     pub capacity: Option<CapacitySettings>,
-    /// The fleet summary to read before listing Nodes, when configured.
-    pub fleet_summary: Option<FleetSummarySettings>,
+    /// Where the cluster view comes from (`capacity.source`, `capacity.fleetSummary`).
+    pub sources: FleetSources,
+    pub unlabeled_nodes: UnlabeledNodes,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -374,11 +459,24 @@ impl Settings {
             sidecar_cpu: quantity("qos.sidecarCpu", &qos.sidecar_cpu, Unit::Cpu),
             sidecar_memory: quantity("qos.sidecarMemory", &qos.sidecar_memory, Unit::Memory),
             whole_cpus: qos.whole_cpus,
+            init_container: match &qos.init_container {
+                InitContainer::FitApp => InitContainer::FitApp,
+                InitContainer::Fixed { cpu, memory } => InitContainer::Fixed {
+                    cpu: quantity("qos.initContainer.cpu", cpu, Unit::Cpu),
+                    memory: quantity("qos.initContainer.memory", memory, Unit::Memory),
+                },
+            },
         };
         self.check_topology(&mut errors);
         if let Some(capacity) = &self.capacity {
             check_capacity(capacity, &mut errors);
         }
+        let source = self.capacity.as_ref().map(|c| c.source).unwrap_or_default();
+        let summary = self
+            .capacity
+            .as_ref()
+            .and_then(|c| c.fleet_summary.clone())
+            .unwrap_or_default();
         match label_prefix {
             Some(label_prefix) if errors.is_empty() => Ok(Config {
                 gpu_resources: self.gpu_resources.clone(),
@@ -394,12 +492,17 @@ impl Settings {
                         .preferred_weight
                         .unwrap_or(DEFAULT_PREFERRED_WEIGHT),
                 },
-                capacity_source: self.capacity.as_ref().map(|c| c.source).unwrap_or_default(),
+                capacity_source: source,
                 capacity: self
                     .capacity
                     .clone()
                     .filter(CapacitySettings::has_static_limits),
-                fleet_summary: self.capacity.as_ref().and_then(|c| c.fleet_summary.clone()),
+                sources: source.sources(&summary),
+                unlabeled_nodes: self
+                    .capacity
+                    .as_ref()
+                    .map(|c| c.unlabeled_nodes)
+                    .unwrap_or_default(),
             }),
             _ => Err(errors.join("; ")),
         }
@@ -478,11 +581,13 @@ fn check_capacity(capacity: &CapacitySettings, errors: &mut Vec<String>) {
             "capacity.source: static needs capacity.maxGpusPerNode or capacity.maxGpusPerNumaNode; set one, or use source auto or cluster to read the nodes' labels"
                 .to_owned(),
         ),
-        CapacitySource::Cluster if capacity.has_static_limits() || capacity.single_numa_node => {
-            errors.push(
-                "capacity.source: cluster never uses the static limits (maxGpusPerNode, maxGpusPerNumaNode, singleNumaNode); remove them, or use source auto to fall back to them when the cluster view is unavailable"
-                    .to_owned(),
-            )
+        source @ (CapacitySource::Cluster | CapacitySource::Nodes | CapacitySource::Summary)
+            if capacity.has_static_limits() || capacity.single_numa_node =>
+        {
+            errors.push(format!(
+                "capacity.source: {} never uses the static limits (maxGpusPerNode, maxGpusPerNumaNode, singleNumaNode); remove them, or use source auto to fall back to them when the cluster view is unavailable",
+                source.as_str()
+            ))
         }
         _ => {}
     }
@@ -496,11 +601,11 @@ fn check_fleet_summary(
     source: CapacitySource,
     errors: &mut Vec<String>,
 ) {
-    if source == CapacitySource::Static {
-        errors.push(
-            "capacity.fleetSummary: has no effect with capacity.source: static; remove it, or use source auto or cluster"
-                .to_owned(),
-        );
+    if let source @ (CapacitySource::Static | CapacitySource::Nodes) = source {
+        errors.push(format!(
+            "capacity.fleetSummary: has no effect with capacity.source: {}; remove it, or use source auto or summary",
+            source.as_str()
+        ));
     }
     if !is_dns_label(&summary.namespace) {
         errors.push(format!(
@@ -604,6 +709,7 @@ mod tests {
                 max_gpus_per_numa_node: Some(4),
                 single_numa_node: true,
                 fleet_summary: None,
+                unlabeled_nodes: UnlabeledNodes::Deny,
             })
         );
     }
@@ -611,15 +717,60 @@ mod tests {
     #[test]
     fn fleet_summary_defaults_to_the_example_summarizer() {
         let config = validate(json!({"capacity": {"fleetSummary": {}}})).unwrap();
-        assert_eq!(
-            config.fleet_summary,
-            Some(FleetSummarySettings {
-                namespace: "kube-system".into(),
-                name: "gpu-topology-fleet".into(),
-                max_age_seconds: 300,
-            })
-        );
-        assert_eq!(validate(json!({})).unwrap().fleet_summary, None);
+        let example = FleetSummarySettings {
+            namespace: "kube-system".into(),
+            name: "gpu-topology-fleet".into(),
+            max_age_seconds: 300,
+        };
+        assert_eq!(config.sources.summary, Some(example.clone()));
+        // Read by default too (issue #17): `fleetSummary` only moves it.
+        assert_eq!(validate(json!({})).unwrap().sources.summary, Some(example));
+    }
+
+    /// (settings, summary read first, Node list read, static limits kept)
+    #[rstest]
+    #[case::auto_by_default(json!({}), true, true, false)]
+    #[case::auto_with_static_fallback(json!({"capacity": {"maxGpusPerNode": 8}}), true, true, true)]
+    #[case::nodes_only(json!({"capacity": {"source": "nodes"}}), false, true, false)]
+    #[case::summary_only(json!({"capacity": {"source": "summary"}}), true, false, false)]
+    #[case::summary_elsewhere(json!({"capacity": {"source": "summary", "fleetSummary": {"namespace": "gpu"}}}), true, false, false)]
+    #[case::static_never_reads_the_cluster(json!({"capacity": {"source": "static", "maxGpusPerNode": 8}}), false, false, true)]
+    #[case::cluster_as_before_auto_without_limits(json!({"capacity": {"source": "cluster"}}), true, true, false)]
+    fn sources_follow_capacity_source(
+        #[case] settings: serde_json::Value,
+        #[case] summary: bool,
+        #[case] node_list: bool,
+        #[case] static_limits: bool,
+    ) {
+        let config = validate(settings).unwrap();
+        assert_eq!(config.sources.summary.is_some(), summary);
+        assert_eq!(config.sources.node_list, node_list);
+        assert_eq!(config.capacity.is_some(), static_limits);
+    }
+
+    /// (settings, init-container values): a resource left out is fitted.
+    #[rstest]
+    #[case::fit_app_by_default(json!({}), InitContainer::FitApp)]
+    #[case::fit_app_spelled(json!({"qos": {"initContainer": "fitApp"}}), InitContainer::FitApp)]
+    #[case::fixed(json!({"qos": {"initContainer": {"cpu": "2", "memory": "4Gi"}}}),
+        InitContainer::Fixed { cpu: Some(Quantity::parse("2").unwrap()), memory: Some(Quantity::parse("4Gi").unwrap()) })]
+    #[case::fixed_cpu_only(json!({"qos": {"initContainer": {"cpu": 8}}}),
+        InitContainer::Fixed { cpu: Some(Quantity::parse("8").unwrap()), memory: None })]
+    fn init_container_values_are_read(
+        #[case] settings: serde_json::Value,
+        #[case] expected: InitContainer<Quantity>,
+    ) {
+        assert_eq!(validate(settings).unwrap().qos.init_container, expected);
+    }
+
+    #[rstest]
+    #[case::deny_by_default(json!({}), UnlabeledNodes::Deny)]
+    #[case::allow(json!({"capacity": {"unlabeledNodes": "allow"}}), UnlabeledNodes::Allow)]
+    fn unlabeled_nodes_is_read(
+        #[case] settings: serde_json::Value,
+        #[case] expected: UnlabeledNodes,
+    ) {
+        assert_eq!(validate(settings).unwrap().unlabeled_nodes, expected);
     }
 
     #[rstest]
@@ -664,7 +815,17 @@ mod tests {
     #[case::static_without_limits(json!({"capacity": {"source": "static"}}), "capacity.source: static needs capacity.maxGpusPerNode or capacity.maxGpusPerNumaNode")]
     #[case::cluster_with_static_limits(json!({"capacity": {"source": "cluster", "maxGpusPerNode": 8}}), "capacity.source: cluster never uses the static limits")]
     #[case::cluster_with_single_numa_node(json!({"capacity": {"source": "cluster", "maxGpusPerNumaNode": 4, "singleNumaNode": true}}), "capacity.source: cluster never uses the static limits")]
-    #[case::source_unknown(json!({"capacity": {"source": "nodes"}}), "capacity.source: unknown variant `nodes`")]
+    #[case::source_unknown(json!({"capacity": {"source": "cluster-view"}}), "capacity.source: unknown variant `cluster-view`")]
+    #[case::nodes_with_static_limits(json!({"capacity": {"source": "nodes", "maxGpusPerNode": 8}}), "capacity.source: nodes never uses the static limits")]
+    #[case::summary_with_single_numa_node(json!({"capacity": {"source": "summary", "maxGpusPerNumaNode": 4, "singleNumaNode": true}}), "capacity.source: summary never uses the static limits")]
+    #[case::summary_settings_with_nodes(json!({"capacity": {"source": "nodes", "fleetSummary": {}}}), "capacity.fleetSummary: has no effect with capacity.source: nodes")]
+    #[case::unlabeled_nodes_unknown(json!({"capacity": {"unlabeledNodes": "maybe"}}), "capacity.unlabeledNodes: unknown variant `maybe`, expected `deny` or `allow`")]
+    #[case::init_container_word_unknown(json!({"qos": {"initContainer": "fit"}}), "qos.initContainer: \"fit\" is not valid: expected fitApp, or fixed values")]
+    #[case::init_container_not_an_object(json!({"qos": {"initContainer": 2}}), "qos.initContainer: 2 is not valid: expected fitApp")]
+    #[case::init_container_unknown_key(json!({"qos": {"initContainer": {"gpu": "1"}}}), "qos.initContainer: unknown field `gpu`, expected `cpu` or `memory`")]
+    #[case::init_container_cpu_garbage(json!({"qos": {"initContainer": {"cpu": "two"}}}), "qos.initContainer.cpu: \"two\" is not a Kubernetes quantity")]
+    #[case::init_container_memory_millibytes(json!({"qos": {"initContainer": {"memory": "100m"}}}), "qos.initContainer.memory: \"100m\" is not a whole number of bytes")]
+    #[case::init_container_cpu_zero(json!({"qos": {"initContainer": {"cpu": "0"}}}), "qos.initContainer.cpu: \"0\" must be more than zero")]
     #[case::unknown_capacity_key(json!({"capacity": {"maxGpus": 8}}), "capacity.maxGpus: unknown field `maxGpus`")]
     fn invalid_settings_name_the_key(#[case] settings: serde_json::Value, #[case] expected: &str) {
         let message = validate(settings).unwrap_err();

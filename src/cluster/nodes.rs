@@ -7,19 +7,21 @@
 //! streaming reader visits `items[].metadata.labels`, parses the labels under
 //! our prefix through the label contract and skips every other label without
 //! allocating; nodes are grouped by identical topology as they are read.
+//! Node names are compared, never kept: only the pinned node's, when asked
+//! for, is looked for.
 
-use crate::cluster::ClusterReader;
+use crate::cluster::host::ClusterReader;
 use gpu_topology::{Fleet, LabelError, LabelKey, LabelPrefix, NodeTopology};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::borrow::Cow;
-use std::collections::BTreeSet;
 use std::fmt;
 
-/// The only part of a Node the fit needs; the host prunes the rest, which
-/// keeps the policy-server's cache small on large clusters.
-pub const NODE_FIELD_MASK: &str = "metadata.labels";
+/// The only parts of a Node the fit needs: its labels, and its name to find
+/// the node a pinned pod names. The host prunes the rest, which keeps the
+/// policy-server's cache small on large clusters.
+pub const NODE_FIELD_MASKS: [&str; 2] = ["metadata.labels", "metadata.name"];
 const NODE_API_VERSION: &str = "v1";
 const NODE_KIND: &str = "Node";
 
@@ -31,7 +33,12 @@ pub fn node_list_request(prefix: &LabelPrefix) -> ListAllResourcesRequest {
         // "Exists": the selector the labeler's nodes all match.
         label_selector: Some(prefix.key(LabelKey::Gpus)),
         field_selector: None,
-        field_masks: Some(BTreeSet::from([NODE_FIELD_MASK.to_owned()])),
+        field_masks: Some(
+            NODE_FIELD_MASKS
+                .iter()
+                .map(|mask| (*mask).to_owned())
+                .collect(),
+        ),
     }
 }
 
@@ -43,10 +50,16 @@ pub struct ClusterView {
     pub malformed: u32,
     /// The first such problem, for the warning.
     pub first_problem: Option<String>,
+    /// The node a pinned pod names, as read from the list; `None` when no
+    /// node was asked for, or the list does not hold it (it is not labeled).
+    pub pinned_node: Option<Result<NodeTopology, LabelError>>,
 }
 
 impl ClusterView {
-    fn add(&mut self, node: Result<NodeTopology, LabelError>) {
+    fn add(&mut self, node: NodeResult, is_pinned: bool) {
+        if is_pinned {
+            self.pinned_node = Some(node.clone());
+        }
         if let Err(problem) = self.fleet.add_read(node) {
             self.malformed = self.malformed.saturating_add(1);
             self.first_problem
@@ -55,20 +68,31 @@ impl ClusterView {
     }
 }
 
-/// Lists the labeled nodes and reads them; `Err` says why there is no view
-/// (host refused or failed, or an unreadable answer).
+/// Lists the labeled nodes and reads them, keeping the topology of the node
+/// named `pinned_node` apart; `Err` says why there is no view (host refused
+/// or failed, or an unreadable answer).
 pub fn read_cluster(
     cluster: &dyn ClusterReader,
     prefix: &LabelPrefix,
+    pinned_node: Option<&str>,
 ) -> Result<ClusterView, String> {
     let list = cluster.list_all_resources(&node_list_request(prefix))?;
-    parse_node_list(&list, prefix)
+    parse_node_list(&list, prefix, pinned_node)
 }
 
-/// Reads a `NodeList` JSON document into a [`ClusterView`].
-pub fn parse_node_list(list: &[u8], prefix: &LabelPrefix) -> Result<ClusterView, String> {
+/// Reads a `NodeList` JSON document into a [`ClusterView`], keeping the
+/// topology of the node named `pinned_node` apart when one is given.
+pub fn parse_node_list(
+    list: &[u8],
+    prefix: &LabelPrefix,
+    pinned_node: Option<&str>,
+) -> Result<ClusterView, String> {
     let mut deserializer = serde_json::Deserializer::from_slice(list);
-    let view = ListSeed { prefix }
+    let wanted = Wanted {
+        prefix,
+        pinned_node,
+    };
+    let view = ListSeed { wanted }
         .deserialize(&mut deserializer)
         .and_then(|view| deserializer.end().map(|()| view))
         .map_err(|error| format!("the Node list is not readable: {error}"))?;
@@ -82,12 +106,20 @@ enum Field {
     Items,
     Metadata,
     Labels,
+    Name,
     #[serde(other)]
     Other,
 }
 
-struct ListSeed<'p> {
+/// What the reader looks for in every Node.
+#[derive(Clone, Copy)]
+struct Wanted<'p> {
     prefix: &'p LabelPrefix,
+    pinned_node: Option<&'p str>,
+}
+
+struct ListSeed<'p> {
+    wanted: Wanted<'p>,
 }
 
 impl<'de> DeserializeSeed<'de> for ListSeed<'_> {
@@ -107,7 +139,7 @@ impl<'de> Visitor<'de> for ListSeed<'_> {
         while let Some(field) = map.next_key::<Field>()? {
             match field {
                 Field::Items => map.next_value_seed(ItemsSeed {
-                    prefix: self.prefix,
+                    wanted: self.wanted,
                     view: &mut view,
                 })?,
                 _ => {
@@ -121,7 +153,7 @@ impl<'de> Visitor<'de> for ListSeed<'_> {
 
 /// `items`: each Node is read and added to the view as soon as it is parsed.
 struct ItemsSeed<'p, 'v> {
-    prefix: &'p LabelPrefix,
+    wanted: Wanted<'p>,
     view: &'v mut ClusterView,
 }
 
@@ -139,10 +171,10 @@ impl<'de> Visitor<'de> for ItemsSeed<'_, '_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
         while let Some(node) = items.next_element_seed(ObjectSeed {
-            prefix: self.prefix,
+            wanted: self.wanted,
             level: Level::Node,
         })? {
-            self.view.add(node);
+            self.view.add(node.topology, node.is_pinned);
         }
         Ok(())
     }
@@ -156,51 +188,78 @@ enum Level {
     Labels,
 }
 
-/// One Node, read down to `metadata.labels`, skipping everything else.
-/// `null` or a missing part reads as a Node without labels.
+/// One Node, read down to `metadata.labels` (and `metadata.name` when a
+/// pinned node is looked for), skipping everything else. `null` or a
+/// missing part reads as a Node without labels.
 struct ObjectSeed<'p> {
-    prefix: &'p LabelPrefix,
+    wanted: Wanted<'p>,
     level: Level,
 }
 
 type NodeResult = Result<NodeTopology, LabelError>;
 
+/// A Node as read: its topology, and whether it is the pinned node.
+struct NodeRead {
+    topology: NodeResult,
+    is_pinned: bool,
+}
+
+impl Default for NodeRead {
+    fn default() -> Self {
+        NodeRead {
+            topology: Ok(NodeTopology::default()),
+            is_pinned: false,
+        }
+    }
+}
+
 impl<'de> DeserializeSeed<'de> for ObjectSeed<'_> {
-    type Value = NodeResult;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<NodeResult, D::Error> {
+    type Value = NodeRead;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<NodeRead, D::Error> {
         deserializer.deserialize_option(self)
     }
 }
 
 impl<'de> Visitor<'de> for ObjectSeed<'_> {
-    type Value = NodeResult;
+    type Value = NodeRead;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a Node object")
     }
-    fn visit_none<E>(self) -> Result<NodeResult, E> {
-        Ok(Ok(NodeTopology::default()))
+    fn visit_none<E>(self) -> Result<NodeRead, E> {
+        Ok(NodeRead::default())
     }
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<NodeResult, D::Error> {
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<NodeRead, D::Error> {
         deserializer.deserialize_map(self)
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NodeResult, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NodeRead, A::Error> {
         if let Level::Labels = self.level {
-            return read_labels(self.prefix, map);
+            let topology = read_labels(self.wanted.prefix, map)?;
+            return Ok(NodeRead {
+                topology,
+                is_pinned: false,
+            });
         }
-        let mut node = Ok(NodeTopology::default());
+        let mut node = NodeRead::default();
         while let Some(field) = map.next_key::<Field>()? {
-            let inner = match (self.level, field) {
-                (Level::Node, Field::Metadata) => Level::Metadata,
-                (Level::Metadata, Field::Labels) => Level::Labels,
+            let inner = match (self.level, field, self.wanted.pinned_node) {
+                (Level::Node, Field::Metadata, _) => Level::Metadata,
+                (Level::Metadata, Field::Labels, _) => Level::Labels,
+                (Level::Metadata, Field::Name, Some(pinned)) => {
+                    let Text(name) = map.next_value::<Text<'de>>()?;
+                    node.is_pinned = name == pinned;
+                    continue;
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                     continue;
                 }
             };
-            node = map.next_value_seed(ObjectSeed {
-                prefix: self.prefix,
+            let read = map.next_value_seed(ObjectSeed {
+                wanted: self.wanted,
                 level: inner,
             })?;
+            node.topology = read.topology;
+            node.is_pinned |= read.is_pinned;
         }
         Ok(node)
     }
@@ -264,11 +323,11 @@ mod tests {
     }
 
     fn parse(list: &str) -> Result<ClusterView, String> {
-        parse_node_list(list.as_bytes(), &prefix())
+        parse_node_list(list.as_bytes(), &prefix(), None)
     }
 
     #[test]
-    fn the_request_lists_labeled_nodes_with_labels_only() {
+    fn the_request_lists_labeled_nodes_with_labels_and_names_only() {
         let request = node_list_request(&LabelPrefix::new("topology.example.com").unwrap());
         assert_eq!(
             serde_json::to_value(&request).unwrap(),
@@ -277,7 +336,7 @@ mod tests {
                 "kind": "Node",
                 "label_selector": "topology.example.com/gpus",
                 "field_selector": null,
-                "field_masks": ["metadata.labels"]
+                "field_masks": ["metadata.labels", "metadata.name"]
             })
         );
     }
@@ -378,6 +437,55 @@ mod tests {
         );
     }
 
+    const PINNED_LIST: &str = r#"{"items": [
+        {"metadata": {"name": "a", "labels": {"gpu-topology.io/gpus": "8"}}},
+        {"metadata": {"labels": {"gpu-topology.io/gpus": "4", "gpu-topology.io/gpus-per-numa-max": "2"}, "name": "b"}},
+        {"metadata": {"name": "c", "labels": {"gpu-topology.io/gpus": "four"}}},
+        {"metadata": {"name": 7}, "name": "b"}
+    ]}"#;
+
+    /// (pinned node, found in the list, its gpus label, fragment of its
+    /// label problem). The name may come before or after the labels; only
+    /// `metadata.name` counts.
+    #[rstest]
+    #[case::name_before_labels("a", true, Some(8), None)]
+    #[case::name_after_labels("b", true, Some(4), None)]
+    #[case::malformed_node("c", true, None, Some("gpu-topology.io/gpus=\"four\""))]
+    #[case::not_in_the_list("z", false, None, None)]
+    fn the_pinned_node_is_read_apart(
+        #[case] pinned: &str,
+        #[case] found: bool,
+        #[case] gpus: Option<u32>,
+        #[case] problem: Option<&str>,
+    ) {
+        let list = PINNED_LIST.replace(r#"{"metadata": {"name": 7}, "name": "b"}"#, "{}");
+        let view = parse_node_list(list.as_bytes(), &prefix(), Some(pinned)).unwrap();
+        assert_eq!(view.pinned_node.is_some(), found);
+        match (view.pinned_node, problem) {
+            (Some(Err(error)), Some(part)) => {
+                assert!(error.to_string().contains(part), "{error}")
+            }
+            (node, None) => assert_eq!(node.and_then(Result::ok).and_then(|t| t.gpus), gpus),
+            (node, Some(part)) => panic!("{node:?} lacks the problem {part}"),
+        }
+        assert_eq!(
+            view.fleet.nodes(),
+            2,
+            "the pinned node counts like any other"
+        );
+    }
+
+    #[test]
+    fn names_are_read_only_when_a_pinned_node_is_asked_for() {
+        // A name of the wrong type fails only the reader that reads names.
+        assert!(parse(PINNED_LIST).is_ok());
+        let error = parse_node_list(PINNED_LIST.as_bytes(), &prefix(), Some("a")).unwrap_err();
+        assert!(
+            error.starts_with("the Node list is not readable"),
+            "{error}"
+        );
+    }
+
     struct Refusing;
     impl ClusterReader for Refusing {
         fn list_all_resources(&self, _: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
@@ -390,7 +498,7 @@ mod tests {
 
     #[test]
     fn a_refusing_host_is_an_error_naming_the_reason() {
-        let error = read_cluster(&Refusing, &prefix()).unwrap_err();
+        let error = read_cluster(&Refusing, &prefix(), None).unwrap_err();
         assert!(error.contains("not been granted access"), "{error}");
     }
 }

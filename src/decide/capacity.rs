@@ -1,7 +1,7 @@
 //! Static capacity: rejecting GPU counts that no node of the fleet can host,
 //! per the operator's `capacity` settings.
 
-use crate::demand::PodDemand;
+use crate::decide::demand::Demand;
 use crate::settings::{AffinityMode, CapacitySettings, TopologyConfig};
 use gpu_topology::{Alignment, TopologyManagerScope};
 
@@ -19,16 +19,16 @@ fn numa_reason(capacity: &CapacitySettings, topology: &TopologyConfig) -> Option
 /// Rejects a demand above the static capacity, with a message naming the
 /// containers, the count, the limit and what would fit.
 pub fn check(
-    demand: &PodDemand,
+    demand: &Demand,
     capacity: &CapacitySettings,
     topology: &TopologyConfig,
 ) -> Result<(), String> {
-    let needs = demand.gpu_demand(topology.scope);
+    let needs = demand.needs;
     // The scheduler places the whole pod: its total must fit one node,
     // whatever the scope of alignment.
     if let Some(max) = capacity.max_gpus_per_node.filter(|max| needs.total > *max) {
         return Err(too_many(
-            demand,
+            &demand.describe_total(),
             TopologyManagerScope::Pod,
             &format!("the largest GPU node has {max} (capacity.maxGpusPerNode)"),
             max,
@@ -41,8 +41,8 @@ pub fn check(
         numa_reason(capacity, topology),
     ) {
         return Err(too_many(
-            demand,
-            topology.scope,
+            &demand.describe_unit(),
+            demand.scope,
             &format!(
                 "the GPUs must share one NUMA node because {reason}, and a NUMA node has at most {max} (capacity.maxGpusPerNumaNode)"
             ),
@@ -53,16 +53,17 @@ pub fn check(
 }
 
 /// The rejection message for a demand above what any node offers:
-/// `<demand> cannot fit: <offer>. Request at most <fits> GPUs ...`.
-/// Reusable wherever a fit check fails (static or cluster-aware).
-pub fn too_many(demand: &PodDemand, scope: TopologyManagerScope, offer: &str, fits: u32) -> String {
+/// `<demand> cannot fit: <offer>. Request at most <fits> GPUs ...`, with the
+/// demand in words for `scope` ([`Demand::describe_total`] or
+/// [`Demand::describe_unit`]). Reusable wherever a fit check fails (static
+/// or cluster-aware).
+pub fn too_many(demand: &str, scope: TopologyManagerScope, offer: &str, fits: u32) -> String {
     let unit = match scope {
         TopologyManagerScope::Pod => "per pod",
         TopologyManagerScope::Container => "per container",
     };
     format!(
         "GPU pod cannot be placed: it needs {demand} but {offer}. Request at most {fits} GPU{s} {unit}, or split the work across several pods.",
-        demand = demand.describe(scope),
         s = if fits == 1 { "" } else { "s" }
     )
 }
@@ -70,6 +71,7 @@ pub fn too_many(demand: &PodDemand, scope: TopologyManagerScope, offer: &str, fi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decide::demand::PodDemand;
     use crate::settings::Config;
     use rstest::rstest;
     use serde_json::json;
@@ -97,7 +99,7 @@ mod tests {
             max_gpus_per_node: per_node,
             max_gpus_per_numa_node: per_numa,
             single_numa_node,
-            fleet_summary: None,
+            ..CapacitySettings::default()
         }
     }
 
@@ -141,7 +143,11 @@ mod tests {
         #[case] topology: TopologyConfig,
         #[case] expected: Option<&str>,
     ) {
-        let outcome = check(&demand(counts), &capacity, &topology);
+        let outcome = check(
+            &Demand::new(demand(counts), topology.scope),
+            &capacity,
+            &topology,
+        );
         match expected {
             None => assert_eq!(outcome, Ok(())),
             Some(part) => {

@@ -1,17 +1,29 @@
 //! The decision for one admission request: accept, mutate or reject. Pure:
 //! request and settings in, decision out, so it is tested natively.
+//!
+//! A Pod goes through the stages once each: its input is read ([`PodInput`]:
+//! the GPU demand, computed once, and the node it is pinned to), the fit
+//! check gives its verdict from the cluster view ([`fit`]), the QoS plan
+//! and the affinity are made ([`qos`], [`affinity`]), and the decision is
+//! built from those results. Workloads ([`workload`]) take the first two.
 
-use crate::affinity::{self, AffinityRequirement};
-use crate::cluster::{ClusterReader, KubewardenHost};
-use crate::demand::PodDemand;
-use crate::placement;
-use crate::pod_text::PodText;
-use crate::qos::{self, QosPlan, Target};
+pub mod affinity;
+pub mod capacity;
+pub mod demand;
+pub mod fit;
+pub mod qos;
+pub mod workload;
+
+use crate::cluster::host::{ClusterReader, KubewardenHost};
+use crate::request::pod::{pinned_node, Pinned, PinnedBy};
+use crate::request::pod_text::PodText;
 use crate::request::AdmissionRequest;
 use crate::settings::{AffinityMode, Config, QosMode};
-use crate::workload;
+use affinity::AffinityRequirement;
+use demand::{Demand, PodDemand};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::Resource;
+use qos::{QosPlan, Target};
 use serde_json::Value;
 use std::fmt;
 
@@ -170,12 +182,30 @@ fn decide_pod(
         .unwrap_or_else(Decision::reject)
 }
 
-/// True when `spec.nodeName` is set: the scheduler is bypassed (the kubelet
-/// still enforces required node affinity).
-pub fn is_pinned(spec: &Value) -> bool {
-    spec.get("nodeName")
-        .and_then(Value::as_str)
-        .is_some_and(|name| !name.is_empty())
+/// What the decision reads from a GPU pod's spec, once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodInput<'a> {
+    pub demand: Demand,
+    /// The node the pod is pinned to, if any: by `spec.nodeName`, or by
+    /// required affinity on the node's name (DaemonSet pods).
+    pub pinned: Option<Pinned<'a>>,
+}
+
+impl<'a> PodInput<'a> {
+    /// The input of the PodSpec `spec`; `Ok(None)` when it is no GPU pod,
+    /// `Err` when a GPU count is malformed.
+    pub fn read(spec: &'a Value, config: &Config) -> Result<Option<Self>, String> {
+        let pod = PodDemand::from_pod_spec(spec, &config.gpu_resources)?;
+        let demand = Demand::new(pod, config.topology.scope);
+        Ok(demand.is_gpu_pod().then(|| PodInput {
+            demand,
+            pinned: pinned_node(spec),
+        }))
+    }
+
+    pub fn pinned_node(&self) -> Option<&'a str> {
+        self.pinned.map(|pinned| pinned.node)
+    }
 }
 
 /// Decides on a Pod being created, given as a JSON tree (the whole pod, or
@@ -184,38 +214,26 @@ pub fn evaluate_pod(pod: &Value, config: &Config, cluster: &dyn ClusterReader) -
     let Some(spec) = pod.get("spec").filter(|spec| spec.is_object()) else {
         return Decision::accept();
     };
-    let demand = match PodDemand::from_pod_spec(spec, &config.gpu_resources) {
-        Ok(demand) if demand.is_gpu_pod() => demand,
-        Ok(_) => return Decision::accept(),
+    let input = match PodInput::read(spec, config) {
+        Ok(Some(input)) => input,
+        Ok(None) => return Decision::accept(),
         Err(problem) => return Decision::reject(format!("GPU pod is malformed: {problem}")),
     };
-    let topology = &config.topology;
-    let pinned = is_pinned(spec);
-    let mut warnings = match placement::check(&demand, pinned, config, cluster) {
+    let mut warnings = match fit::check(&input.demand, input.pinned_node(), config, cluster) {
         Ok(warnings) => warnings,
         Err(message) => return Decision::reject(message),
     };
-    let edits = match plan_qos(spec, &demand, config) {
-        Ok(edits) => edits,
+    let qos = match plan_qos(spec, &input.demand.pod, config) {
+        Ok(qos) => qos,
         Err(message) => return Decision::reject(message),
     };
-    let requirement = if !placement::affinity_applies(config, pinned) {
-        // Not applied under `preferred` only because the pod is pinned.
-        if topology.affinity != AffinityMode::Off {
-            warnings.push(
-                "spec.nodeName is set, so the scheduler is bypassed: no GPU topology affinity was added"
-                    .to_owned(),
-            );
-        }
-        AffinityRequirement::default()
-    } else {
-        AffinityRequirement::for_demand(demand.gpu_demand(topology.scope), topology)
-    };
+    warnings.extend(qos.warnings);
+    let requirement = affinity_for(&input, config, &mut warnings);
     let mut mutated = pod.clone();
     let Some(mutated_spec) = mutated.get_mut("spec") else {
         return Decision::accept();
     };
-    let written = qos::apply(mutated_spec, &edits)
+    let written = qos::apply(mutated_spec, &qos.edits)
         .and_then(|()| affinity::merge(mutated_spec, &requirement, &config.label_prefix));
     if let Err(problem) = written {
         return Decision::reject(format!("GPU pod is malformed: {problem}"));
@@ -228,29 +246,65 @@ pub fn evaluate_pod(pod: &Value, config: &Config, cluster: &dyn ClusterReader) -
     Decision { verdict, warnings }
 }
 
+/// The affinity the pod gets; a pinned pod that gets none under `preferred`
+/// is told why in `warnings`.
+fn affinity_for(
+    input: &PodInput,
+    config: &Config,
+    warnings: &mut Vec<String>,
+) -> AffinityRequirement {
+    let topology = &config.topology;
+    if fit::affinity_applies(config, input.pinned.is_some()) {
+        return AffinityRequirement::for_demand(input.demand.needs, topology);
+    }
+    // Not applied under `preferred` only because the pod is pinned.
+    match (topology.affinity, input.pinned) {
+        (AffinityMode::Off, _) | (_, None) => {}
+        (_, Some(Pinned { by: PinnedBy::NodeName, .. })) => warnings.push(
+            "spec.nodeName is set, so the scheduler is bypassed: no GPU topology affinity was added"
+                .to_owned(),
+        ),
+        (_, Some(Pinned { node, by: PinnedBy::NodeAffinity })) => warnings.push(format!(
+            "the pod is pinned to node {node:?} by required node affinity on metadata.name (as a DaemonSet's pods are): no GPU topology affinity was added"
+        )),
+    }
+    AffinityRequirement::default()
+}
+
+/// The QoS the pod gets: the edits (none in `validate` mode) and warnings.
+pub(crate) struct QosOutcome {
+    pub edits: Vec<qos::Edit>,
+    pub warnings: Vec<String>,
+}
+
 /// The resource edits Guaranteed QoS needs, or the rejection message.
 pub(crate) fn plan_qos(
     spec: &Value,
     demand: &PodDemand,
     config: &Config,
-) -> Result<Vec<qos::Edit>, String> {
+) -> Result<QosOutcome, String> {
     let plan = match config.qos.mode {
-        QosMode::Off => return Ok(Vec::new()),
+        QosMode::Off => QosPlan::default(),
         QosMode::Mutate | QosMode::Validate => qos::plan(spec, demand, &config.qos)?,
     };
+    // Whatever the mode: exclusive CPUs next to the GPUs are what QoS is for.
+    let warnings = qos::unpinned_by_pod_level_resources(spec)
+        .into_iter()
+        .collect();
     if !plan.problems.is_empty() {
         return Err(format!(
             "GPU pod cannot be made Guaranteed QoS: {}.",
             plan.problems.join("; ")
         ));
     }
-    match config.qos.mode {
+    let edits = match config.qos.mode {
         QosMode::Validate if plan.violations().next().is_some() => {
-            Err(not_guaranteed_message(&plan, config.qos.whole_cpus))
+            return Err(not_guaranteed_message(&plan, config.qos.whole_cpus))
         }
-        QosMode::Validate => Ok(Vec::new()),
-        _ => Ok(plan.edits),
-    }
+        QosMode::Validate => Vec::new(),
+        _ => plan.edits,
+    };
+    Ok(QosOutcome { edits, warnings })
 }
 
 /// `GPU pod is not Guaranteed QoS: container "a": cpu ..., memory ...; ...`

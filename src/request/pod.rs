@@ -103,6 +103,82 @@ pub fn resources_value<'a>(
     }
 }
 
+/// How a pod is bound to one node before the scheduler sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PinnedBy {
+    /// `spec.nodeName`: the scheduler is bypassed.
+    NodeName,
+    /// Required node affinity on the node's name, as the DaemonSet controller
+    /// writes it: the scheduler may only choose that node.
+    NodeAffinity,
+}
+
+/// The node a pod is pinned to, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pinned<'a> {
+    pub node: &'a str,
+    pub by: PinnedBy,
+}
+
+/// The field a node-selector requirement names a node by.
+const NODE_NAME_FIELD: &str = "metadata.name";
+const OPERATOR_IN: &str = "In";
+
+/// The node `spec` is pinned to: by a non-empty `spec.nodeName`, or by
+/// required node affinity whose every `nodeSelectorTerm` carries
+/// `matchFields: [{key: metadata.name, operator: In, values: [<node>]}]`
+/// for the same single node. That is how the DaemonSet controller pins its
+/// pods (kubernetes `pkg/controller/daemon/util/daemonset_util.go`,
+/// `ReplaceDaemonSetPodNodeNameNodeAffinity`: it replaces the required terms
+/// with one such term); its `GetTargetNodeName` reads the name back from the
+/// first such requirement. Terms that name different nodes, or a term
+/// without such a requirement, leave the scheduler a choice: not pinned.
+pub fn pinned_node(spec: &Value) -> Option<Pinned<'_>> {
+    if let Some(node) = spec
+        .get("nodeName")
+        .and_then(Value::as_str)
+        .filter(|name| !name.is_empty())
+    {
+        return Some(Pinned {
+            node,
+            by: PinnedBy::NodeName,
+        });
+    }
+    let terms = spec
+        .get("affinity")?
+        .get("nodeAffinity")?
+        .get("requiredDuringSchedulingIgnoredDuringExecution")?
+        .get("nodeSelectorTerms")?
+        .as_array()?;
+    let mut pinned = None;
+    for term in terms {
+        let node = term_node(term)?;
+        if pinned.is_some_and(|known| known != node) {
+            return None;
+        }
+        pinned = Some(node);
+    }
+    pinned.map(|node| Pinned {
+        node,
+        by: PinnedBy::NodeAffinity,
+    })
+}
+
+/// The single node a node-selector term's `matchFields` restricts it to.
+fn term_node(term: &Value) -> Option<&str> {
+    term.get("matchFields")?
+        .as_array()?
+        .iter()
+        .find_map(|requirement| {
+            let field = requirement.get("key")?.as_str()?;
+            let operator = requirement.get("operator")?.as_str()?;
+            match requirement.get("values")?.as_array()?.as_slice() {
+                [node] if field == NODE_NAME_FIELD && operator == OPERATOR_IN => node.as_str(),
+                _ => None,
+            }
+        })
+}
+
 /// The init containers (in order) and then the app containers of `spec`.
 pub fn containers(spec: &Value) -> Result<Vec<Container<'_>>, String> {
     let mut all = Vec::new();
@@ -170,6 +246,42 @@ mod tests {
     #[case::init_not_a_list(json!({"initContainers": "x"}), "spec.initContainers is not a list")]
     fn malformed_specs_are_errors(#[case] spec: Value, #[case] expected: &str) {
         assert_eq!(containers(&spec).err().unwrap(), expected);
+    }
+
+    fn pinned_by_name(node: &str) -> Value {
+        json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]})
+    }
+
+    fn required(terms: Value) -> Value {
+        json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}})
+    }
+
+    /// (PodSpec, pinned node and how)
+    #[rstest]
+    #[case::node_name(json!({"nodeName": "gpu-1"}), Some(("gpu-1", PinnedBy::NodeName)))]
+    #[case::empty_node_name(json!({"nodeName": ""}), None)]
+    #[case::daemon_set_term(required(json!([pinned_by_name("gpu-2")])), Some(("gpu-2", PinnedBy::NodeAffinity)))]
+    #[case::every_term_names_the_node(
+        required(json!([pinned_by_name("gpu-2"), {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}],
+            "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["gpu-2"]}]}])),
+        Some(("gpu-2", PinnedBy::NodeAffinity)))]
+    #[case::node_name_wins(
+        {let mut spec = required(json!([pinned_by_name("gpu-2")])); spec["nodeName"] = json!("gpu-1"); spec},
+        Some(("gpu-1", PinnedBy::NodeName)))]
+    #[case::terms_name_different_nodes(required(json!([pinned_by_name("gpu-2"), pinned_by_name("gpu-3")])), None)]
+    #[case::one_term_not_pinned(required(json!([pinned_by_name("gpu-2"), {"matchExpressions": []}])), None)]
+    #[case::two_nodes_in_one_term(
+        required(json!([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a", "b"]}]}])), None)]
+    #[case::not_in(
+        required(json!([{"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["a"]}]}])), None)]
+    #[case::no_terms(required(json!([])), None)]
+    #[case::expressions_only(required(json!([{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["a"]}]}])), None)]
+    #[case::malformed_terms(required(json!("gpu-2")), None)]
+    #[case::preferred_only(json!({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "preference": pinned_by_name("gpu-2")}]}}}), None)]
+    fn pinned_pods_are_found(#[case] spec: Value, #[case] expected: Option<(&str, PinnedBy)>) {
+        let found = pinned_node(&spec).map(|pinned| (pinned.node, pinned.by));
+        assert_eq!(found, expected);
     }
 
     #[rstest]

@@ -1,6 +1,7 @@
 //! The fit check: can any node place a pod's GPUs? Answered from the
-//! cluster view (the nodes' topology labels) or the static `capacity`
-//! settings, as `capacity.source` says.
+//! cluster view (the nodes' topology labels, grouped by node shape, with a
+//! verdict per shape) or the static `capacity` settings, as
+//! `capacity.source` says.
 //!
 //! The cluster check asks the same question as the node affinity the pod gets
 //! (the predicates of `gpu_topology::fit`), so the policy rejects exactly the
@@ -11,14 +12,14 @@
 //!   (`gpus >=` the total, and on `single-numa-node` nodes
 //!   `gpus-per-numa-max >=` the aligned unit).
 
-use crate::capacity;
-use crate::cluster::ClusterReader;
-use crate::demand::PodDemand;
-use crate::fleet_summary;
-use crate::nodes::{read_cluster, ClusterView};
+use crate::cluster::host::ClusterReader;
+use crate::cluster::{self, ClusterView, Unavailable};
+use crate::decide::capacity;
+use crate::decide::demand::Demand;
 use crate::settings::{AffinityMode, CapacitySource, Config};
 use gpu_topology::{
-    can_admit, can_host, Alignment, Fleet, GpuDemand, LabelPrefix, Offer, TopologyManagerScope,
+    can_admit, can_host, Alignment, Fleet, GpuDemand, LabelPrefix, NodeTopology, Offer,
+    TopologyManagerScope,
 };
 
 /// What a node must do for the pod, as its affinity will demand.
@@ -40,12 +41,14 @@ impl Requirement {
     }
 }
 
-/// Whether the pod gets node affinity; `pinned` when `spec.nodeName` is set.
+/// Whether the pod gets node affinity; `pinned` when it is pinned to a node
+/// (`spec.nodeName`, or required affinity on the node's name).
 /// Always under `required`: the kubelet itself enforces required node
-/// affinity on a pod with `spec.nodeName`, so pinning is no way around it.
-/// Under `preferred` only when the scheduler places the pod: preferences bind
-/// only the scheduler, and the admission requirement would make the kubelet
-/// refuse a pinned pod on a node the labeler has not labeled.
+/// affinity on a pod with `spec.nodeName`, and the scheduler on a pod pinned
+/// by affinity, so pinning is no way around it.
+/// Under `preferred` only when the scheduler chooses the node: preferences
+/// bind only the scheduler, and the admission requirement would keep a pinned
+/// pod off the one node it may run on when the labeler has not labeled it.
 pub fn affinity_applies(config: &Config, pinned: bool) -> bool {
     match config.topology.affinity {
         AffinityMode::Required => true,
@@ -54,14 +57,37 @@ pub fn affinity_applies(config: &Config, pinned: bool) -> bool {
     }
 }
 
+/// The per-shape verdict: can nodes of this shape place the pod as its
+/// affinity will demand? The same predicates the affinity is written from
+/// (`gpu_topology::fit`).
+pub fn shape_fits(node: &NodeTopology, needs: GpuDemand, requirement: Requirement) -> bool {
+    match requirement {
+        Requirement::Host(alignment) => can_host(node, needs, alignment),
+        Requirement::Admit => can_admit(node, needs),
+    }
+}
+
+/// Nodes of the fleet whose shape fits ([`shape_fits`]), counted shape by shape.
+pub fn fitting_nodes(fleet: &Fleet, needs: GpuDemand, requirement: Requirement) -> u32 {
+    fleet.count(|node| shape_fits(node, needs, requirement))
+}
+
 /// What the check lets through: `Ok` with warnings for the response, or the
 /// rejection message.
 pub type FitResult = Result<Vec<String>, String>;
 
-/// Checks `demand` against the fleet, reading it where `capacity.source` says.
+/// Why reading the fleet summary is worth its setup, for the warning when
+/// the Node list is read instead: measured with policy-server 1.36 (the Node
+/// list) and this repository's benchmarks (the summary, BENCHMARKS.md).
+pub const SUMMARY_MISSING_COST: &str =
+    "deploy the fleet summarizer: the Node list costs about 44 µs per labeled node per admission";
+
+/// Checks `demand` against the fleet, reading it where `capacity.source`
+/// says; `pinned_node` is the node a pinned pod names, read apart from the
+/// Node list.
 pub fn check(
-    demand: &PodDemand,
-    pinned: bool,
+    demand: &Demand,
+    pinned_node: Option<&str>,
     config: &Config,
     cluster: &dyn ClusterReader,
 ) -> FitResult {
@@ -73,61 +99,68 @@ pub fn check(
             .as_ref()
             .map_or(Ok(Vec::new()), static_check);
     }
-    let mut notes = Vec::new();
-    let view = match read_fleet(cluster, config, &mut notes) {
+    let read = cluster::read(cluster, &config.sources, &config.label_prefix, pinned_node);
+    // The host's messages end in a full stop; ours continue the sentence.
+    fn clause(problem: &str) -> &str {
+        problem.trim_end_matches('.')
+    }
+    let mut warnings: Vec<String> = read
+        .summary_passed_over
+        .iter()
+        .map(|problem| {
+            format!(
+                "GPU fit read from the Node list: {}; {SUMMARY_MISSING_COST}",
+                clause(problem)
+            )
+        })
+        .collect();
+    let view = match read.view {
         Ok(view) => view,
-        Err(problem) => {
-            // The host's messages end in a full stop; ours continue the sentence.
-            let problem = problem.to_string();
+        Err(Unavailable::Summary(problem)) => {
+            warnings.push(format!(
+                "GPU fit not checked: {}. Run the fleet summarizer and grant the policy read access to its ConfigMap, or set capacity.source: auto to fall back to the Node list",
+                clause(&problem)
+            ));
+            return Ok(warnings);
+        }
+        Err(Unavailable::NodeList(problem)) => {
             let unavailable = format!(
                 "the cluster view (Node labels) is unavailable: {}",
-                problem.trim_end_matches('.')
+                clause(&problem)
             );
             return match (&config.capacity_source, &config.capacity) {
                 (CapacitySource::Auto, Some(limits)) => static_check(limits).map(|_| {
-                    vec![format!(
+                    warnings.push(format!(
                         "GPU fit checked against the static capacity settings: {unavailable}"
-                    )]
+                    ));
+                    warnings
                 }),
-                _ => Ok(vec![format!(
-                    "GPU fit not checked: {unavailable}. Grant the policy read access to v1 Nodes (contextAwareResources), or configure capacity.maxGpusPerNode"
-                )]),
+                _ => {
+                    warnings.push(format!(
+                        "GPU fit not checked: {unavailable}. Grant the policy read access to v1 Nodes (contextAwareResources), or configure capacity.maxGpusPerNode"
+                    ));
+                    Ok(warnings)
+                }
             };
         }
     };
-    let affinity_needs_labels = affinity_applies(config, pinned);
+    let affinity_needs_labels = affinity_applies(config, pinned_node.is_some());
     check_fleet(
         demand,
-        config.topology.scope,
         Requirement::for_pod(config),
         &view,
         &config.label_prefix,
         affinity_needs_labels,
     )
-    .map(|warnings| notes.into_iter().chain(warnings).collect())
-}
-
-/// The cluster view: the fleet summary when one is configured and fresh,
-/// else the Node list. A summary passed over is noted in `notes`; `Err` says
-/// why the Node list did not answer either.
-fn read_fleet(
-    cluster: &dyn ClusterReader,
-    config: &Config,
-    notes: &mut Vec<String>,
-) -> Result<ClusterView, String> {
-    if let Some(summary) = &config.fleet_summary {
-        match fleet_summary::read_summary(cluster, summary, fleet_summary::now()) {
-            Ok(view) => return Ok(view),
-            Err(problem) => notes.push(format!("GPU fit read from the Node list: {problem}")),
-        }
-    }
-    read_cluster(cluster, &config.label_prefix)
+    .map(|more| {
+        warnings.extend(more);
+        warnings
+    })
 }
 
 /// The cluster check over a view already read. Pure.
 pub fn check_fleet(
-    demand: &PodDemand,
-    scope: TopologyManagerScope,
+    demand: &Demand,
     requirement: Requirement,
     view: &ClusterView,
     prefix: &LabelPrefix,
@@ -154,18 +187,14 @@ pub fn check_fleet(
         if affinity_needs_labels {
             return Err(format!(
                 "GPU pod cannot be placed: it needs {}, but {missing} The policy's node affinity selects only labeled nodes, so the pod would stay Pending. Deploy the gpu-topology labeler on the GPU nodes, or set topology.affinity: off.",
-                demand.describe(scope)
+                demand.describe_unit()
             ));
         }
         warnings.push(format!("GPU fit not checked: {missing}"));
         return Ok(warnings);
     }
-    let needs = demand.gpu_demand(scope);
-    let fits = match requirement {
-        Requirement::Host(alignment) => fleet.hosting(needs, alignment),
-        Requirement::Admit => fleet.admitting(needs),
-    };
-    if fits > 0 {
+    let needs = demand.needs;
+    if fitting_nodes(fleet, needs, requirement) > 0 {
         return Ok(warnings);
     }
     if needs.total > needs.aligned {
@@ -173,10 +202,10 @@ pub fn check_fleet(
         // its largest container fits none of the nodes that hold it.
         let largest = fleet.largest_node();
         if needs.total <= largest.gpus {
-            return Err(no_fit_per_container(demand, needs, requirement, fleet));
+            return Err(no_fit_per_container(demand, requirement, fleet));
         }
         return Err(capacity::too_many(
-            demand,
+            &demand.describe_total(),
             TopologyManagerScope::Pod,
             &format!(
                 "the largest labeled GPU node has {} ({})",
@@ -186,18 +215,13 @@ pub fn check_fleet(
             largest.gpus,
         ));
     }
-    Err(no_fit_message(demand, scope, requirement, fleet))
+    Err(no_fit_message(demand, requirement, fleet))
 }
 
 /// `GPU pod cannot be placed: it needs <demand> <alignment>, but none of the
 /// <k> labeled GPU nodes can host it: <best offers>. <what to change>.`
-pub fn no_fit_message(
-    demand: &PodDemand,
-    scope: TopologyManagerScope,
-    requirement: Requirement,
-    fleet: &Fleet,
-) -> String {
-    let n = demand.gpus(scope);
+pub fn no_fit_message(demand: &Demand, requirement: Requirement, fleet: &Fleet) -> String {
+    let (n, scope) = (demand.needs.aligned, demand.scope);
     let admitted = fleet.largest_admitted();
     let mut facts = Vec::new();
     let (need, verb, remedy) = match requirement {
@@ -224,11 +248,11 @@ pub fn no_fit_message(
                 }
                 (false, fits) => smaller_request(fits, scope),
             };
-            let need = format!("{} {}", demand.describe(scope), alignment.describe());
+            let need = format!("{} {}", demand.describe_unit(), alignment.describe());
             (need, "host", remedy)
         }
         Requirement::Admit => (
-            demand.describe(scope),
+            demand.describe_unit(),
             "admit",
             smaller_request(admitted.gpus, scope),
         ),
@@ -255,12 +279,8 @@ pub fn no_fit_message(
 /// `container` scope, where some node holds the pod's total but none can
 /// place its largest container as required: the offer counts only the nodes
 /// that hold the total.
-fn no_fit_per_container(
-    demand: &PodDemand,
-    needs: GpuDemand,
-    requirement: Requirement,
-    fleet: &Fleet,
-) -> String {
+fn no_fit_per_container(demand: &Demand, requirement: Requirement, fleet: &Fleet) -> String {
+    let needs = demand.needs;
     let (how, best, relax) = match requirement {
         Requirement::Host(alignment) => (
             alignment.describe(),
@@ -283,8 +303,8 @@ fn no_fit_per_container(
     };
     format!(
         "GPU pod cannot be placed: it needs {} on one node, {} {how}, but on the labeled nodes that hold {} the largest container offer is {}. {remedy}.",
-        demand.describe(TopologyManagerScope::Pod),
-        demand.describe(TopologyManagerScope::Container),
+        demand.describe_total(),
+        demand.describe_unit(),
         gpus(needs.total),
         offer(best),
     )
@@ -346,7 +366,8 @@ fn plural(count: u32, word: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpu_topology::{NodeTopology, TopologyManagerPolicy};
+    use crate::decide::demand::PodDemand;
+    use gpu_topology::TopologyManagerPolicy;
     use rstest::rstest;
     use serde_json::json;
 
@@ -406,14 +427,14 @@ mod tests {
         #[case] fleet: Fleet,
         #[case] expected: &str,
     ) {
-        let demand = demand(gpus);
+        let demand = Demand::new(demand(gpus), scope);
         let view = ClusterView {
             fleet,
             ..ClusterView::default()
         };
         let prefix = LabelPrefix::default();
         assert_eq!(
-            check_fleet(&demand, scope, requirement, &view, &prefix, true),
+            check_fleet(&demand, requirement, &view, &prefix, true),
             Err(expected.to_owned())
         );
     }

@@ -8,8 +8,8 @@
 //! so a stopped summarizer makes the policy list Nodes again rather than
 //! decide on a stale fleet.
 
-use crate::cluster::ClusterReader;
-use crate::nodes::ClusterView;
+use crate::cluster::host::ClusterReader;
+use crate::cluster::ClusterView;
 use crate::settings::FleetSummarySettings;
 use gpu_topology::FleetSummary;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
@@ -38,28 +38,30 @@ pub fn summary_request(settings: &FleetSummarySettings) -> GetResourceRequest {
 /// How far ahead of the policy-server's clock a summary may be dated.
 pub const MAX_CLOCK_SKEW_SECONDS: u64 = 60;
 
-/// Reads the summary and checks its age against `now` (Unix seconds); `Err`
-/// says why it is not used, for the warning.
+/// Reads the summary and checks its age against the time `clock` tells
+/// (Unix seconds; read only once there is a summary to date); `Err` says
+/// why it is not used, for the warning.
 pub fn read_summary(
     cluster: &dyn ClusterReader,
     settings: &FleetSummarySettings,
-    now: Option<u64>,
+    clock: impl FnOnce() -> Option<u64>,
 ) -> Result<ClusterView, String> {
-    let location = format!(
-        "the fleet summary ConfigMap {}/{}",
-        settings.namespace, settings.name
-    );
+    // The words are written only for a summary passed over, in one go.
+    let (namespace, name) = (&settings.namespace, &settings.name);
     let answer = cluster
         .get_resource(&summary_request(settings))
         .map_err(|problem| {
             format!(
-                "{location} is unavailable: {}",
+                "the fleet summary ConfigMap {namespace}/{name} is unavailable: {}",
                 problem.trim_end_matches('.')
             )
         })?;
-    let summary =
-        parse_summary(&answer).map_err(|problem| format!("{location} is unreadable: {problem}"))?;
-    let now = now.ok_or_else(|| format!("{location} cannot be dated: the clock is unavailable"))?;
+    let summary = parse_summary(&answer).map_err(|problem| {
+        format!("the fleet summary ConfigMap {namespace}/{name} is unreadable: {problem}")
+    })?;
+    let location = format!("the fleet summary ConfigMap {namespace}/{name}");
+    let now =
+        clock().ok_or_else(|| format!("{location} cannot be dated: the clock is unavailable"))?;
     // A summary from the future would never age: a stopped summarizer would
     // go unnoticed. Clocks of different machines differ a little.
     let ahead = summary.generated_at.saturating_sub(now);
@@ -80,6 +82,8 @@ pub fn read_summary(
         fleet: summary.fleet,
         malformed: summary.malformed,
         first_problem: None,
+        // The summary counts shapes, not nodes by name.
+        pinned_node: None,
     })
 }
 
@@ -168,7 +172,7 @@ mod tests {
     #[case::a_minute_ahead(WRITTEN_AT - 60)]
     fn a_fresh_summary_is_the_cluster_view(#[case] now: u64) {
         let host = Host(Ok(config_map(&summary())));
-        let view = read_summary(&host, &FleetSummarySettings::default(), Some(now)).unwrap();
+        let view = read_summary(&host, &FleetSummarySettings::default(), || Some(now)).unwrap();
         assert_eq!(view.fleet, summary().fleet);
         assert_eq!(view.malformed, 2);
     }
@@ -189,7 +193,8 @@ mod tests {
         #[case] now: Option<u64>,
         #[case] expected: &str,
     ) {
-        let error = read_summary(&Host(answer), &FleetSummarySettings::default(), now).unwrap_err();
+        let error =
+            read_summary(&Host(answer), &FleetSummarySettings::default(), || now).unwrap_err();
         assert!(error.contains(expected), "{error}");
     }
 
