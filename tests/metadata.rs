@@ -316,6 +316,21 @@ const KUBERNETES_OPERATIONS: [&str; 4] = [
     "can_i",
 ];
 
+/// Every file under `dir`, its folders included (the policy's modules are
+/// grouped in folders by pipeline stage).
+fn rust_sources(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(rust_sources(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
 /// What the policy's sources call: every `host_call` must go to the
 /// `kubewarden` binding's `kubernetes` namespace, and the operations are the
 /// `kubernetes` operation names written as string literals in those files
@@ -323,10 +338,8 @@ const KUBERNETES_OPERATIONS: [&str; 4] = [
 fn capabilities_called_by_the_sources() -> BTreeSet<String> {
     const HOST_CALL: &str = "host_call(";
     const KUBERNETES_HOST_CALL: &str = r#"host_call("kubewarden", "kubernetes","#;
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut called = BTreeSet::new();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
+    for path in rust_sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src")) {
         if path.extension().is_none_or(|e| e != "rs") {
             continue;
         }
