@@ -558,3 +558,21 @@ async fn refused_or_unmodelled_kubelet_settings_leave_their_facts_out(
         outcome.warnings
     );
 }
+
+/// A PCI function listed in `bus/pci/devices` whose device has gone by the
+/// time it is read (a dangling link: the GPU fell off the bus after the
+/// listing) is not counted, and the read does not fail: every other GPU is
+/// read whole.
+#[test]
+fn a_device_gone_while_the_tree_is_read_is_not_counted() {
+    let tree = common::scratch_copy("sysfs/two-socket-8gpu", "sysfs-device-gone");
+    let before = read_sysfs(&tree).unwrap();
+    std::os::unix::fs::symlink(
+        "../../../devices/pci0000:ff/0000:ff:00.0",
+        tree.join("bus/pci/devices/0000:ff:00.0"),
+    )
+    .unwrap();
+    let after = read_sysfs(&tree).unwrap();
+    assert_eq!(after.gpus, before.gpus);
+    assert_eq!(after.gpus.len(), 8);
+}

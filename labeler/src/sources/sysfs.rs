@@ -79,37 +79,58 @@ fn read_gpus(devices: &Path) -> Result<Vec<PciGpu>, SourceError> {
     let mut gpus = Vec::new();
     for address in entries(devices)? {
         let device = devices.join(&address);
-        let vendor_path = device.join("vendor");
-        let Some(vendor) = Vendor::from_pci_id(
-            parse_hex_attribute(&read_text(&vendor_path)?).map_err(at(&vendor_path))?,
-        ) else {
-            continue;
-        };
-        let class_path = device.join("class");
-        let class = parse_hex_attribute(&read_text(&class_path)?).map_err(at(&class_path))?;
-        if !is_gpu_class(vendor, class) {
-            continue;
+        match read_device(&device, address) {
+            Ok(Some(gpu)) => gpus.push(gpu),
+            Ok(None) => {}
+            // A device that leaves while it is read (a GPU falling off the
+            // bus, hot-unplug; its link in bus/pci/devices goes, or dangles
+            // for a moment) is not there: counting it with what was read
+            // of it before would publish a GPU whose NUMA node is unknown.
+            Err(_) if !device.exists() => {}
+            Err(e) => return Err(e),
         }
-        // An SR-IOV virtual function is a slice of a GPU already counted
-        // through its physical function.
-        if device.join("physfn").symlink_metadata().is_ok() {
-            continue;
-        }
-        let numa_path = device.join("numa_node");
-        // Kernels built without NUMA support have no numa_node file.
-        let numa = match std::fs::read_to_string(&numa_path) {
-            Ok(text) => parse_numa_node(&text).map_err(at(&numa_path))?,
-            Err(e) if e.kind() == ErrorKind::NotFound => None,
-            Err(e) => return Err(SourceError::new(numa_path.display().to_string(), e)),
-        };
-        gpus.push(PciGpu {
-            address,
-            vendor,
-            class,
-            numa,
-        });
     }
     Ok(gpus)
+}
+
+/// The GPU at `device`, or `None` when the PCI function is not one.
+fn read_device(device: &Path, address: String) -> Result<Option<PciGpu>, SourceError> {
+    let vendor_path = device.join("vendor");
+    let Some(vendor) = Vendor::from_pci_id(
+        parse_hex_attribute(&read_text(&vendor_path)?).map_err(at(&vendor_path))?,
+    ) else {
+        return Ok(None);
+    };
+    let class_path = device.join("class");
+    let class = parse_hex_attribute(&read_text(&class_path)?).map_err(at(&class_path))?;
+    if !is_gpu_class(vendor, class) {
+        return Ok(None);
+    }
+    // An SR-IOV virtual function is a slice of a GPU already counted
+    // through its physical function.
+    if device.join("physfn").symlink_metadata().is_ok() {
+        return Ok(None);
+    }
+    let numa_path = device.join("numa_node");
+    let numa = match std::fs::read_to_string(&numa_path) {
+        Ok(text) => parse_numa_node(&text).map_err(at(&numa_path))?,
+        // Kernels built without NUMA support have no numa_node file; a
+        // device that has just left has none either (see read_gpus).
+        Err(e) if e.kind() == ErrorKind::NotFound && device.exists() => None,
+        Err(e) => return Err(SourceError::new(numa_path.display().to_string(), e)),
+    };
+    if !device.exists() {
+        return Err(SourceError::new(
+            device.display().to_string(),
+            "left while it was read",
+        ));
+    }
+    Ok(Some(PciGpu {
+        address,
+        vendor,
+        class,
+        numa,
+    }))
 }
 
 fn read_numa_nodes(dir: &Path) -> Result<BTreeMap<u32, NumaNode>, SourceError> {
