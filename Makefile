@@ -5,6 +5,7 @@
 #   make e2e-tests   the built module against e2e-tests/scenarios (harness; kwctl bats when available)
 #   make bench       criterion benchmarks (Wasm harness vs native); not part of `make test`
 #   make miri        the allocator's tests under Miri (nightly); not part of `make test`
+#   make fuzz        each fuzz target for FUZZ_SECONDS (30): executions and findings (FUZZING.md)
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -13,7 +14,7 @@ BATS ?= bats
 WASM_TARGET := wasm32-wasip1
 BUILT_WASM := target/$(WASM_TARGET)/release/gpu_topology_policy.wasm
 
-.PHONY: test unit-tests e2e-tests kwctl-e2e-tests demo bench miri fmt lint clean FORCE
+.PHONY: test unit-tests e2e-tests kwctl-e2e-tests demo bench miri fuzz fmt lint clean FORCE
 
 # Cargo decides what is stale; the copy (and so the file's date) changes only
 # when the module does, so annotated-policy.wasm is rebuilt only then.
@@ -79,6 +80,12 @@ bench: policy.wasm
 miri:
 	rustup component add --toolchain nightly miri rust-src
 	$(CARGO) +nightly miri test --lib small_blocks
+
+# cargo-fuzz on stable Rust (RUSTC_BOOTSTRAP=1, set by the script); not part
+# of `make test`: CI replays the committed corpora as tests instead.
+FUZZ_SECONDS ?= 30
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
 
 clean:
 	$(CARGO) clean
