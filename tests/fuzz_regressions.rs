@@ -89,3 +89,21 @@ fn the_structured_corpus_reaches_the_decision() {
         inputs.len()
     );
 }
+
+/// Found by the `validate` target: a lone surrogate escape, which the
+/// scanner passes over as serde_json does when it skips a string, was
+/// copied into the mutated pod, and the host's serde_json could not read
+/// the answer. The pod is now rejected, naming the problem.
+#[test]
+fn a_lone_surrogate_escape_is_rejected_not_echoed() {
+    let payload = std::fs::read(
+        repo_root().join("fuzz/regressions/validate/lone-surrogate-in-mutated-pod.json"),
+    )
+    .unwrap();
+    let response = gpu_topology_policy::validate(&payload).unwrap();
+    let response: serde_json::Value =
+        serde_json::from_slice(&response).expect("the answer is JSON");
+    assert_eq!(response["accepted"], false, "{response}");
+    let message = response["message"].as_str().unwrap();
+    assert!(message.contains("lone leading surrogate"), "{message}");
+}

@@ -223,6 +223,14 @@ impl<'a> PodText<'a> {
     /// are an error, never dropped silently.
     pub fn rewrite(&self, changed: &Value) -> Result<String, String> {
         let unplaceable = || "the decision changed a field the rewrite cannot place".to_owned();
+        // The scanner passes over `\u` escapes as serde_json does when it
+        // skips a string, so a lone surrogate (`"\udc00"`) is read; copied
+        // into the answer, it would make a response the host's serde_json
+        // refuses. Such a pod is left to the tree, which names the problem.
+        let object = self.object.of(self.text);
+        if object.contains("\\u") && serde_json::from_str::<Value>(object).is_err() {
+            return Err("the pod's text is not JSON serde_json reads".to_owned());
+        }
         let Some(places) = &self.spec else {
             return if *changed == self.reduced {
                 Ok(self.object.of(self.text).to_owned())
