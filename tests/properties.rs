@@ -387,3 +387,24 @@ fn the_affinity_evaluator_follows_kubernetes(#[case] terms: Value, #[case] admit
     };
     assert_eq!(admits(&spec, "n1", &labels), admitted);
 }
+
+/// Found by `admitted_nodes_are_the_users_intersected_with_ours`: a required
+/// selector without terms matches no node and the API server refuses it;
+/// the policy ANDed its terms into the empty OR, which made the pod valid
+/// and schedulable on our nodes. It is now left as written.
+#[rstest::rstest]
+#[case::empty_terms(json!({"nodeSelectorTerms": []}))]
+#[case::null_terms(json!({"nodeSelectorTerms": null}))]
+#[case::no_terms_key(json!({}))]
+fn a_required_selector_without_terms_is_left_as_written(#[case] selector: Value) {
+    let affinity =
+        json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": selector}});
+    let pod = json!({"spec": {"affinity": affinity, "containers": [{"name": "a",
+        "resources": {"limits": {"nvidia.com/gpu": "1", "cpu": "2", "memory": "4Gi"}}}]}});
+    let settings = json!({"capacity": {"source": "static", "maxGpusPerNode": 8}});
+    let (accepted, admitted, response) = admit(&pod, &settings);
+    assert!(accepted, "{response}");
+    let required = &admitted["spec"]["affinity"]["nodeAffinity"]
+        ["requiredDuringSchedulingIgnoredDuringExecution"];
+    assert_eq!(required, &selector, "{response}");
+}

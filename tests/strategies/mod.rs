@@ -184,7 +184,7 @@ fn term(prefix: &'static str) -> impl Strategy<Value = Value> {
 fn user_affinity(prefix: &'static str) -> impl Strategy<Value = Option<Value>> {
     let required = vec(term(prefix), 1..4);
     let preferred = vec((1..=100i64, vec(label_requirement(prefix), 1..3)), 0..3);
-    (0..7u8, required, preferred).prop_map(|(shape, required, preferred)| {
+    (0..9u8, required, preferred).prop_map(|(shape, required, preferred)| {
         let preferred: Vec<Value> = preferred
             .into_iter()
             .map(|(weight, expressions)| {
@@ -201,6 +201,10 @@ fn user_affinity(prefix: &'static str) -> impl Strategy<Value = Option<Value>> {
             5 => Some(json!({"nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": required,
                 "preferredDuringSchedulingIgnoredDuringExecution": preferred}})),
+            // Invalid (the API server refuses a selector without terms), and
+            // matching no node.
+            6 => Some(json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}})),
+            7 => Some(json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}})),
             _ => Some(json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []},
                 "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}})),
         }
