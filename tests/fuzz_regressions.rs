@@ -90,20 +90,50 @@ fn the_structured_corpus_reaches_the_decision() {
     );
 }
 
-/// Found by the `validate` target: a lone surrogate escape, which the
-/// scanner passes over as serde_json does when it skips a string, was
-/// copied into the mutated pod, and the host's serde_json could not read
-/// the answer. The pod is now rejected, naming the problem.
-#[test]
-fn a_lone_surrogate_escape_is_rejected_not_echoed() {
-    let payload = std::fs::read(
-        repo_root().join("fuzz/regressions/validate/lone-surrogate-in-mutated-pod.json"),
+/// A GPU pod CREATE whose metadata holds `extra` (JSON text), mutated in
+/// place unless serde_json cannot read it.
+fn pod_payload(extra: &str) -> String {
+    format!(
+        r#"{{"request":{{"kind":{{"kind":"Pod","version":"v1","group":""}},"operation":"CREATE","object":{{"metadata":{{"x":{extra}}},"spec":{{"containers":[{{"name":"a","resources":{{"limits":{{"nvidia.com/gpu":"1"}}}}}}]}}}}}},"settings":{{"capacity":{{"source":"static","maxGpusPerNode":8}}}}}}"#
     )
-    .unwrap();
-    let response = gpu_topology_policy::validate(&payload).unwrap();
+}
+
+/// Found by the `validate` target (a lone surrogate) and the
+/// `validate_structured` target (`66E666`): the scanner passes over values
+/// as serde_json does when it skips them, so a pod holding one serde_json's
+/// tree refuses was read, mutated in place, and answered with it copied: a
+/// response the host's serde_json cannot read. Such a pod is now rejected,
+/// naming the problem; values serde_json reads are still mutated in place.
+/// (extra metadata value, rejected with this message or mutated).
+#[rstest]
+#[case::lone_surrogate_key(r#"{"\udebe": "a"}"#, Some("lone leading surrogate"))]
+#[case::lone_trailing_surrogate(r#""\udc00""#, Some("lone"))]
+#[case::exponent_out_of_range("66E666", Some("number out of range"))]
+#[case::fraction_out_of_range("-1.5e400", Some("number out of range"))]
+#[case::too_many_digits(&"9".repeat(400), Some("number out of range"))]
+#[case::surrogate_pair(r#""\ud83d\ude00""#, None)]
+#[case::escaped_letter(r#""\u0065""#, None)]
+#[case::small_exponent("[1e3, 2.5E-7]", None)]
+#[case::escaped_backslash_then_u(r#""\\udc00""#, None)]
+#[case::long_fraction(&format!("0.{}", "1".repeat(400)), None)]
+fn values_serde_json_refuses_are_rejected_not_echoed(
+    #[case] extra: &str,
+    #[case] rejected: Option<&str>,
+) {
+    let response = gpu_topology_policy::validate(pod_payload(extra).as_bytes()).unwrap();
     let response: serde_json::Value =
         serde_json::from_slice(&response).expect("the answer is JSON");
-    assert_eq!(response["accepted"], false, "{response}");
-    let message = response["message"].as_str().unwrap();
-    assert!(message.contains("lone leading surrogate"), "{message}");
+    match rejected {
+        Some(part) => {
+            assert_eq!(response["accepted"], false, "{response}");
+            let message = response["message"].as_str().unwrap();
+            assert!(message.contains(part), "{message}");
+        }
+        None => {
+            assert_eq!(response["accepted"], true, "{response}");
+            let mutated = response["mutated_object"].as_object().expect("mutated");
+            let original: serde_json::Value = serde_json::from_str(extra).unwrap();
+            assert_eq!(mutated["metadata"]["x"], original, "kept as it came");
+        }
+    }
 }

@@ -18,7 +18,7 @@
 //! type) is not guessed at: `read` answers `None` and the caller decides on
 //! the whole JSON tree instead, which names the problem.
 
-use crate::request::json_scan::{Scanner, Span};
+use crate::request::json_scan::{special_bytes, Scanner, Span};
 use crate::response::json_write::{write_string, write_value};
 use serde_json::{Map, Value};
 
@@ -223,12 +223,13 @@ impl<'a> PodText<'a> {
     /// are an error, never dropped silently.
     pub fn rewrite(&self, changed: &Value) -> Result<String, String> {
         let unplaceable = || "the decision changed a field the rewrite cannot place".to_owned();
-        // The scanner passes over `\u` escapes as serde_json does when it
-        // skips a string, so a lone surrogate (`"\udc00"`) is read; copied
-        // into the answer, it would make a response the host's serde_json
-        // refuses. Such a pod is left to the tree, which names the problem.
+        // The scanner passes over values as serde_json does when it skips
+        // them, so a lone surrogate escape (`"\udc00"`) or a number beyond
+        // f64 (`1e400`) is read; copied into the answer, it would make a
+        // response the host's serde_json refuses. Such a pod is left to the
+        // tree, which names the problem.
         let object = self.object.of(self.text);
-        if object.contains("\\u") && serde_json::from_str::<Value>(object).is_err() {
+        if may_be_refused_by_serde(object) && serde_json::from_str::<Value>(object).is_err() {
             return Err("the pod's text is not JSON serde_json reads".to_owned());
         }
         let Some(places) = &self.spec else {
@@ -278,6 +279,68 @@ impl<'a> PodText<'a> {
         }
         splice(self.text, self.object, edits)
     }
+}
+
+/// More integer digits than `f64::MAX` (about 1.8e308) has: a number this
+/// long is out of the range serde_json reads.
+const F64_MAX_INTEGER_DIGITS: usize = 309;
+
+/// Whether the JSON `text` holds what serde_json passes over but refuses in
+/// a tree: a `\u` escape (it may be a lone surrogate), a number with an
+/// exponent or [`F64_MAX_INTEGER_DIGITS`] integer digits (it may be out of
+/// f64's range). Rare in Kubernetes objects, so a full read is seldom
+/// needed to tell. Strings are passed over eight bytes at a time.
+fn may_be_refused_by_serde(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let (mut pos, mut digits) = (0, 0);
+    while let Some(&byte) = bytes.get(pos) {
+        pos += 1;
+        match byte {
+            b'"' => loop {
+                while let Some(chunk) = bytes
+                    .get(pos..pos + 8)
+                    .and_then(|chunk| <[u8; 8]>::try_from(chunk).ok())
+                {
+                    let special = special_bytes(u64::from_le_bytes(chunk));
+                    if special != 0 {
+                        pos += (special.trailing_zeros() / 8) as usize;
+                        break;
+                    }
+                    pos += 8;
+                }
+                match bytes.get(pos) {
+                    Some(b'"') | None => {
+                        pos += 1;
+                        break;
+                    }
+                    Some(b'\\') if bytes.get(pos + 1) == Some(&b'u') => return true,
+                    Some(b'\\') => pos += 2,
+                    Some(_) => pos += 1,
+                }
+            },
+            b'0'..=b'9' => {
+                digits += 1;
+                if digits >= F64_MAX_INTEGER_DIGITS {
+                    return true;
+                }
+                continue;
+            }
+            b'e' | b'E' if digits > 0 => return true,
+            // The fraction: its digits count towards no overflow, but an
+            // exponent after them does.
+            b'.' => {
+                while bytes.get(pos).is_some_and(u8::is_ascii_digit) {
+                    pos += 1;
+                }
+                if let Some(b'e' | b'E') = bytes.get(pos) {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+        digits = 0;
+    }
+    false
 }
 
 /// True when `before` and `after` agree on everything but the fields `except`
