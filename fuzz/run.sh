@@ -52,10 +52,11 @@ for target in $TARGETS; do
     stat() { grep -o "^stat::$1: *[0-9]*" "$log" | grep -o '[0-9]*$' | tail -1; }
     runs=$(stat number_of_executed_units)
     speed=$(stat average_exec_per_sec)
-    corpus=$(find "$work" -type f | wc -l)
+    # libFuzzer's own count: the work folder also keeps inputs it reduced.
+    corpus=$(grep -o 'corp: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
     findings=$((after - before))
     line=$(printf '%-20s %12s execs %8s exec/s %6s corpus %3s findings  exit %s' \
-        "$target" "${runs:-?}" "${speed:-?}" "$corpus" "$findings" "$status")
+        "$target" "${runs:-?}" "${speed:-?}" "${corpus:-?}" "$findings" "$status")
     echo "$line"
     summary+=("$line")
     if [ "$status" -ne 0 ] || [ "$findings" -ne 0 ]; then

@@ -11,8 +11,9 @@ use gpu_topology::{FleetSummary, LabelPrefix};
 use gpu_topology_policy::cluster::{fleet_summary, nodes};
 use gpu_topology_policy::request::json_scan::{self, Scanner, MAX_DEPTH};
 use gpu_topology_policy::request::pod_text::PodText;
-use gpu_topology_policy::request::Payload;
+use gpu_topology_policy::request::{GroupVersionKind, Payload};
 use serde::de::IgnoredAny;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::path::Path;
 
@@ -275,9 +276,15 @@ fn check_payload_fields(payload: &Payload<'_>, tree: &Value) {
     let read = &payload.request;
     assert_eq!(read.namespace, field("namespace"), "namespace");
     assert_eq!(read.operation, field("operation"), "operation");
+    // serde's derived struct reading, as the SDK's: an object, or the
+    // fields in order as an array.
+    let kind = match request.get("kind") {
+        Some(kind) => GroupVersionKind::deserialize(kind).expect("serde_json reads the kind"),
+        None => GroupVersionKind::default(),
+    };
     assert_eq!(
-        read.kind.kind,
-        request["kind"]["kind"].as_str().unwrap_or_default(),
+        (&read.kind.group, &read.kind.version, &read.kind.kind),
+        (&kind.group, &kind.version, &kind.kind),
         "kind"
     );
     let object: Value = serde_json::from_str(read.object_text()).expect("the object is JSON");
