@@ -18,7 +18,7 @@
 //! type) is not guessed at: `read` answers `None` and the caller decides on
 //! the whole JSON tree instead, which names the problem.
 
-use crate::request::json_scan::{special_bytes, Scanner, Span};
+use crate::request::json_scan::{tree_refusal_hints, Scanner, Span};
 use crate::response::json_write::{write_string, write_value};
 use serde_json::{Map, Value};
 
@@ -42,6 +42,9 @@ pub struct PodText<'a> {
     object: Span,
     reduced: Value,
     spec: Option<SpecPlaces>,
+    /// The text holds a value serde_json's tree may refuse (see
+    /// [`tree_refusal_hints`]).
+    may_be_refused: bool,
 }
 
 /// Where a field the policy may rewrite is, or can be added: the span of its
@@ -73,6 +76,8 @@ pub struct PodFields<'a> {
     object: Span,
     /// `None` when the pod has no `spec`, or `spec: null`.
     spec: Option<SpecFields>,
+    /// See [`PodText`]'s field.
+    may_be_refused: bool,
 }
 
 #[derive(Debug, Default)]
@@ -103,6 +108,7 @@ impl<'a> PodFields<'a> {
     /// is no object or its shape is not one this reader handles (see the
     /// module documentation); the scanner is then left mid-value.
     pub fn read(scanner: &mut Scanner<'a>) -> Option<Self> {
+        let hints = tree_refusal_hints();
         scanner.peek_value();
         let start = scanner.position();
         let mut spec = None;
@@ -121,6 +127,7 @@ impl<'a> PodFields<'a> {
                 end: scanner.position(),
             },
             spec: spec.flatten(),
+            may_be_refused: tree_refusal_hints() != hints,
         })
     }
 
@@ -142,13 +149,14 @@ impl<'a> PodText<'a> {
 
     /// The pod whose fields were read in place.
     pub fn from_fields(pod: &PodFields<'a>) -> Option<Self> {
-        let (text, object) = (pod.text, pod.object);
+        let (text, object, may_be_refused) = (pod.text, pod.object, pod.may_be_refused);
         let Some(fields) = &pod.spec else {
             return Some(PodText {
                 text,
                 object,
                 reduced: Value::Object(Map::new()),
                 spec: None,
+                may_be_refused,
             });
         };
         let mut reduced = Map::new();
@@ -210,6 +218,7 @@ impl<'a> PodText<'a> {
             object,
             reduced: Value::Object(pod),
             spec: Some(spec),
+            may_be_refused,
         })
     }
 
@@ -227,9 +236,10 @@ impl<'a> PodText<'a> {
         // them, so a lone surrogate escape (`"\udc00"`) or a number beyond
         // f64 (`1e400`) is read; copied into the answer, it would make a
         // response the host's serde_json refuses. Such a pod is left to the
-        // tree, which names the problem.
+        // tree, which names the problem. Checked only for a pod holding a
+        // `\u` escape or a number that may be one, which are rare.
         let object = self.object.of(self.text);
-        if may_be_refused_by_serde(object) && serde_json::from_str::<Value>(object).is_err() {
+        if self.may_be_refused && serde_json::from_str::<Value>(object).is_err() {
             return Err("the pod's text is not JSON serde_json reads".to_owned());
         }
         let Some(places) = &self.spec else {
@@ -279,68 +289,6 @@ impl<'a> PodText<'a> {
         }
         splice(self.text, self.object, edits)
     }
-}
-
-/// More integer digits than `f64::MAX` (about 1.8e308) has: a number this
-/// long is out of the range serde_json reads.
-const F64_MAX_INTEGER_DIGITS: usize = 309;
-
-/// Whether the JSON `text` holds what serde_json passes over but refuses in
-/// a tree: a `\u` escape (it may be a lone surrogate), a number with an
-/// exponent or [`F64_MAX_INTEGER_DIGITS`] integer digits (it may be out of
-/// f64's range). Rare in Kubernetes objects, so a full read is seldom
-/// needed to tell. Strings are passed over eight bytes at a time.
-fn may_be_refused_by_serde(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    let (mut pos, mut digits) = (0, 0);
-    while let Some(&byte) = bytes.get(pos) {
-        pos += 1;
-        match byte {
-            b'"' => loop {
-                while let Some(chunk) = bytes
-                    .get(pos..pos + 8)
-                    .and_then(|chunk| <[u8; 8]>::try_from(chunk).ok())
-                {
-                    let special = special_bytes(u64::from_le_bytes(chunk));
-                    if special != 0 {
-                        pos += (special.trailing_zeros() / 8) as usize;
-                        break;
-                    }
-                    pos += 8;
-                }
-                match bytes.get(pos) {
-                    Some(b'"') | None => {
-                        pos += 1;
-                        break;
-                    }
-                    Some(b'\\') if bytes.get(pos + 1) == Some(&b'u') => return true,
-                    Some(b'\\') => pos += 2,
-                    Some(_) => pos += 1,
-                }
-            },
-            b'0'..=b'9' => {
-                digits += 1;
-                if digits >= F64_MAX_INTEGER_DIGITS {
-                    return true;
-                }
-                continue;
-            }
-            b'e' | b'E' if digits > 0 => return true,
-            // The fraction: its digits count towards no overflow, but an
-            // exponent after them does.
-            b'.' => {
-                while bytes.get(pos).is_some_and(u8::is_ascii_digit) {
-                    pos += 1;
-                }
-                if let Some(b'e' | b'E') = bytes.get(pos) {
-                    return true;
-                }
-            }
-            _ => {}
-        }
-        digits = 0;
-    }
-    false
 }
 
 /// True when `before` and `after` agree on everything but the fields `except`
