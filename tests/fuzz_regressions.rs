@@ -5,32 +5,17 @@
 //! here): an answer for every input, never a panic, and for the scanner
 //! agreement with serde_json. CI does not fuzz; FUZZING.md says how to.
 
+#[path = "../fuzz/src/corpus.rs"]
+mod corpus;
 #[path = "../fuzz/src/policy_oracles.rs"]
 mod policy_oracles;
 
+use corpus::{committed_inputs, replay};
 use rstest::rstest;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The committed inputs of `target`, in name order.
-fn inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut paths = Vec::new();
-    for dir in ["fuzz/corpus", "fuzz/regressions"] {
-        if let Ok(entries) = std::fs::read_dir(repo_root().join(dir).join(target)) {
-            paths.extend(entries.map(|entry| entry.unwrap().path()));
-        }
-    }
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|path| {
-            let bytes = std::fs::read(&path).unwrap();
-            (path, bytes)
-        })
-        .collect()
 }
 
 /// (target, the least number of committed inputs it has).
@@ -43,29 +28,20 @@ fn inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
 #[case::fleet_summary("fleet_summary", 2)]
 fn every_committed_input_is_answered(#[case] target: &str, #[case] at_least: usize) {
     let requests = policy_oracles::fixture_requests(repo_root());
-    let inputs = inputs(target);
-    assert!(
-        inputs.len() >= at_least,
-        "{target}: {} committed inputs",
-        inputs.len()
-    );
-    for (path, data) in &inputs {
-        let check = || match target {
-            "validate" => drop(policy_oracles::check_validate(data)),
-            "validate_structured" => policy_oracles::check_structured(&requests, data),
-            "validate_settings" => policy_oracles::check_settings(data),
-            "json_scan" => policy_oracles::check_json_scan(data),
-            "node_list" => policy_oracles::check_node_list(data),
-            "fleet_summary" => policy_oracles::check_fleet_summary(data),
-            _ => unreachable!("no target {target}"),
-        };
-        if let Err(panic) = std::panic::catch_unwind(check) {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()));
-            panic!("{}: {}", path.display(), message.unwrap_or_default());
-        }
+    let inputs = committed_inputs(repo_root(), target);
+    let requests = &requests;
+    match target {
+        "validate" => replay(&inputs, at_least, |data| {
+            drop(policy_oracles::check_validate(data))
+        }),
+        "validate_structured" => replay(&inputs, at_least, |data| {
+            policy_oracles::check_structured(requests, data)
+        }),
+        "validate_settings" => replay(&inputs, at_least, policy_oracles::check_settings),
+        "json_scan" => replay(&inputs, at_least, policy_oracles::check_json_scan),
+        "node_list" => replay(&inputs, at_least, policy_oracles::check_node_list),
+        "fleet_summary" => replay(&inputs, at_least, policy_oracles::check_fleet_summary),
+        _ => unreachable!("no target {target}"),
     }
 }
 
@@ -75,7 +51,7 @@ fn every_committed_input_is_answered(#[case] target: &str, #[case] at_least: usi
 fn the_structured_corpus_reaches_the_decision() {
     let requests = policy_oracles::fixture_requests(repo_root());
     assert!(requests.len() >= 20, "{} fixture requests", requests.len());
-    let inputs = inputs("validate_structured");
+    let inputs = committed_inputs(repo_root(), "validate_structured");
     let answered = inputs
         .iter()
         .filter(|(_, data)| {

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use strategies::{nanos, node, payload, pod, settings, OTHER_PREFIX};
 
 /// Generated cases per property: each runs the policy once or twice.
-const CASES: u32 = 384;
+const CASES: u32 = 1024;
 
 /// The resources Kubernetes' QoS classes are computed from.
 const QOS_RESOURCES: [&str; 2] = ["cpu", "memory"];
@@ -252,12 +252,7 @@ fn term_matches(term: &Value, name: &str, labels: &Map<String, Value>) -> bool {
 /// the label's value is not one.
 fn label_matches(requirement: &Value, labels: &Map<String, Value>) -> bool {
     let key = requirement["key"].as_str().unwrap_or_default();
-    let values: Vec<&str> = requirement["values"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let values = values(requirement);
     let label = labels.get(key).and_then(Value::as_str);
     let integer = |text: &str| text.parse::<i64>().ok();
     let compare = |ordering: std::cmp::Ordering| {
@@ -280,14 +275,19 @@ fn label_matches(requirement: &Value, labels: &Map<String, Value>) -> bool {
     }
 }
 
-/// `matchFields`: only `metadata.name`, with `In` or `NotIn`.
-fn field_matches(requirement: &Value, name: &str) -> bool {
-    let values: Vec<&str> = requirement["values"]
+/// A requirement's `values` (none when absent).
+fn values(requirement: &Value) -> Vec<&str> {
+    requirement["values"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
-        .collect();
+        .collect()
+}
+
+/// `matchFields`: only `metadata.name`, with `In` or `NotIn`.
+fn field_matches(requirement: &Value, name: &str) -> bool {
+    let values = values(requirement);
     match (
         requirement["key"].as_str(),
         requirement["operator"].as_str(),

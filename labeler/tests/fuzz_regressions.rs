@@ -3,32 +3,18 @@
 //! the same parsers and checks (`fuzz/src/labeler_oracles.rs`, included
 //! here): a topology or an error for every input, never a panic.
 
+#[path = "../../fuzz/src/corpus.rs"]
+mod corpus;
 #[path = "../../fuzz/src/labeler_oracles.rs"]
 mod labeler_oracles;
 
+use corpus::{committed_inputs, replay};
 use rstest::rstest;
 use std::path::{Path, PathBuf};
 
 fn repo_root() -> PathBuf {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     crate_dir.parent().unwrap_or(crate_dir).to_path_buf()
-}
-
-fn inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut paths = Vec::new();
-    for dir in ["fuzz/corpus", "fuzz/regressions"] {
-        if let Ok(entries) = std::fs::read_dir(repo_root().join(dir).join(target)) {
-            paths.extend(entries.map(|entry| entry.unwrap().path()));
-        }
-    }
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|path| {
-            let bytes = std::fs::read(&path).unwrap();
-            (path, bytes)
-        })
-        .collect()
 }
 
 /// (target, the least number of committed inputs it has).
@@ -38,31 +24,22 @@ fn inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
 #[case::kubelet_config("kubelet_config", 5)]
 #[case::sysfs_tree("sysfs_tree", 5)]
 fn every_committed_input_is_answered(#[case] target: &str, #[case] at_least: usize) {
-    let tree = std::env::temp_dir().join(format!(
-        "gpu-topology-fuzz-regressions-{}-{target}",
-        std::process::id()
-    ));
-    let inputs = inputs(target);
-    assert!(
-        inputs.len() >= at_least,
-        "{target}: {} committed inputs",
-        inputs.len()
-    );
-    for (path, data) in &inputs {
-        let check = || match target {
-            "nvidia_smi" => labeler_oracles::check_nvidia_smi(data),
-            "rocm_smi" => labeler_oracles::check_rocm_smi(data),
-            "kubelet_config" => labeler_oracles::check_kubelet_config(data),
-            "sysfs_tree" => labeler_oracles::check_sysfs_tree(&tree, data),
-            _ => unreachable!("no target {target}"),
-        };
-        if let Err(panic) = std::panic::catch_unwind(check) {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()));
-            panic!("{}: {}", path.display(), message.unwrap_or_default());
+    let inputs = committed_inputs(&repo_root(), target);
+    match target {
+        "nvidia_smi" => replay(&inputs, at_least, labeler_oracles::check_nvidia_smi),
+        "rocm_smi" => replay(&inputs, at_least, labeler_oracles::check_rocm_smi),
+        "kubelet_config" => replay(&inputs, at_least, labeler_oracles::check_kubelet_config),
+        "sysfs_tree" => {
+            let tree = std::env::temp_dir().join(format!(
+                "gpu-topology-fuzz-regressions-{}",
+                std::process::id()
+            ));
+            let tree = &tree;
+            replay(&inputs, at_least, |data| {
+                labeler_oracles::check_sysfs_tree(tree, data)
+            });
+            let _ = std::fs::remove_dir_all(tree);
         }
+        _ => unreachable!("no target {target}"),
     }
-    let _ = std::fs::remove_dir_all(&tree);
 }
