@@ -6,6 +6,7 @@
 #   make bench       criterion benchmarks (Wasm harness vs native); not part of `make test`
 #   make miri        the allocator's tests under Miri (nightly); not part of `make test`
 #   make artifacthub-pkg.yml   regenerate the Artifact Hub package with kwctl (release time)
+#   make fuzz        each fuzz target for FUZZ_SECONDS (30): executions and findings (FUZZING.md)
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -17,7 +18,7 @@ BUILT_WASM := $(WASM_TARGET)/release/gpu_topology_policy.wasm
 # The generated bats suite: one @test per e2e-tests/scenarios/*.json (git-ignored).
 KWCTL_BATS := e2e-tests/kwctl.bats
 
-.PHONY: test unit-tests e2e-tests kwctl-e2e-tests $(KWCTL_BATS) demo bench miri fmt lint clean FORCE
+.PHONY: test unit-tests e2e-tests kwctl-e2e-tests $(KWCTL_BATS) demo bench miri fuzz fmt lint clean FORCE
 
 # Cargo decides what is stale; the copy (and so the file's date) changes only
 # when the module does, so annotated-policy.wasm is rebuilt only then.
@@ -115,6 +116,12 @@ bench: policy.wasm
 miri:
 	rustup component add --toolchain nightly miri rust-src
 	$(CARGO) +nightly miri test --lib small_blocks
+
+# cargo-fuzz on stable Rust (RUSTC_BOOTSTRAP=1, set by the script); not part
+# of `make test`: CI replays the committed corpora as tests instead.
+FUZZ_SECONDS ?= 30
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
 
 clean:
 	$(CARGO) clean

@@ -104,7 +104,7 @@ pub fn merge(
         .collect();
     let node_affinity = object_at(spec, "affinity", "spec")
         .and_then(|affinity| object_at(affinity, "nodeAffinity", "spec.affinity"))?;
-    if !required.is_empty() {
+    if !required.is_empty() && !has_required_selector_without_terms(node_affinity) {
         let path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
         let selector = object_at(
             node_affinity,
@@ -186,6 +186,24 @@ fn and_into_terms(terms: &mut Vec<Value>, required: Vec<Vec<Value>>) -> Result<(
     }
     *terms = merged;
     Ok(())
+}
+
+/// A required node selector the pod author wrote without terms (`{}`,
+/// `nodeSelectorTerms: []` or `null`). It matches no node (component-helpers'
+/// `nodeSelectorTerms.match` ORs over none), and the API server refuses it
+/// (`ValidateNodeSelector`: "must have at least one node selector term").
+/// It is left as written: our terms alone would turn that pod into a valid
+/// one that schedules.
+fn has_required_selector_without_terms(node_affinity: &Value) -> bool {
+    let selector = node_affinity
+        .get("requiredDuringSchedulingIgnoredDuringExecution")
+        .filter(|selector| selector.is_object());
+    match selector.map(|selector| selector.get("nodeSelectorTerms")) {
+        None => false,
+        Some(None | Some(Value::Null)) => true,
+        Some(Some(Value::Array(terms))) => terms.is_empty(),
+        Some(Some(_)) => false,
+    }
 }
 
 /// A node-selector term without expressions or fields selects no node.

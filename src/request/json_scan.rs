@@ -15,11 +15,34 @@
 //! indexes out of bounds or recurses.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::fmt;
 
 /// Containers nested deeper than this are refused, as serde_json refuses
 /// them (its recursion limit), so a hostile payload cannot exhaust anything.
 pub const MAX_DEPTH: u32 = 128;
+
+/// More integer digits than `f64::MAX` (about 1.8e308) has.
+const F64_MAX_INTEGER_DIGITS: usize = 309;
+
+thread_local! {
+    /// See [`tree_refusal_hints`].
+    static TREE_REFUSAL_HINTS: Cell<u32> = const { Cell::new(0) };
+}
+
+/// How many values passed over so far (wrapping) serde_json may refuse in
+/// a tree though it passes over them, as this scanner does: `\u` escapes
+/// (a lone surrogate is refused) and numbers with an exponent or 309
+/// integer digits (beyond f64 is refused). Counted where they are rare, in
+/// the scanning steps' slow branches; compare two readings to tell whether
+/// a span of text holds one.
+pub fn tree_refusal_hints() -> u32 {
+    TREE_REFUSAL_HINTS.get()
+}
+
+fn hint_tree_refusal() {
+    TREE_REFUSAL_HINTS.set(TREE_REFUSAL_HINTS.get().wrapping_add(1));
+}
 
 /// Byte range of a JSON value (or key) within the scanned text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -319,6 +342,7 @@ fn escape_end(bytes: &[u8], pos: usize) -> Scan<usize> {
     match bytes.get(pos) {
         Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(pos + 1),
         Some(b'u') => {
+            hint_tree_refusal();
             for offset in 1..=4 {
                 if !bytes.get(pos + offset).is_some_and(u8::is_ascii_hexdigit) {
                     return fail("invalid \\u escape in a JSON string", pos + offset);
@@ -346,13 +370,20 @@ fn number_end(bytes: &[u8], mut pos: usize) -> Scan<usize> {
     }
     match bytes.get(pos) {
         Some(b'0') => pos += 1,
-        Some(b'1'..=b'9') => pos = digits_end(bytes, pos),
+        Some(b'1'..=b'9') => {
+            let start = pos;
+            pos = digits_end(bytes, pos);
+            if pos - start >= F64_MAX_INTEGER_DIGITS {
+                hint_tree_refusal();
+            }
+        }
         _ => return fail("invalid JSON number", pos),
     }
     if bytes.get(pos) == Some(&b'.') {
         pos = required_digits_end(bytes, pos + 1)?;
     }
     if let Some(b'e' | b'E') = bytes.get(pos) {
+        hint_tree_refusal();
         pos += 1;
         if let Some(b'+' | b'-') = bytes.get(pos) {
             pos += 1;

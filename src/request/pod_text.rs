@@ -18,7 +18,7 @@
 //! type) is not guessed at: `read` answers `None` and the caller decides on
 //! the whole JSON tree instead, which names the problem.
 
-use crate::request::json_scan::{Scanner, Span};
+use crate::request::json_scan::{tree_refusal_hints, Scanner, Span};
 use crate::response::json_write::{write_string, write_value};
 use serde_json::{Map, Value};
 
@@ -42,6 +42,9 @@ pub struct PodText<'a> {
     object: Span,
     reduced: Value,
     spec: Option<SpecPlaces>,
+    /// The text holds a value serde_json's tree may refuse (see
+    /// [`tree_refusal_hints`]).
+    may_be_refused: bool,
 }
 
 /// Where a field the policy may rewrite is, or can be added: the span of its
@@ -73,6 +76,8 @@ pub struct PodFields<'a> {
     object: Span,
     /// `None` when the pod has no `spec`, or `spec: null`.
     spec: Option<SpecFields>,
+    /// See [`PodText`]'s field.
+    may_be_refused: bool,
 }
 
 #[derive(Debug, Default)]
@@ -103,6 +108,7 @@ impl<'a> PodFields<'a> {
     /// is no object or its shape is not one this reader handles (see the
     /// module documentation); the scanner is then left mid-value.
     pub fn read(scanner: &mut Scanner<'a>) -> Option<Self> {
+        let hints = tree_refusal_hints();
         scanner.peek_value();
         let start = scanner.position();
         let mut spec = None;
@@ -121,6 +127,7 @@ impl<'a> PodFields<'a> {
                 end: scanner.position(),
             },
             spec: spec.flatten(),
+            may_be_refused: tree_refusal_hints() != hints,
         })
     }
 
@@ -142,13 +149,14 @@ impl<'a> PodText<'a> {
 
     /// The pod whose fields were read in place.
     pub fn from_fields(pod: &PodFields<'a>) -> Option<Self> {
-        let (text, object) = (pod.text, pod.object);
+        let (text, object, may_be_refused) = (pod.text, pod.object, pod.may_be_refused);
         let Some(fields) = &pod.spec else {
             return Some(PodText {
                 text,
                 object,
                 reduced: Value::Object(Map::new()),
                 spec: None,
+                may_be_refused,
             });
         };
         let mut reduced = Map::new();
@@ -210,6 +218,7 @@ impl<'a> PodText<'a> {
             object,
             reduced: Value::Object(pod),
             spec: Some(spec),
+            may_be_refused,
         })
     }
 
@@ -223,6 +232,16 @@ impl<'a> PodText<'a> {
     /// are an error, never dropped silently.
     pub fn rewrite(&self, changed: &Value) -> Result<String, String> {
         let unplaceable = || "the decision changed a field the rewrite cannot place".to_owned();
+        // The scanner passes over values as serde_json does when it skips
+        // them, so a lone surrogate escape (`"\udc00"`) or a number beyond
+        // f64 (`1e400`) is read; copied into the answer, it would make a
+        // response the host's serde_json refuses. Such a pod is left to the
+        // tree, which names the problem. Checked only for a pod holding a
+        // `\u` escape or a number that may be one, which are rare.
+        let object = self.object.of(self.text);
+        if self.may_be_refused && serde_json::from_str::<Value>(object).is_err() {
+            return Err("the pod's text is not JSON serde_json reads".to_owned());
+        }
         let Some(places) = &self.spec else {
             return if *changed == self.reduced {
                 Ok(self.object.of(self.text).to_owned())
