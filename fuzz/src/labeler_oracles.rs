@@ -47,13 +47,15 @@ pub fn check_rocm_smi(data: &[u8]) {
 }
 
 /// A kubelet config and its drop-ins, separated by [`FILE_SEPARATOR`]:
-/// each file parsed, and the ones that parse merged.
+/// each file parsed, and the ones that parse merged over the first (the
+/// main file) in order, as the kubelet merges its `--config-dir`.
 pub fn check_kubelet_config(data: &[u8]) {
-    let files: Vec<_> = data
+    let mut files = data
         .split(|byte| *byte == FILE_SEPARATOR)
-        .filter_map(|file| kubelet::parse_file(&String::from_utf8_lossy(file)).ok())
-        .collect();
-    let _ = kubelet::settings(&files);
+        .filter_map(|file| kubelet::parse_file(&String::from_utf8_lossy(file)).ok());
+    if let Some(main) = files.next() {
+        let _ = kubelet::settings(&kubelet::MergedConfig::new(main, files));
+    }
 }
 
 /// One file of a generated sysfs tree: where it goes, and its bytes.
