@@ -122,7 +122,7 @@ pub fn admit_terms(demand: impl Into<GpuDemand>) -> Vec<Term> {
             enough_gpus.clone(),
             Requirement::NotIn {
                 key: LabelKey::TopologyManagerPolicy,
-                values: vec![TopologyManagerPolicy::SingleNumaNode.as_str()],
+                values: vec![TopologyManagerPolicy::SingleNumaNode.as_str().into()],
             },
         ],
         vec![
