@@ -412,7 +412,7 @@ pub fn verdicts<'f>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::testing::{config, hgx, l4, node, pod, view, OLD};
+    use crate::decide::testing::{config, hgx, hgx_full_pcpus_only, l4, node, pod, view, OLD};
     use gpu_topology::NodeTopology;
     use rstest::rstest;
     use serde_json::{json, Value};
@@ -476,6 +476,10 @@ mod tests {
         vec![], vec![vec!["shape In {0},{1}"]])]
     #[case::preferred_nothing_when_all_eligible_are_aligned(json!({}), pod(4, 16),
         vec![(hgx("single-numa-node"), 10)], vec![], vec![])]
+    // The author's 3 CPUs: SMTAlignmentError under full-pcpus-only only.
+    #[case::preferred_keeps_odd_cpus_off_full_pcpus_only(json!({}), pod(1, 3),
+        vec![(hgx_full_pcpus_only("best-effort"), 4), (hgx("best-effort"), 4)],
+        vec![vec!["shape NotIn {0}"]], vec![])]
     #[case::required_selects_hosting_shapes(required("numa"), pod(4, 16),
         vec![(hgx("single-numa-node"), 10), (hgx("none"), 2)],
         vec![vec!["shape In {0}"]], vec![])]

@@ -1106,4 +1106,53 @@ mod tests {
             assert!(warning.contains("Set cpu, memory and hugepages per container"));
         }
     }
+
+    /// (container resources, the multiple of the fleet's full-pcpus-only
+    /// kubelets, the CPUs it ends with): only CPUs the policy chooses are
+    /// rounded to the multiple; the author's whole CPUs are kept.
+    #[rstest]
+    #[case::fraction_rounded_to_the_multiple(json!({"limits": {"cpu": "2500m", "memory": "1Gi", "nvidia.com/gpu": "1"}}), 2, "4")]
+    #[case::fraction_without_smt(json!({"limits": {"cpu": "2500m", "memory": "1Gi", "nvidia.com/gpu": "1"}}), 1, "3")]
+    #[case::default_rounded(json!({"limits": {"nvidia.com/gpu": "1"}}), 8, "8")]
+    #[case::default_of_a_multiple_already(json!({"limits": {"nvidia.com/gpu": "1"}}), 2, "4")]
+    #[case::authors_whole_cpus_kept(json!({"limits": {"cpu": "3", "memory": "1Gi", "nvidia.com/gpu": "1"}}), 2, "3")]
+    #[case::requests_rise_to_the_authors_limit(json!({"requests": {"cpu": "2"}, "limits": {"cpu": "3", "memory": "1Gi", "nvidia.com/gpu": "1"}}), 2, "3")]
+    fn cpus_the_policy_chooses_are_a_multiple_of_the_smt_level(
+        #[case] resources: Value,
+        #[case] multiple: u64,
+        #[case] cpus: &str,
+    ) {
+        let mut spec = json!({"containers": [{"name": "c", "resources": resources}]});
+        let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+        let plan = plan(&spec, &demand, &qos(), multiple).unwrap();
+        apply(&mut spec, &plan.edits).unwrap();
+        let resources = &spec["containers"][0]["resources"];
+        assert_eq!(resources["limits"]["cpu"], cpus);
+        assert_eq!(resources["requests"]["cpu"], cpus);
+    }
+
+    /// A fitted init container's whole budget is rounded down to the
+    /// multiple: it gets exclusive CPUs, and must not raise the pod's
+    /// effective request. (app CPUs, multiple, the init container's CPUs)
+    #[rstest]
+    #[case::odd_budget_rounded_down("3", 2, "2")]
+    #[case::even_budget_kept("4", 2, "4")]
+    #[case::no_smt("3", 1, "3")]
+    fn fitted_whole_budgets_are_rounded_down(
+        #[case] app: &str,
+        #[case] multiple: u64,
+        #[case] init: &str,
+    ) {
+        let mut spec = json!({
+            "initContainers": [{"name": "download"}],
+            "containers": [{"name": "c", "resources": {"limits": {"cpu": app, "memory": "8Gi", "nvidia.com/gpu": "1"}}}]
+        });
+        let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+        let plan = plan(&spec, &demand, &qos(), multiple).unwrap();
+        apply(&mut spec, &plan.edits).unwrap();
+        assert_eq!(
+            spec["initContainers"][0]["resources"]["limits"]["cpu"],
+            init
+        );
+    }
 }

@@ -39,6 +39,15 @@ pub(crate) fn hgx(policy: &str) -> NodeTopology {
     node(&format!("{HGX} {KUBELET} topology-manager-policy={policy}"))
 }
 
+/// [`hgx`] whose static CPU Manager runs `full-pcpus-only`.
+pub(crate) fn hgx_full_pcpus_only(policy: &str) -> NodeTopology {
+    let kubelet = KUBELET.replace(
+        "cpu-manager-full-pcpus-only=false",
+        "cpu-manager-full-pcpus-only=true",
+    );
+    node(&format!("{HGX} {kubelet} topology-manager-policy={policy}"))
+}
+
 pub(crate) fn l4() -> NodeTopology {
     node(L4)
 }
