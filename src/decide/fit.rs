@@ -649,4 +649,18 @@ mod tests {
         assert_eq!(Need::for_pod(&config), expected);
         assert_eq!(affinity_applies(&config, pinned), applies);
     }
+
+    /// Hostile requests with a view are answered, never trapped on: the
+    /// model saturates what it cannot hold.
+    #[rstest]
+    #[case::huge_cpu(json!({"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": "8", "cpu": "9223372036", "memory": "64Gi"}}}]}))]
+    #[case::huge_memory(json!({"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": "1", "cpu": "1", "memory": "9E"}}}]}))]
+    #[case::many_gpus(json!({"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": "4294967295"}}}]}))]
+    #[case::many_containers(json!({"containers": (0..64).map(|i| json!({"name": format!("c{i}"), "resources": {"limits": {"nvidia.com/gpu": "1", "cpu": "1", "memory": "1Gi"}}})).collect::<Vec<_>>()}))]
+    fn hostile_pods_are_answered(#[case] spec: Value) {
+        let view = view(vec![(hgx("restricted"), 2), (l4(), 1), (node(OLD), 1)]);
+        for settings in [json!({}), required("numa"), required("nvlink")] {
+            let _ = decide(&spec, &view, &config(settings));
+        }
+    }
 }
