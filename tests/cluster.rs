@@ -119,35 +119,37 @@ fn preferred() -> Value {
     json!({})
 }
 
-/// (fixture, settings, session, fragments of the rejection message)
+/// (fixture, settings, session, fragments of the rejection message): the
+/// kubelet model's verdict per node shape, with the arithmetic and the fix.
 #[rstest]
 #[case::numa_required_no_fit("eight-gpu-pod", topology("required", "numa"), "hgx-mixed-fleet", &[
-    "it needs 8 GPUs (container \"finetune\": 8 nvidia.com/gpu) NUMA-aligned, but none of the 5 labeled GPU nodes can host it",
-    "largest NUMA-aligned offer: 4 GPUs on 5 nodes; largest node offer: 8 GPUs on 1 node; 2 nodes run topologyManagerPolicy single-numa-node",
-    "Request at most 4 GPUs per pod, or set topology.affinity: preferred so the GPUs may span NUMA nodes.",
+    "it needs 8 GPUs (container \"finetune\": 8 nvidia.com/gpu) NUMA-aligned (topology.affinity: required), but none of the 5 labeled GPU nodes hosts it so",
+    "(8 GPUs, 4+4 per NUMA node, 96 CPUs per NUMA node, topologyManagerPolicy single-numa-node) the 8 GPUs need 2 NUMA nodes, but single-numa-node admits only one: the kubelet refuses it with TopologyAffinityError. Request at most 4 GPUs per pod.",
+    "topologyManagerPolicy best-effort) the kubelet admits it unaligned: the 8 GPUs' narrowest NUMA mask is 2 nodes. Request at most 4 GPUs per pod, or set topology.affinity: preferred so the GPUs may span NUMA nodes.",
 ])]
 #[case::nvlink_required_no_fit("training-pod-init-and-sidecar", topology("required", "nvlink"), "a100-pcie-nvlink-bridge-fleet", &[
-    "NVLink-aligned, but none of the 2 labeled GPU nodes can host it: largest NVLink-aligned offer: 2 GPUs on 2 nodes; largest node offer: 4 GPUs on 2 nodes.",
-    "Request at most 2 GPUs per pod, or set topology.affinity: preferred so the GPUs may span NVLink groups.",
+    "NVLink-aligned (topology.affinity: required), but none of the 2 labeled GPU nodes hosts it so",
+    "the kubelet admits it, but the largest NVLink group has 2 GPUs and 4 must share one. Request at most 2 GPUs per pod, or set topology.affinity: preferred so the GPUs may span NVLink groups.",
 ])]
 #[case::node_required_no_fit("eight-gpu-pod", topology("required", "node"), "four-gpu-pcie-fleet", &[
-    "8 nvidia.com/gpu) on one node, but none of the 3 labeled GPU nodes can host it: largest node offer: 4 GPUs on 3 nodes.",
+    "it needs 8 GPUs (container \"finetune\": 8 nvidia.com/gpu) but the largest labeled GPU node has 4 (3 nodes).",
     "Request at most 4 GPUs per pod, or split the work across several pods.",
 ])]
 #[case::preferred_no_node_admits("eight-gpu-pod", preferred(), "hgx-single-numa-node-fleet", &[
-    "none of the 3 labeled GPU nodes can admit it: largest node offer: 4 GPUs on 3 nodes; 3 nodes run topologyManagerPolicy single-numa-node",
-    "Request at most 4 GPUs per pod",
+    "the kubelet of none of the 3 labeled GPU nodes admits it",
+    "On the 3 nodes of shape ",
+    "the 8 GPUs need 2 NUMA nodes, but single-numa-node admits only one",
 ])]
-#[case::no_labeled_nodes("inference-deployment-pod", preferred(), "no-labeled-nodes", &[
+#[case::no_labeled_nodes_under_required("inference-deployment-pod", topology("required", "numa"), "no-labeled-nodes", &[
     "it needs 1 GPU (container \"vllm\": 1 nvidia.com/gpu), but no node publishes gpu-topology.io labels: is the labeler deployed?",
-    "set topology.affinity: off",
+    "set capacity.unlabeledNodes: allow, or set topology.affinity: preferred",
 ])]
-#[case::deployment_template_cannot_fit("deployment-create", topology("required", "numa"), "a100-pcie-nvlink-bridge-fleet", &[
+#[case::deployment_template_cannot_fit("deployment-create", topology("required", "nvlink"), "a100-pcie-nvlink-bridge-fleet", &[
     "Deployment \"llama-3-70b\": GPU pod cannot be placed: it needs 4 GPUs",
-    "largest NUMA-aligned offer: 2 GPUs on 2 nodes",
+    "the largest NVLink group has 2 GPUs and 4 must share one",
 ])]
 #[case::cron_job_template_cannot_fit("cronjob-create", preferred(), "four-gpu-pcie-fleet", &[
-    "CronJob \"nightly-eval\": GPU pod cannot be placed: it needs 8 GPUs (container \"lm-eval\": 8 nvidia.com/gpu), but none of the 3 labeled GPU nodes can admit it",
+    "CronJob \"nightly-eval\": GPU pod cannot be placed: it needs 8 GPUs (container \"lm-eval\": 8 nvidia.com/gpu) but the largest labeled GPU node has 4 (3 nodes)",
 ])]
 fn rejected_with_the_best_offers(
     #[case] fixture: &str,
@@ -182,6 +184,16 @@ fn rejected_with_the_best_offers(
 )]
 #[case::affinity_off_without_labels_warns("inference-deployment-pod", json!({"topology": {"affinity": "off"}}), "no-labeled-nodes",
     Some("GPU fit not checked: no node publishes gpu-topology.io labels: is the labeler deployed?"))]
+// An autoscaled pool at zero, or a labeler outage, is no rejection under
+// preferred (issue #14): the pod gets no affinity and a warning.
+#[case::preferred_without_labels_warns(
+    "inference-deployment-pod",
+    preferred(),
+    "no-labeled-nodes",
+    Some(
+        "GPU fit not checked: no node publishes gpu-topology.io labels: is the labeler deployed?"
+    )
+)]
 #[case::pinned_pod_without_labels_warns(
     "node-name-pod",
     preferred(),
@@ -214,13 +226,34 @@ fn accepted(
     assert!(lister.all_replayed());
 }
 
+/// The training pod's 4 GPUs are admitted aligned on every shape of the
+/// mixed fleet: it is made Guaranteed, and gets no affinity (none refuses,
+/// and no shape is better than another).
 #[test]
-fn a_pod_that_fits_is_still_mutated() {
+fn a_pod_that_fits_everywhere_is_mutated_for_qos_only() {
     let lister = SessionLister::load("hgx-mixed-fleet");
     let decision = decide("training-pod-init-and-sidecar", preferred(), &lister);
-    assert!(mutated(&decision)
-        .pointer("/spec/affinity/nodeAffinity")
-        .is_some());
+    let object = mutated(&decision);
+    assert_eq!(
+        object.pointer("/spec/containers/0/resources/requests/cpu"),
+        Some(&json!("16"))
+    );
+    assert!(object.pointer("/spec/affinity").is_none(), "{object}");
+}
+
+/// The 8-GPU pod on the mixed fleet: the single-numa-node shape refuses
+/// it (TopologyAffinityError), the L4 shape has 4 GPUs: the Node list's
+/// verdicts keep it off those two shapes only.
+#[test]
+fn a_refusing_shape_is_left_out_by_its_shape() {
+    let lister = SessionLister::load("hgx-mixed-fleet");
+    let decision = decide("eight-gpu-pod", preferred(), &lister);
+    let terms = common::required_terms(&mutated(&decision));
+    assert_eq!(terms.len(), 1, "{terms:?}");
+    let expression = &terms[0]["matchExpressions"][0];
+    assert_eq!(expression["key"], "gpu-topology.io/shape");
+    assert_eq!(expression["operator"], "NotIn");
+    assert_eq!(expression["values"].as_array().unwrap().len(), 2);
 }
 
 /// (settings, accepted, warning fragment): a host that refuses access.
@@ -347,19 +380,54 @@ struct Cluster {
     asked: std::cell::RefCell<Vec<&'static str>>,
 }
 
-/// Two best-effort HGX nodes, labeled.
-const TWO_HGX_NODES: &str = r#"{"kind": "NodeList", "items": [
-    {"metadata": {"name": "hgx-1", "labels": {"gpu-topology.io/gpus": "8", "gpu-topology.io/gpus-per-numa-max": "4",
-        "gpu-topology.io/topology-manager-policy": "best-effort"}}},
-    {"metadata": {"name": "hgx-2", "labels": {"gpu-topology.io/gpus": "8", "gpu-topology.io/gpus-per-numa-max": "4",
-        "gpu-topology.io/topology-manager-policy": "best-effort"}}}]}"#;
+/// A p5 (HGX H100) node on best-effort as the labeler labels it: every fact
+/// of the model, and its shape.
+fn hgx_best_effort() -> gpu_topology::NodeTopology {
+    use gpu_topology::*;
+    NodeTopology {
+        gpus: Some(8),
+        gpus_per_numa_max: Some(4),
+        numa_nodes: Some(2),
+        nvlink_group_max: Some(8),
+        topology_manager_policy: Some(TopologyManagerPolicy::BestEffort),
+        topology_manager_scope: Some(TopologyManagerScope::Pod),
+        cpu_manager_policy: Some(CpuManagerPolicy::Static),
+        numa_gpus: Some(vec![4, 4]),
+        numa_cpus: Some(vec![96, 96]),
+        numa_reserved_cpus: Some(vec![2, 0]),
+        numa_reserved_cores: Some(vec![1, 0]),
+        numa_sockets: Some(vec![0, 1]),
+        threads_per_core: Some(2),
+        numa_memory_mib: Some(vec![1_031_000, 1_032_024]),
+        numa_hugepages_2mi: Some(vec![0, 0]),
+        numa_hugepages_1gi: Some(vec![0, 0]),
+        memory_manager_policy: Some(MemoryManagerPolicy::None),
+        prefer_closest_numa_nodes: Some(false),
+        max_allowable_numa_nodes: Some(8),
+        full_pcpus_only: Some(false),
+        distribute_cpus_across_numa: Some(false),
+        align_by_socket: Some(false),
+        ..NodeTopology::default()
+    }
+    .with_shape()
+}
+
+/// Two such nodes, as the Node list returns them.
+fn two_hgx_nodes() -> String {
+    let labels = hgx_best_effort().to_labels(&gpu_topology::LabelPrefix::default());
+    let items: Vec<Value> = ["hgx-1", "hgx-2"]
+        .iter()
+        .map(|name| json!({"metadata": {"name": name, "labels": labels}}))
+        .collect();
+    json!({"kind": "NodeList", "items": items}).to_string()
+}
 
 const NOT_FOUND: &str = "ApiError: configmaps \"gpu-topology-fleet\" not found: NotFound";
 
-/// The summary of [`TWO_HGX_NODES`], written `age` seconds ago.
+/// The summary of [`two_hgx_nodes`], written `age` seconds ago.
 fn summary_config_map(age: u64) -> Vec<u8> {
     let view = gpu_topology_policy::cluster::nodes::parse_node_list(
-        TWO_HGX_NODES.as_bytes(),
+        two_hgx_nodes().as_bytes(),
         &gpu_topology::LabelPrefix::default(),
         None,
     )
@@ -379,10 +447,10 @@ fn summary_config_map(age: u64) -> Vec<u8> {
 }
 
 impl Cluster {
-    fn new(summary: Result<Vec<u8>, String>, nodes: Result<&str, &str>) -> Self {
+    fn new(summary: Result<Vec<u8>, String>, nodes: Result<String, &str>) -> Self {
         Cluster {
             summary,
-            nodes: nodes.map(|n| n.as_bytes().to_vec()).map_err(str::to_owned),
+            nodes: nodes.map(String::into_bytes).map_err(str::to_owned),
             asked: Default::default(),
         }
     }
@@ -424,8 +492,9 @@ fn the_summary_is_read_by_default(
     #[case] asked: &[&str],
     #[case] warning: Option<&str>,
 ) {
-    let cluster = Cluster::new(summary, Ok(TWO_HGX_NODES));
-    let decision = decide("eight-gpu-pod", json!({}), &cluster);
+    let cluster = Cluster::new(summary, Ok(two_hgx_nodes()));
+    // QoS edits make a mutation whatever the fleet says.
+    let decision = decide("training-pod-init-and-sidecar", json!({}), &cluster);
     assert!(
         matches!(decision.verdict, Verdict::Mutate(_)),
         "{decision:?}"
@@ -449,26 +518,26 @@ fn the_summary_is_read_by_default(
 /// (settings, summary answer, Node list answer, sources asked, verdict is a
 /// mutation, fragment of the only warning.)
 #[rstest]
-#[case::nodes_never_reads_the_summary(json!({"capacity": {"source": "nodes"}}), Ok(summary_config_map(30)), Ok(TWO_HGX_NODES),
+#[case::nodes_never_reads_the_summary(json!({"capacity": {"source": "nodes"}}), Ok(summary_config_map(30)), Ok(two_hgx_nodes()),
     &["nodes"], true, None)]
-#[case::summary_never_lists_nodes(json!({"capacity": {"source": "summary"}}), Ok(summary_config_map(30)), Ok(TWO_HGX_NODES),
+#[case::summary_never_lists_nodes(json!({"capacity": {"source": "summary"}}), Ok(summary_config_map(30)), Ok(two_hgx_nodes()),
     &["summary"], true, None)]
-#[case::summary_absent_is_no_check(json!({"capacity": {"source": "summary"}}), Err(NOT_FOUND.to_owned()), Ok(TWO_HGX_NODES),
+#[case::summary_absent_is_no_check(json!({"capacity": {"source": "summary"}}), Err(NOT_FOUND.to_owned()), Ok(two_hgx_nodes()),
     &["summary"], true, Some("GPU fit not checked: the fleet summary ConfigMap kube-system/gpu-topology-fleet is unavailable"))]
 #[case::summary_elsewhere(json!({"capacity": {"source": "summary", "fleetSummary": {"namespace": "kube-system", "maxAgeSeconds": 60}}}),
-    Ok(summary_config_map(61)), Ok(TWO_HGX_NODES), &["summary"], true, Some("is 61 s old, more than capacity.fleetSummary.maxAgeSeconds (60)"))]
+    Ok(summary_config_map(61)), Ok(two_hgx_nodes()), &["summary"], true, Some("is 61 s old, more than capacity.fleetSummary.maxAgeSeconds (60)"))]
 #[case::both_unavailable(json!({}), Err(NOT_FOUND.to_owned()), Err("Cannot list v1/Node resources: Connection refused"),
     &["summary", "nodes"], true, None)]
 fn sources_can_be_forced(
     #[case] settings: Value,
     #[case] summary: Result<Vec<u8>, String>,
-    #[case] nodes: Result<&str, &str>,
+    #[case] nodes: Result<String, &str>,
     #[case] asked: &[&str],
     #[case] mutated_pod: bool,
     #[case] only_warning: Option<&str>,
 ) {
     let cluster = Cluster::new(summary, nodes);
-    let decision = decide("eight-gpu-pod", settings, &cluster);
+    let decision = decide("training-pod-init-and-sidecar", settings, &cluster);
     assert_eq!(matches!(decision.verdict, Verdict::Mutate(_)), mutated_pod);
     assert_eq!(*cluster.asked.borrow(), asked);
     match only_warning {
@@ -535,7 +604,7 @@ fn daemon_set_pods_are_pinned(
             .iter()
             .any(|w| w.contains("GPU fit not checked: no node publishes gpu-topology.io labels")));
     } else {
-        // Required affinity selects only labeled nodes: none, so rejected.
+        // Required affinity selects only nodes known to host it: none, so rejected.
         assert!(rejection(&decision).contains("no node publishes gpu-topology.io labels"));
     }
 }

@@ -77,7 +77,12 @@ fn default_settings_mutate_gpu_pods(#[case] fixture: &str, #[case] expected: Vec
     }
 }
 
-/// (fixture, GPUs the affinity is computed for), default settings.
+/// (fixture, GPUs the affinity is computed for), default settings, no
+/// cluster view (the host answers no Node listing natively): the count-based
+/// fallback leaves out only the nodes known to refuse (a single-numa-node
+/// kubelet with too few GPUs per NUMA node), asks for no `gpus` label, so
+/// that unlabeled nodes and autoscaler templates stay eligible, and prefers
+/// NUMA alignment.
 #[rstest]
 #[case::one_gpu("inference-deployment-pod", "0")]
 #[case::training_four_gpus("training-pod-init-and-sidecar", "3")]
@@ -95,8 +100,8 @@ fn preferred_affinity_admits_and_prefers_numa_alignment(
     assert_eq!(
         required_terms(object),
         vec![
-            json!({"matchExpressions": [gt("gpus", gt_value), not_single_numa_node()]}),
-            json!({"matchExpressions": [gt("gpus", gt_value), gt("gpus-per-numa-max", gt_value)]}),
+            json!({"matchExpressions": [not_single_numa_node()]}),
+            json!({"matchExpressions": [gt("gpus-per-numa-max", gt_value)]}),
         ]
     );
     assert_eq!(
@@ -123,7 +128,10 @@ fn existing_affinity_is_anded_into_every_term_and_kept() {
             &Value::Array(expressions[..user.as_array().unwrap().len()].to_vec()),
             user
         );
-        assert!(expressions.contains(&gt("gpus", "1")));
+        assert!(
+            expressions.contains(&not_single_numa_node())
+                || expressions.contains(&gt("gpus-per-numa-max", "1"))
+        );
     }
     let preferred = preferences(object);
     assert_eq!(
@@ -346,12 +354,12 @@ fn qos_off_adds_affinity_only() {
     vec![json!({"matchExpressions": [gt("nvlink-group-max", "7"), gt("gpus", "7"), not_single_numa_node()]}),
          json!({"matchExpressions": [gt("nvlink-group-max", "7"), gt("gpus", "7"), gt("gpus-per-numa-max", "7")]})], vec![])]
 #[case::preferred_nvlink_weight(json!({"topology": {"alignment": "nvlink", "preferredWeight": 30}}),
-    vec![json!({"matchExpressions": [gt("gpus", "7"), not_single_numa_node()]}),
-         json!({"matchExpressions": [gt("gpus", "7"), gt("gpus-per-numa-max", "7")]})],
+    vec![json!({"matchExpressions": [not_single_numa_node()]}),
+         json!({"matchExpressions": [gt("gpus-per-numa-max", "7")]})],
     vec![json!({"weight": 30, "preference": {"matchExpressions": [gt("nvlink-group-max", "7")]}})])]
 #[case::preferred_node_alignment_adds_no_preference(json!({"topology": {"alignment": "node"}}),
-    vec![json!({"matchExpressions": [gt("gpus", "7"), not_single_numa_node()]}),
-         json!({"matchExpressions": [gt("gpus", "7"), gt("gpus-per-numa-max", "7")]})], vec![])]
+    vec![json!({"matchExpressions": [not_single_numa_node()]}),
+         json!({"matchExpressions": [gt("gpus-per-numa-max", "7")]})], vec![])]
 fn affinity_modes(
     #[case] settings: Value,
     #[case] required: Vec<Value>,
@@ -364,8 +372,8 @@ fn affinity_modes(
 }
 
 /// Two containers of one GPU each: under `container` scope each container is
-/// aligned on its own (one GPU per NUMA node suffices), but the node must hold
-/// both GPUs.
+/// aligned on its own (one GPU per NUMA node suffices); that the node holds
+/// both GPUs is the scheduler's resource fit.
 #[test]
 fn container_scope_aligns_each_container_but_places_the_whole_pod() {
     let decision = decide(
@@ -376,8 +384,8 @@ fn container_scope_aligns_each_container_but_places_the_whole_pod() {
     assert_eq!(
         required_terms(object),
         vec![
-            json!({"matchExpressions": [gt("gpus", "1"), not_single_numa_node()]}),
-            json!({"matchExpressions": [gt("gpus", "1"), gt("gpus-per-numa-max", "0")]})
+            json!({"matchExpressions": [not_single_numa_node()]}),
+            json!({"matchExpressions": [gt("gpus-per-numa-max", "0")]})
         ]
     );
     assert_eq!(
@@ -397,7 +405,7 @@ fn label_prefix_is_configurable() {
     let terms = required_terms(&mutated(&decision));
     assert_eq!(
         terms[0]["matchExpressions"][0]["key"],
-        "topology.example.com/gpus"
+        "topology.example.com/topology-manager-policy"
     );
 }
 

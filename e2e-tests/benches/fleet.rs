@@ -6,9 +6,10 @@
 //! The fleets are generated here as kwctl session files
 //! (`target/fleet-sessions/nodes-<n>.yml`, replayable with `kwctl run
 //! --replay-host-capabilities-interactions`) and loaded back from the file.
-//! Each node carries the gpu-topology.io labels (written through the label
-//! contract) and 16 other labels of real GPU nodes, since the field mask keeps
-//! every label. Measured:
+//! Each node carries the gpu-topology.io labels of the session generator's
+//! cloud machines (`e2e_tests::fleets`: every fact of the kubelet model and
+//! the shape, written through the label contract) and 16 other labels of
+//! real GPU nodes, since the field mask keeps every label. Measured:
 //! - `fleet/<n>/wasm`: the waPC `validate` call with `capacity.source:
 //!   nodes`, answered as bytes; the host serves the list from the session
 //!   (rewound outside the timing);
@@ -26,6 +27,7 @@
 //! After criterion's report a summary table prints the means per size.
 
 use criterion::{BatchSize, Criterion};
+use e2e_tests::fleets;
 use e2e_tests::policy::validate_payload;
 use e2e_tests::scenario::load_settings;
 use e2e_tests::session::{HostRequest, RecordedExchange, Response};
@@ -33,10 +35,7 @@ use e2e_tests::{
     load_request, policy_wasm_path, repo_root, ContextAwareResource, HostCapabilities, Policy,
     PolicyModule, Session,
 };
-use gpu_topology::{
-    CpuManagerPolicy, FleetSummary, Interconnect, LabelPrefix, NodeTopology, TopologyManagerPolicy,
-    TopologyManagerScope,
-};
+use gpu_topology::{FleetSummary, LabelPrefix};
 use gpu_topology_policy::cluster::fleet_summary::summary_request;
 use gpu_topology_policy::cluster::host::ClusterReader;
 use gpu_topology_policy::cluster::nodes::{node_list_request, parse_node_list};
@@ -47,7 +46,7 @@ use gpu_topology_policy::settings::{settings_from_value, Config};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListAllResourcesRequest,
 };
-use serde_json::{json, Map, Value};
+use serde_json::json;
 use std::collections::BTreeSet;
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -63,139 +62,13 @@ const SETTINGS: &str = "examples/settings.yaml";
 /// Calls per size for the summary's own timing (after as many warm-up calls).
 const SUMMARY_ITERATIONS: u32 = 50;
 
-/// A machine shape of a realistic cloud GPU fleet.
-struct Shape {
-    instance: &'static str,
-    product: &'static str,
-    gpu_memory_mib: u32,
-    cpu_vendor: &'static str,
-    topology: NodeTopology,
-}
-
-#[allow(clippy::too_many_arguments)] // one row of the shape table
-fn topology(
-    gpus: u32,
-    per_numa: u32,
-    numa_nodes: u32,
-    nvlink: u32,
-    cpus_per_numa: u32,
-    memory_per_numa_gib: u32,
-    interconnect: Interconnect,
-    policy: TopologyManagerPolicy,
-) -> NodeTopology {
-    NodeTopology {
-        gpus: Some(gpus),
-        gpus_per_numa_max: Some(per_numa),
-        numa_nodes: Some(numa_nodes),
-        nvlink_group_max: Some(nvlink),
-        pcie_switch_group_max: Some(per_numa.min(2)),
-        cpus_per_numa: Some(cpus_per_numa),
-        memory_per_numa_gib: Some(memory_per_numa_gib),
-        interconnect: Some(interconnect),
-        topology_manager_policy: Some(policy),
-        topology_manager_scope: Some(TopologyManagerScope::Pod),
-        cpu_manager_policy: Some(CpuManagerPolicy::Static),
-        ..NodeTopology::default()
-    }
-}
-
-/// The fleet's shapes; node `i` gets `SHAPE_CYCLE[i % 20]`: 40% HGX H100 on
-/// single-numa-node, 10% HGX H100 on best-effort, 30% 4×L4, 15% 1×A10G,
-/// 5% 4×A100 PCIe with NVLink bridges.
-fn shapes() -> Vec<Shape> {
-    use Interconnect::*;
-    use TopologyManagerPolicy::*;
-    vec![
-        Shape {
-            instance: "p5.48xlarge",
-            product: "NVIDIA-H100-80GB-HBM3",
-            gpu_memory_mib: 81_559,
-            cpu_vendor: "AuthenticAMD",
-            topology: topology(8, 4, 2, 8, 96, 1000, NvSwitch, SingleNumaNode),
-        },
-        Shape {
-            instance: "p5.48xlarge",
-            product: "NVIDIA-H100-80GB-HBM3",
-            gpu_memory_mib: 81_559,
-            cpu_vendor: "AuthenticAMD",
-            topology: topology(8, 4, 2, 8, 96, 1000, NvSwitch, BestEffort),
-        },
-        Shape {
-            instance: "g6.12xlarge",
-            product: "NVIDIA-L4",
-            gpu_memory_mib: 23_034,
-            cpu_vendor: "AuthenticAMD",
-            topology: topology(4, 4, 1, 1, 48, 187, Pcie, BestEffort),
-        },
-        Shape {
-            instance: "g5.2xlarge",
-            product: "NVIDIA-A10G",
-            gpu_memory_mib: 23_028,
-            cpu_vendor: "AuthenticAMD",
-            topology: topology(1, 1, 1, 1, 8, 31, Pcie, None),
-        },
-        Shape {
-            instance: "Standard_NC96ads_A100_v4",
-            product: "NVIDIA-A100-80GB-PCIe",
-            gpu_memory_mib: 81_920,
-            cpu_vendor: "AuthenticAMD",
-            topology: topology(4, 2, 2, 2, 48, 440, NvLink, BestEffort),
-        },
-    ]
-}
-
-/// Index into [`shapes`] for each of 20 consecutive nodes.
-const SHAPE_CYCLE: [usize; 20] = [0, 2, 0, 3, 2, 0, 1, 2, 0, 3, 0, 2, 4, 0, 2, 3, 1, 0, 2, 0];
-const ZONES: [&str; 3] = ["us-east-1a", "us-east-1b", "us-east-1c"];
-
-/// One node's labels as the masked listing returns them.
-fn node(index: usize, shape: &Shape, prefix: &LabelPrefix) -> Value {
-    let gpus = shape.topology.gpus.unwrap_or(0).to_string();
-    let hostname = format!(
-        "ip-10-{}-{}-{}.ec2.internal",
-        index / 65_536,
-        (index / 256) % 256,
-        index % 256
-    );
-    let mut labels: Map<String, Value> = [
-        ("beta.kubernetes.io/arch", "amd64"),
-        ("beta.kubernetes.io/instance-type", shape.instance),
-        ("beta.kubernetes.io/os", "linux"),
-        ("kubernetes.io/arch", "amd64"),
-        ("kubernetes.io/hostname", &hostname),
-        ("kubernetes.io/os", "linux"),
-        ("node.kubernetes.io/instance-type", shape.instance),
-        ("topology.kubernetes.io/region", "us-east-1"),
-        ("topology.kubernetes.io/zone", ZONES[index % ZONES.len()]),
-        ("nvidia.com/gpu.present", "true"),
-        ("nvidia.com/gpu.product", shape.product),
-        ("nvidia.com/gpu.count", &gpus),
-        ("nvidia.com/gpu.memory", &shape.gpu_memory_mib.to_string()),
-        ("nvidia.com/cuda.driver.major", "550"),
-        (
-            "feature.node.kubernetes.io/cpu-model.vendor_id",
-            shape.cpu_vendor,
-        ),
-        ("node-role.kubernetes.io/gpu", ""),
-    ]
-    .into_iter()
-    .map(|(key, value)| (key.to_owned(), json!(value)))
-    .collect();
-    for (key, value) in shape.topology.to_labels(prefix) {
-        labels.insert(key, json!(value));
-    }
-    json!({"metadata": {"name": hostname, "labels": labels}})
-}
-
-/// The `NodeList` the host returns for a fleet of `size` nodes.
+/// The `NodeList` the host returns for a fleet of `size` nodes: the
+/// generator's cloud fleet (`e2e_tests::fleets::cloud_fleet`), every node
+/// labeled with all the kubelet model's facts and its shape, next to the
+/// labels real kubelets, cloud providers, NFD and the GPU operator write.
 fn node_list(size: usize) -> String {
     let prefix = LabelPrefix::default();
-    let shapes = shapes();
-    let items: Vec<Value> = (0..size)
-        .map(|i| node(i, &shapes[SHAPE_CYCLE[i % SHAPE_CYCLE.len()]], &prefix))
-        .collect();
-    json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "48213377"}, "items": items})
-        .to_string()
+    fleets::node_list(fleets::cloud_fleet(size, &prefix)).to_string()
 }
 
 /// The policy's request in the harness's (kwctl's) terms.

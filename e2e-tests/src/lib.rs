@@ -9,9 +9,11 @@
 //! - [`host`] and [`session`]: the host callback and kwctl's replay format;
 //! - [`scenario`]: the scenario files shared with the kwctl bats suite;
 //! - [`readable`]: patches as `field: before -> after` lines for the demo;
-//! - [`kwctl`]: the same evaluation through a real `kwctl run`.
+//! - [`kwctl`]: the same evaluation through a real `kwctl run`;
+//! - [`fleets`]: fleet descriptions and the session files built from them.
 
 pub mod admission;
+pub mod fleets;
 pub mod host;
 pub mod kwctl;
 pub mod policy;

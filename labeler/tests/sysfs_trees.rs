@@ -80,11 +80,12 @@ fn assert_left_out(outcome: &Outcome, keys: &[&str], warning: &str) {
 // A hybrid CPU (two SMT cores, four single-thread ones): threads-per-core
 // left out, since no one number describes its cores.
 #[case::hybrid_cpu("hybrid-cpu", AUTO,
-    &[("cpus-per-numa", "8"), ("gpus", "1"), ("gpus-per-numa-max", "1"), ("memory-per-numa-gib", "62"), ("numa-cpus", "8"), ("numa-gpus", "1"), ("numa-nodes", "1"), ("nvlink-group-max", "1"), ("pcie-switch-group-max", "1")])]
+    &[("cpus-per-numa", "8"), ("gpus", "1"), ("gpus-per-numa-max", "1"), ("memory-per-numa-gib", "62"), ("numa-cpus", "8"), ("numa-gpus", "1"), ("numa-nodes", "1"), ("numa-sockets", "0"), ("nvlink-group-max", "1"), ("pcie-switch-group-max", "1")])]
 // SMT on every core; a GPU-less node and a memory-only node (no CPU, no
-// hugepages directory) are listed with their zeros.
+// hugepages directory) are listed with their zeros (the memory-only node's
+// socket too: it has none, and nothing reads it).
 #[case::smt_with_gpu_less_and_memory_only_nodes("smt-gpu-less-and-memory-only-nodes", AUTO,
-    &[("cpus-per-numa", "8"), ("gpus", "2"), ("gpus-per-numa-max", "2"), ("memory-per-numa-gib", "32"), ("numa-cpus", "8.8.0"), ("numa-gpus", "2.0.0"), ("numa-nodes", "1"), ("threads-per-core", "2")])]
+    &[("cpus-per-numa", "8"), ("gpus", "2"), ("gpus-per-numa-max", "2"), ("memory-per-numa-gib", "32"), ("numa-cpus", "8.8.0"), ("numa-gpus", "2.0.0"), ("numa-nodes", "1"), ("numa-sockets", "0.1.0"), ("threads-per-core", "2")])]
 fn sysfs_alone(
     #[case] tree: &str,
     #[case] vendor: VendorChoice,
@@ -94,11 +95,12 @@ fn sysfs_alone(
     assert_eq!(labels_of(&outcome), labels_with_shape(expected));
 }
 
-/// The kubelet config's facts on the SMT tree (node 0: CPUs 0-3,8-11, 32 GiB,
-/// 512 2 MiB and 4 1 GiB hugepages; node 1: CPUs 4-7,12-15, 32 GiB, no
-/// hugepages; node 2: 16 GiB, no CPU): byte for byte, as labels.
+/// The kubelet config's facts on the SMT tree (node 0: CPUs 0-3,8-11 on
+/// socket 0, 32 GiB, 512 2 MiB and 4 1 GiB hugepages; node 1: CPUs
+/// 4-7,12-15 on socket 1, 32 GiB, no hugepages; node 2: 16 GiB, no CPU;
+/// core i holds CPUs i and i+8): byte for byte, as labels.
 #[rstest]
-// reservedSystemCPUs 0,8 (node 0); static Memory Manager reserving on node 0
+// reservedSystemCPUs 0,8 (node 0, one core); static Memory Manager reserving on node 0
 // 1 GiB of memory, 200 MiB of 2 MiB pages and 1 GiB of 1 GiB pages, on node 1
 // 512 MiB: node 0 keeps 32768 - 1024 - 4096 - 1024 = 26624 MiB, 412 and 3 pages.
 #[case::static_managers_with_reservations("static-managers.yaml", None, &[
@@ -110,6 +112,7 @@ fn sysfs_alone(
     ("numa-hugepages-1gi", "3.0.0"),
     ("numa-hugepages-2mi", "412.0.0"),
     ("numa-memory-mib", "26624.32256.16384"),
+    ("numa-reserved-cores", "1.0.0"),
     ("numa-reserved-cpus", "2.0.0"),
     ("topology-manager-max-allowable-numa-nodes", "8"),
     ("topology-manager-policy", "single-numa-node"),
@@ -117,7 +120,7 @@ fn sysfs_alone(
     ("topology-manager-scope", "pod"),
 ])]
 // ceil(1500m + 1) = 3 CPUs taken by topology: core 0 (CPUs 0, 8), then CPU 1,
-// all on node 0. The Memory Manager is not static: nothing reserved, only
+// all on node 0, on 2 cores. The Memory Manager is not static: nothing reserved, only
 // the hugepages are taken out of the memory.
 #[case::counted_cpu_reservation("counted-reservation.yaml", None, &[
     ("cpu-manager-align-by-socket", "false"),
@@ -128,6 +131,7 @@ fn sysfs_alone(
     ("numa-hugepages-1gi", "4.0.0"),
     ("numa-hugepages-2mi", "512.0.0"),
     ("numa-memory-mib", "27648.32768.16384"),
+    ("numa-reserved-cores", "2.0.0"),
     ("numa-reserved-cpus", "3.0.0"),
     ("topology-manager-max-allowable-numa-nodes", "8"),
     ("topology-manager-policy", "restricted"),
@@ -137,7 +141,8 @@ fn sysfs_alone(
 // The drop-ins (one in a subdirectory, read in WalkDir order) turn on
 // distribute-cpus-across-numa with full-pcpus-only and replace only the cpu
 // of kubeReserved: ceil(9 + 1) = 10 CPUs in whole cores over both nodes,
-// 4 + 4, the remaining core on node 0 (packing would give 8.2.0).
+// 4 + 4, the remaining core on node 0 (packing would give 8.2.0): 3 and 2
+// whole cores.
 #[case::drop_ins_distribute_a_larger_reservation("counted-reservation.yaml", Some("counted-reservation.d"), &[
     ("cpu-manager-align-by-socket", "false"),
     ("cpu-manager-distribute-cpus-across-numa", "true"),
@@ -147,6 +152,7 @@ fn sysfs_alone(
     ("numa-hugepages-1gi", "4.0.0"),
     ("numa-hugepages-2mi", "512.0.0"),
     ("numa-memory-mib", "27648.32768.16384"),
+    ("numa-reserved-cores", "3.2.0"),
     ("numa-reserved-cpus", "6.4.0"),
     ("topology-manager-max-allowable-numa-nodes", "8"),
     ("topology-manager-policy", "restricted"),
@@ -182,6 +188,7 @@ async fn kubelet_facts_on_the_smt_tree(
         ("numa-cpus", "8.8.0"),
         ("numa-gpus", "2.0.0"),
         ("numa-nodes", "1"),
+        ("numa-sockets", "0.1.0"),
         ("threads-per-core", "2"),
     ];
     expected.extend_from_slice(kubelet_labels);
@@ -418,6 +425,12 @@ fn write(tree: &Path, relative: &str, text: &str) {
         }
     },
     &[("numa-cpus", "8.8.0"), ("numa-gpus", "2.0.0")], &["threads-per-core"], "no topology/ directories"
+)]
+// CPU 8 moved to package 1: node 0's CPUs span two sockets, which the
+// model does not follow (and core 0 now has one thread).
+#[case::a_numa_node_spanning_sockets(
+    |tree: &Path| write(tree, "devices/system/cpu/cpu8/topology/physical_package_id", "1\n"),
+    &[("numa-cpus", "8.8.0"), ("numa-gpus", "2.0.0")], &["numa-sockets", "threads-per-core"], "sit on several sockets [0, 1]"
 )]
 #[case::no_online_cpu_list(
     |tree: &Path| std::fs::remove_file(tree.join("devices/system/cpu/online")).unwrap(),

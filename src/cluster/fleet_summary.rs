@@ -84,6 +84,7 @@ pub fn read_summary(
         first_problem: None,
         // The summary counts shapes, not nodes by name.
         pinned_node: None,
+        from_node_list: false,
     })
 }
 

@@ -53,6 +53,9 @@ pub struct ClusterView {
     /// The node a pinned pod names, as read from the list; `None` when no
     /// node was asked for, or the list does not hold it (it is not labeled).
     pub pinned_node: Option<Result<NodeTopology, LabelError>>,
+    /// Read from the Node list (which names nodes), not from the fleet
+    /// summary (which counts shapes): only then is `pinned_node` looked for.
+    pub from_node_list: bool,
 }
 
 impl ClusterView {
@@ -135,7 +138,10 @@ impl<'de> Visitor<'de> for ListSeed<'_> {
         f.write_str("a NodeList object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ClusterView, A::Error> {
-        let mut view = ClusterView::default();
+        let mut view = ClusterView {
+            from_node_list: true,
+            ..ClusterView::default()
+        };
         while let Some(field) = map.next_key::<Field>()? {
             match field {
                 Field::Items => map.next_value_seed(ItemsSeed {

@@ -1,14 +1,24 @@
 //! Node affinity: which node-selector terms a GPU pod gets, and merging them
 //! into the pod's own affinity without dropping or reordering anything.
 //!
+//! With a cluster view the terms select node shapes by the kubelet model's
+//! verdicts ([`AffinityRequirement::with_view`]), so that no labeled node
+//! whose kubelet refuses the pod matches; without one, count-based terms
+//! stand in ([`AffinityRequirement::without_view`]).
+//!
 //! The required terms are ANDed into every existing `nodeSelectorTerm`
 //! (expanding the OR where our requirement is itself an OR). Merging is
 //! idempotent: a term that already carries one of our terms is left alone, and
 //! a preferred term already present with at least our weight is not added again.
 
-use crate::settings::{AffinityMode, TopologyConfig};
+use crate::decide::demand::Demand;
+use crate::decide::model::GroupVerdict;
+use crate::settings::{AffinityMode, TopologyConfig, UnlabeledNodes};
 use gpu_topology::fit::required_terms;
-use gpu_topology::{admit_terms, aligned_terms, GpuDemand, LabelPrefix, Term};
+use gpu_topology::selector::Requirement;
+use gpu_topology::{
+    aligned_terms, conjoin, not_refusing_terms, GpuDemand, LabelKey, LabelPrefix, ShapeId, Term,
+};
 use serde_json::{Map, Value};
 
 /// The affinity a GPU pod needs.
@@ -22,8 +32,17 @@ pub struct AffinityRequirement {
 }
 
 impl AffinityRequirement {
-    /// What a pod with `demand` gets under `topology`.
-    pub fn for_demand(demand: impl Into<GpuDemand>, topology: &TopologyConfig) -> Self {
+    /// Without a cluster view (host refused, `capacity.source: static`):
+    /// count-based terms, a conservative fallback. Under `required`, nodes
+    /// whose labels say they host `demand` at the alignment (errs toward
+    /// leaving nodes out: the labels do not see CPUs or memory). Under
+    /// `preferred`, only the nodes known to refuse are left out
+    /// ([`not_refusing_terms`]: a `single-numa-node` kubelet with too few
+    /// GPUs per NUMA node), so unlabeled nodes and autoscaler templates stay
+    /// eligible (errs toward admitting: a kubelet refusing for CPUs or
+    /// memory is not seen); aligned nodes are preferred. No preference for
+    /// `node` alignment: the scheduler's resource fit already asks that.
+    pub fn without_view(demand: impl Into<GpuDemand>, topology: &TopologyConfig) -> Self {
         let demand = demand.into();
         let weight = topology.preferred_weight;
         match topology.affinity {
@@ -34,13 +53,75 @@ impl AffinityRequirement {
                 weight,
             },
             AffinityMode::Preferred => {
-                let required = admit_terms(demand);
-                // A preference every admissible node meets anyway (node
-                // alignment: `gpus >= total`) would only add noise.
-                let preferred = aligned_terms(demand, topology.alignment)
+                let preferred = match topology.alignment {
+                    gpu_topology::Alignment::Node => Vec::new(),
+                    alignment => aligned_terms(demand, alignment),
+                };
+                AffinityRequirement {
+                    required: not_refusing_terms(demand),
+                    preferred,
+                    weight,
+                }
+            }
+        }
+    }
+
+    /// With a cluster view, from the verdict of every node group:
+    /// - `required`: `shape In [groups that host the pod]`
+    ///   ([`GroupVerdict::hosts`]); with `capacity.unlabeledNodes: allow`,
+    ///   ORed with nodes of a shape the view does not know (`shape NotIn
+    ///   [every known shape]`) that the count labels say host it, so that
+    ///   scale-from-zero templates with those labels match;
+    /// - `preferred`: `shape NotIn [refusing groups]` when a group refuses
+    ///   (nodes without the label, and of shapes the view has not seen,
+    ///   stay eligible), and the preference `shape In [hosting groups]` at
+    ///   the alignment when some do and not every eligible group does;
+    /// - `off`: nothing.
+    ///
+    /// Groups without a `shape` label can be neither selected nor left
+    /// out. Under `required` with no group hosting (and no `allow`) the
+    /// requirement is empty: the fit check rejects such a pod.
+    pub fn with_view(
+        verdicts: &[GroupVerdict],
+        demand: &Demand,
+        topology: &TopologyConfig,
+        unlabeled: UnlabeledNodes,
+    ) -> Self {
+        let weight = topology.preferred_weight;
+        let hosting = |v: &&GroupVerdict| v.hosts(topology.alignment, &demand.pod);
+        match topology.affinity {
+            AffinityMode::Off => AffinityRequirement::default(),
+            AffinityMode::Required => {
+                let mut required: Vec<Term> = shapes(verdicts.iter().filter(hosting))
+                    .map(|ids| vec![shape_requirement(ids, true)])
                     .into_iter()
-                    .filter(|term| !required.iter().all(|r| contains_all(r, term)))
                     .collect();
+                if unlabeled == UnlabeledNodes::Allow {
+                    let counted = required_terms(demand.needs, topology.alignment);
+                    required.extend(match shapes(verdicts.iter()) {
+                        Some(known) => conjoin(&[vec![shape_requirement(known, false)]], &counted),
+                        None => counted,
+                    });
+                }
+                AffinityRequirement {
+                    required,
+                    preferred: Vec::new(),
+                    weight,
+                }
+            }
+            AffinityMode::Preferred => {
+                let refusing = verdicts.iter().filter(|v| v.answer.refuses());
+                let required = shapes(refusing)
+                    .map(|ids| vec![vec![shape_requirement(ids, false)]])
+                    .unwrap_or_default();
+                let eligible_all_hosting = verdicts
+                    .iter()
+                    .filter(|v| !v.answer.refuses())
+                    .all(|v| hosting(&v) && v.shape().is_some());
+                let preferred = match shapes(verdicts.iter().filter(hosting)) {
+                    Some(ids) if !eligible_all_hosting => vec![vec![shape_requirement(ids, true)]],
+                    _ => Vec::new(),
+                };
                 AffinityRequirement {
                     required,
                     preferred,
@@ -55,8 +136,26 @@ impl AffinityRequirement {
     }
 }
 
-fn contains_all(wide: &Term, narrow: &Term) -> bool {
-    narrow.iter().all(|r| wide.contains(r))
+/// The shape ids of `verdicts`, sorted and without repeats (so the terms
+/// are the same on every evaluation); `None` when none has one.
+fn shapes<'a, 'f: 'a>(
+    verdicts: impl Iterator<Item = &'a GroupVerdict<'f>>,
+) -> Option<Vec<ShapeId>> {
+    let mut ids: Vec<ShapeId> = verdicts.filter_map(GroupVerdict::shape).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    (!ids.is_empty()).then_some(ids)
+}
+
+/// `shape In [ids]` (`listed`) or `shape NotIn [ids]`; `ids` never empty.
+fn shape_requirement(ids: Vec<ShapeId>, listed: bool) -> Requirement {
+    let values = ids.into_iter().map(|id| id.to_string().into()).collect();
+    let key = LabelKey::Shape;
+    if listed {
+        Requirement::In { key, values }
+    } else {
+        Requirement::NotIn { key, values }
+    }
 }
 
 /// `matchExpressions` for `term`, as node affinity spells them.
@@ -311,18 +410,19 @@ mod tests {
             .unwrap_or_default()
     }
 
+    /// Without a view, `preferred` leaves out only what the labels say
+    /// refuses (no `gpus` term: the scheduler's resource fit asks that, and
+    /// autoscaler templates lack our labels) and prefers alignment.
     #[test]
-    fn preferred_mode_requires_admission_and_prefers_alignment() {
-        let requirement = AffinityRequirement::for_demand(4, &Config::default().topology);
+    fn preferred_mode_without_a_view_leaves_out_known_refusals_and_prefers_alignment() {
+        let requirement = AffinityRequirement::without_view(4, &Config::default().topology);
         let spec = merged(json!({}), &requirement);
         assert_eq!(
             required_terms_of(&spec),
             vec![
                 json!({"matchExpressions": [
-                    expression("gpus", "Gt", "3"),
                     expression("topology-manager-policy", "NotIn", "single-numa-node")]}),
                 json!({"matchExpressions": [
-                    expression("gpus", "Gt", "3"),
                     expression("gpus-per-numa-max", "Gt", "3")]}),
             ]
         );
@@ -338,22 +438,24 @@ mod tests {
     #[case::node(Alignment::Node, 2)]
     fn required_mode_terms(#[case] alignment: Alignment, #[case] terms: usize) {
         let requirement =
-            AffinityRequirement::for_demand(8, &topology(AffinityMode::Required, alignment));
+            AffinityRequirement::without_view(8, &topology(AffinityMode::Required, alignment));
         assert_eq!(requirement.required.len(), terms);
         assert!(requirement.preferred.is_empty());
     }
 
     #[test]
     fn node_alignment_adds_no_redundant_preference() {
-        let requirement =
-            AffinityRequirement::for_demand(8, &topology(AffinityMode::Preferred, Alignment::Node));
+        let requirement = AffinityRequirement::without_view(
+            8,
+            &topology(AffinityMode::Preferred, Alignment::Node),
+        );
         assert!(requirement.preferred.is_empty());
     }
 
     #[test]
     fn off_mode_changes_nothing() {
         let requirement =
-            AffinityRequirement::for_demand(8, &topology(AffinityMode::Off, Alignment::Numa));
+            AffinityRequirement::without_view(8, &topology(AffinityMode::Off, Alignment::Numa));
         assert_eq!(merged(json!({"x": 1}), &requirement), json!({"x": 1}));
     }
 
@@ -368,7 +470,7 @@ mod tests {
             ]}},
             "podAntiAffinity": {"x": 1}
         }});
-        let requirement = AffinityRequirement::for_demand(2, &Config::default().topology);
+        let requirement = AffinityRequirement::without_view(2, &Config::default().topology);
         let after = merged(spec, &requirement);
         let terms = required_terms_of(&after);
         assert_eq!(terms.len(), 4, "2 user terms x 2 admit terms");
@@ -386,7 +488,7 @@ mod tests {
     fn a_term_that_matches_nothing_stays_empty() {
         let spec = json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
             {"nodeSelectorTerms": [{}, {"matchExpressions": []}]}}}});
-        let requirement = AffinityRequirement::for_demand(1, &Config::default().topology);
+        let requirement = AffinityRequirement::without_view(1, &Config::default().topology);
         let after = merged(spec, &requirement);
         assert_eq!(
             required_terms_of(&after),
@@ -404,7 +506,7 @@ mod tests {
             "preferredDuringSchedulingIgnoredDuringExecution": [
                 {"weight": 5, "preference": {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}}]
         }}});
-        let requirement = AffinityRequirement::for_demand(4, &topology);
+        let requirement = AffinityRequirement::without_view(4, &topology);
         let once = merged(spec, &requirement);
         let twice = merged(once.clone(), &requirement);
         assert_eq!(once, twice);
@@ -428,7 +530,7 @@ mod tests {
         let spec = json!({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
             {"weight": authors_weight, "preference": {"matchExpressions": [expression("gpus-per-numa-max", "Gt", "3")]}}
         ]}}});
-        let requirement = AffinityRequirement::for_demand(4, &Config::default().topology);
+        let requirement = AffinityRequirement::without_view(4, &Config::default().topology);
         let after = merged(spec, &requirement);
         let listed = after["affinity"]["nodeAffinity"]
             ["preferredDuringSchedulingIgnoredDuringExecution"]
@@ -449,7 +551,7 @@ mod tests {
         "nodeSelectorTerms[0] is not an object")]
     fn malformed_affinity_is_an_error(#[case] spec: Value, #[case] expected: &str) {
         let mut spec = spec;
-        let requirement = AffinityRequirement::for_demand(1, &Config::default().topology);
+        let requirement = AffinityRequirement::without_view(1, &Config::default().topology);
         let error = merge(&mut spec, &requirement, &LabelPrefix::default()).unwrap_err();
         assert!(error.contains(expected), "{error}");
     }

@@ -13,6 +13,9 @@ pub struct ContainerDemand {
     pub container: ContainerRef,
     /// GPUs per configured resource the container asks for (non-zero only).
     pub resources: Vec<(String, u32)>,
+    /// A configured GPU resource is listed, `0` included: the kubelet's
+    /// Device Manager gives hints for an explicit zero too.
+    pub lists_gpu: bool,
 }
 
 impl ContainerDemand {
@@ -176,6 +179,7 @@ fn container_demand(
     gpu_resources: &[String],
 ) -> Result<ContainerDemand, String> {
     let mut resources = Vec::new();
+    let mut lists_gpu = false;
     for resource in gpu_resources {
         let in_section = |section| Some(section).zip(container.resource(section, resource));
         let Some((section, text)) =
@@ -183,6 +187,7 @@ fn container_demand(
         else {
             continue;
         };
+        lists_gpu = true;
         let count = Quantity::parse(&text)
             .ok()
             .and_then(|quantity| quantity.whole_units())
@@ -201,6 +206,7 @@ fn container_demand(
     Ok(ContainerDemand {
         container: container.id.clone(),
         resources,
+        lists_gpu,
     })
 }
 

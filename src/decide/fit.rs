@@ -1,42 +1,54 @@
-//! The fit check: can any node place a pod's GPUs? Answered from the
-//! cluster view (the nodes' topology labels, grouped by node shape, with a
-//! verdict per shape) or the static `capacity` settings, as
-//! `capacity.source` says.
+//! The fit check: can the kubelet of some node take the pod? Answered from
+//! the cluster view with the kubelet admission model (a verdict per node
+//! group, [`model`](crate::decide::model)), or from the static `capacity`
+//! settings, as `capacity.source` says. The same verdicts write the node
+//! affinity ([`AffinityRequirement::with_view`]), so the policy rejects
+//! exactly the pods that its affinity would leave Pending or that every
+//! kubelet it allows would refuse.
 //!
-//! The cluster check asks the same question as the node affinity the pod gets
-//! (the predicates of `gpu_topology::fit`), so the policy rejects exactly the
-//! pods that affinity would leave Pending, and the kubelet would refuse:
-//! - `affinity: required` (pinned pods too): some node must hold the pod's
-//!   GPUs and host its aligned unit at the alignment;
-//! - otherwise (`preferred`, `off`): some node's kubelet must admit the pod
-//!   (`gpus >=` the total, and on `single-numa-node` nodes
-//!   `gpus-per-numa-max >=` the aligned unit).
+//! With a view of at least one labeled group:
+//! - `required`: some group must host the pod ([`GroupVerdict::hosts`])
+//!   and publish its `shape`, which the affinity selects;
+//! - `preferred`, `off`: some group's kubelet must admit it, or be unknown
+//!   (it stays eligible, with a warning naming the unknown fact);
+//! - `capacity.unlabeledNodes: allow`: where these reject, the pod is
+//!   accepted with a warning naming the best labeled offer, for nodes the
+//!   view does not describe;
+//! - a pinned pod under `required`, when the Node list was read: its own
+//!   node's verdict decides (not labeled: rejected unless `allow`).
+//!
+//! With no labeled group (an autoscaled pool at zero, a labeler outage):
+//! `preferred` and `off` accept with a warning and add no affinity;
+//! `required` rejects unless `allow`. Without a view at all (the host
+//! refused, or `capacity.source: static`): the static limits, or a warning.
 
 use crate::cluster::host::ClusterReader;
 use crate::cluster::{self, ClusterView, Unavailable};
+use crate::decide::affinity::AffinityRequirement;
 use crate::decide::capacity;
 use crate::decide::demand::Demand;
-use crate::settings::{AffinityMode, CapacitySource, Config};
-use gpu_topology::{
-    can_admit, can_host, Alignment, Fleet, GpuDemand, LabelPrefix, NodeTopology, Offer,
-    TopologyManagerScope,
-};
+use crate::decide::explain;
+use crate::decide::model::{self, Answer, GroupVerdict};
+use crate::decide::PodInput;
+use crate::request::pod::{Pinned, PinnedBy};
+use crate::settings::{AffinityMode, CapacitySource, Config, UnlabeledNodes};
+use gpu_topology::{Alignment, Fleet, LabelPrefix};
 
 /// What a node must do for the pod, as its affinity will demand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Requirement {
+pub enum Need {
     /// Admit the pod and host its GPUs at this alignment (`affinity: required`).
     Host(Alignment),
     /// Admit the pod (the kubelet's own rule).
     Admit,
 }
 
-impl Requirement {
-    /// The requirement for a pod under `config`.
+impl Need {
+    /// The need of a pod under `config`.
     pub fn for_pod(config: &Config) -> Self {
         match config.topology.affinity {
-            AffinityMode::Required => Requirement::Host(config.topology.alignment),
-            AffinityMode::Preferred | AffinityMode::Off => Requirement::Admit,
+            AffinityMode::Required => Need::Host(config.topology.alignment),
+            AffinityMode::Preferred | AffinityMode::Off => Need::Admit,
         }
     }
 }
@@ -57,54 +69,56 @@ pub fn affinity_applies(config: &Config, pinned: bool) -> bool {
     }
 }
 
-/// The per-shape verdict: can nodes of this shape place the pod as its
-/// affinity will demand? The same predicates the affinity is written from
-/// (`gpu_topology::fit`).
-pub fn shape_fits(node: &NodeTopology, needs: GpuDemand, requirement: Requirement) -> bool {
-    match requirement {
-        Requirement::Host(alignment) => can_host(node, needs, alignment),
-        Requirement::Admit => can_admit(node, needs),
-    }
-}
-
-/// Nodes of the fleet whose shape fits ([`shape_fits`]), counted shape by shape.
-pub fn fitting_nodes(fleet: &Fleet, needs: GpuDemand, requirement: Requirement) -> u32 {
-    fleet.count(|node| shape_fits(node, needs, requirement))
-}
-
-/// What the check lets through: `Ok` with warnings for the response, or the
-/// rejection message.
-pub type FitResult = Result<Vec<String>, String>;
-
 /// Why reading the fleet summary is worth its setup, for the warning when
 /// the Node list is read instead: measured with policy-server 1.36 (the Node
 /// list) and this repository's benchmarks (the summary, BENCHMARKS.md).
 pub const SUMMARY_MISSING_COST: &str =
     "deploy the fleet summarizer: the Node list costs about 44 µs per labeled node per admission";
 
-/// Checks `demand` against the fleet, reading it where `capacity.source`
-/// says; `pinned_node` is the node a pinned pod names, read apart from the
-/// Node list.
-pub fn check(
-    demand: &Demand,
-    pinned_node: Option<&str>,
-    config: &Config,
-    cluster: &dyn ClusterReader,
-) -> FitResult {
-    let static_check =
-        |limits| capacity::check(demand, limits, &config.topology).map(|()| Vec::<String>::new());
+/// What the cluster showed for one admission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sight {
+    /// `capacity.source: static`: the host is never asked.
+    Static,
+    /// No view, and why.
+    Unavailable(Unavailable),
+    /// Boxed: a view is large and the other answers are small.
+    View(Box<ClusterView>),
+}
+
+/// The cluster as read for one admission, with the notes on how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Look {
+    pub sight: Sight,
+    pub warnings: Vec<String>,
+}
+
+impl Look {
+    /// The fleet of the view, when there is one.
+    pub fn fleet(&self) -> Option<&Fleet> {
+        match &self.sight {
+            Sight::View(view) => Some(&view.fleet),
+            _ => None,
+        }
+    }
+}
+
+/// The host's messages end in a full stop; ours continue the sentence.
+fn clause(problem: &str) -> &str {
+    problem.trim_end_matches('.')
+}
+
+/// Reads the cluster where `capacity.source` says; `pinned_node` is the
+/// node a pinned pod names, read apart from the Node list.
+pub fn look(pinned_node: Option<&str>, config: &Config, cluster: &dyn ClusterReader) -> Look {
     if config.capacity_source == CapacitySource::Static {
-        return config
-            .capacity
-            .as_ref()
-            .map_or(Ok(Vec::new()), static_check);
+        return Look {
+            sight: Sight::Static,
+            warnings: Vec::new(),
+        };
     }
     let read = cluster::read(cluster, &config.sources, &config.label_prefix, pinned_node);
-    // The host's messages end in a full stop; ours continue the sentence.
-    fn clause(problem: &str) -> &str {
-        problem.trim_end_matches('.')
-    }
-    let mut warnings: Vec<String> = read
+    let warnings = read
         .summary_passed_over
         .iter()
         .map(|problem| {
@@ -114,358 +128,539 @@ pub fn check(
             )
         })
         .collect();
-    let view = match read.view {
-        Ok(view) => view,
-        Err(Unavailable::Summary(problem)) => {
-            warnings.push(format!(
-                "GPU fit not checked: {}. Run the fleet summarizer and grant the policy read access to its ConfigMap, or set capacity.source: auto to fall back to the Node list",
-                clause(&problem)
-            ));
-            return Ok(warnings);
-        }
-        Err(Unavailable::NodeList(problem)) => {
-            let unavailable = format!(
-                "the cluster view (Node labels) is unavailable: {}",
-                clause(&problem)
-            );
-            return match (&config.capacity_source, &config.capacity) {
-                (CapacitySource::Auto, Some(limits)) => static_check(limits).map(|_| {
-                    warnings.push(format!(
-                        "GPU fit checked against the static capacity settings: {unavailable}"
-                    ));
-                    warnings
-                }),
-                _ => {
-                    warnings.push(format!(
-                        "GPU fit not checked: {unavailable}. Grant the policy read access to v1 Nodes (contextAwareResources), or configure capacity.maxGpusPerNode"
-                    ));
-                    Ok(warnings)
-                }
-            };
-        }
+    let sight = match read.view {
+        Ok(view) => Sight::View(Box::new(view)),
+        Err(unavailable) => Sight::Unavailable(unavailable),
     };
-    let affinity_needs_labels = affinity_applies(config, pinned_node.is_some());
-    check_fleet(
-        demand,
-        Requirement::for_pod(config),
-        &view,
-        &config.label_prefix,
-        affinity_needs_labels,
-    )
-    .map(|more| {
-        warnings.extend(more);
-        warnings
-    })
+    Look { sight, warnings }
 }
 
-/// The cluster check over a view already read. Pure.
-pub fn check_fleet(
+/// The check without a cluster view: the static limits when configured,
+/// else a warning that the fit was not checked. `Ok` with the warnings,
+/// or the rejection message.
+pub fn check_without_view(
     demand: &Demand,
-    requirement: Requirement,
-    view: &ClusterView,
-    prefix: &LabelPrefix,
-    affinity_needs_labels: bool,
-) -> FitResult {
-    let mut warnings = Vec::new();
-    if view.malformed > 0 {
-        let example = view
-            .first_problem
-            .as_ref()
-            .map_or_else(String::new, |problem| format!(" (e.g. {problem})"));
-        warnings.push(format!(
-            "{} with malformed {prefix} labels left out of the GPU fit check{example}; fix the node labeler there",
-            nodes(view.malformed)
-        ));
+    sight: &Sight,
+    config: &Config,
+) -> Result<Vec<String>, String> {
+    let static_check =
+        |limits| capacity::check(demand, limits, &config.topology).map(|()| Vec::<String>::new());
+    match sight {
+        Sight::View(_) => Ok(Vec::new()),
+        Sight::Static => config.capacity.as_ref().map_or(Ok(Vec::new()), static_check),
+        Sight::Unavailable(Unavailable::Summary(problem)) => Ok(vec![format!(
+            "GPU fit not checked: {}. Run the fleet summarizer and grant the policy read access to its ConfigMap, or set capacity.source: auto to fall back to the Node list",
+            clause(problem)
+        )]),
+        Sight::Unavailable(Unavailable::NodeList(problem)) => {
+            let unavailable = format!(
+                "the cluster view (Node labels) is unavailable: {}",
+                clause(problem)
+            );
+            match (&config.capacity_source, &config.capacity) {
+                (CapacitySource::Auto, Some(limits)) => static_check(limits).map(|_| {
+                    vec![format!(
+                        "GPU fit checked against the static capacity settings: {unavailable}"
+                    )]
+                }),
+                _ => Ok(vec![format!(
+                    "GPU fit not checked: {unavailable}. Grant the policy read access to v1 Nodes (contextAwareResources), or configure capacity.maxGpusPerNode"
+                )]),
+            }
+        }
     }
-    let fleet = &view.fleet;
-    if fleet.is_empty() {
+}
+
+/// What the check lets through with a view: the warnings and the affinity
+/// the verdicts write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub warnings: Vec<String>,
+    pub requirement: AffinityRequirement,
+}
+
+/// The check with a cluster view, from the verdict of every group
+/// ([`model::verdicts`]); `Err` is the rejection message. Pure.
+pub fn place(
+    input: &PodInput,
+    view: &ClusterView,
+    verdicts: &[GroupVerdict],
+    config: &Config,
+) -> Result<Placement, String> {
+    let demand = &input.demand;
+    let topology = &config.topology;
+    let prefix = &config.label_prefix;
+    let allow = config.unlabeled_nodes == UnlabeledNodes::Allow;
+    let required = topology.affinity == AffinityMode::Required;
+    let applies = affinity_applies(config, input.pinned.is_some());
+    let need = Need::for_pod(config);
+    let mut warnings: Vec<String> = malformed_warning(view, prefix).into_iter().collect();
+    let requirement = || {
+        if applies {
+            AffinityRequirement::with_view(verdicts, demand, topology, config.unlabeled_nodes)
+        } else {
+            AffinityRequirement::default()
+        }
+    };
+    if view.fleet.is_empty() {
         let missing = if view.malformed > 0 {
             format!("no node publishes valid {prefix} labels: is the labeler healthy?")
         } else {
             format!("no node publishes {prefix} labels: is the labeler deployed?")
         };
-        if affinity_needs_labels {
+        if required && !allow {
             return Err(format!(
-                "GPU pod cannot be placed: it needs {}, but {missing} The policy's node affinity selects only labeled nodes, so the pod would stay Pending. Deploy the gpu-topology labeler on the GPU nodes, or set topology.affinity: off.",
+                "GPU pod cannot be placed: it needs {}, but {missing} topology.affinity: required selects only nodes whose kubelet is known to host the pod, so it would stay Pending. Deploy the gpu-topology labeler on the GPU nodes, set capacity.unlabeledNodes: allow, or set topology.affinity: preferred.",
                 demand.describe_unit()
             ));
         }
         warnings.push(format!("GPU fit not checked: {missing}"));
-        return Ok(warnings);
+        return Ok(Placement {
+            warnings,
+            requirement: requirement(),
+        });
     }
-    let needs = demand.needs;
-    if fitting_nodes(fleet, needs, requirement) > 0 {
-        return Ok(warnings);
+    if applies {
+        warnings.extend(shapeless_warning(verdicts, prefix));
     }
-    if needs.total > needs.aligned {
-        // `container` scope: say whether the pod as a whole fits no node, or
-        // its largest container fits none of the nodes that hold it.
-        let largest = fleet.largest_node();
-        if needs.total <= largest.gpus {
-            return Err(no_fit_per_container(demand, requirement, fleet));
-        }
-        return Err(capacity::too_many(
-            &demand.describe_total(),
-            TopologyManagerScope::Pod,
-            &format!(
-                "the largest labeled GPU node has {} ({})",
-                largest.gpus,
-                nodes(largest.nodes)
-            ),
-            largest.gpus,
-        ));
-    }
-    Err(no_fit_message(demand, requirement, fleet))
-}
-
-/// `GPU pod cannot be placed: it needs <demand> <alignment>, but none of the
-/// <k> labeled GPU nodes can host it: <best offers>. <what to change>.`
-pub fn no_fit_message(demand: &Demand, requirement: Requirement, fleet: &Fleet) -> String {
-    let (n, scope) = (demand.needs.aligned, demand.scope);
-    let admitted = fleet.largest_admitted();
-    let mut facts = Vec::new();
-    let (need, verb, remedy) = match requirement {
-        Requirement::Host(alignment) => {
-            let hosted = fleet.largest_hosted(alignment);
-            if alignment != Alignment::Node {
-                facts.push(format!(
-                    "largest {} offer: {}",
-                    alignment.describe(),
-                    offer(hosted)
+    if required {
+        if let (Some(pinned), true) = (input.pinned, view.from_node_list) {
+            if let Err(message) = pinned_node_hosts(pinned, view, verdicts, demand, need, config) {
+                if !allow {
+                    return Err(message);
+                }
+                warnings.push(format!(
+                    "{message} Admitted: capacity.unlabeledNodes is allow"
                 ));
             }
-            let relax = format!(
-                "set topology.affinity: preferred so the GPUs may span {}",
-                span(alignment)
-            );
-            let remedy = match (
-                n <= admitted.gpus && alignment != Alignment::Node,
-                hosted.gpus,
-            ) {
-                (true, 0) => capitalized(&relax),
-                (true, fits) => {
-                    format!("Request at most {} {}, or {relax}", gpus(fits), per(scope))
-                }
-                (false, fits) => smaller_request(fits, scope),
-            };
-            let need = format!("{} {}", demand.describe_unit(), alignment.describe());
-            (need, "host", remedy)
         }
-        Requirement::Admit => (
-            demand.describe_unit(),
-            "admit",
-            smaller_request(admitted.gpus, scope),
-        ),
+    }
+    let takes = |v: &GroupVerdict| match need {
+        Need::Host(alignment) => v.hosts(alignment, &demand.pod) && v.shape().is_some(),
+        Need::Admit => !v.answer.refuses(),
     };
-    facts.push(format!("largest node offer: {}", offer(admitted)));
-    let limited = fleet.limited_by_single_numa_node();
-    if limited > 0 {
-        facts.push(format!(
-            "{} run{} topologyManagerPolicy single-numa-node, which admits a pod only when its GPUs fit on one NUMA node",
-            nodes(limited),
-            if limited == 1 { "s" } else { "" }
+    if !verdicts.iter().any(takes) {
+        let message = explain::no_group_takes_it(demand, need, verdicts, topology);
+        if !allow {
+            return Err(message);
+        }
+        warnings.push(format!(
+            "no labeled GPU node takes the pod; admitted for nodes without {prefix} labels (capacity.unlabeledNodes: allow): {}",
+            message.trim_start_matches("GPU pod cannot be placed: ")
         ));
     }
-    let nobody = match fleet.nodes() {
-        1 => format!("the only labeled GPU node cannot {verb} it"),
-        count => format!("none of the {count} labeled GPU nodes can {verb} it"),
-    };
-    format!(
-        "GPU pod cannot be placed: it needs {need}, but {nobody}: {}. {remedy}.",
-        facts.join("; ")
-    )
+    warnings.extend(unknown_warning(verdicts, required));
+    if let (Some(pinned), false) = (input.pinned, required) {
+        warnings.extend(pinned_refusal_warning(pinned, view, verdicts, demand, need));
+    }
+    Ok(Placement {
+        warnings,
+        requirement: requirement(),
+    })
 }
 
-/// `container` scope, where some node holds the pod's total but none can
-/// place its largest container as required: the offer counts only the nodes
-/// that hold the total.
-fn no_fit_per_container(demand: &Demand, requirement: Requirement, fleet: &Fleet) -> String {
-    let needs = demand.needs;
-    let (how, best, relax) = match requirement {
-        Requirement::Host(alignment) => (
-            alignment.describe(),
-            fleet.largest_unit(needs.total, |t, d| can_host(t, d, alignment)),
-            format!(
-                ", or set topology.affinity: preferred so the GPUs may span {}",
-                span(alignment)
-            ),
-        ),
-        Requirement::Admit => (
-            "admitted by the kubelet",
-            fleet.largest_unit(needs.total, can_admit),
-            ", or split the work across several pods".to_owned(),
-        ),
-    };
-    let remedy = if best.gpus == 0 {
-        "No labeled node that holds the pod can place any of its containers as required; check the nodes' GPU labels".to_owned()
-    } else {
-        format!("Request at most {} per container{relax}", gpus(best.gpus))
-    };
-    format!(
-        "GPU pod cannot be placed: it needs {} on one node, {} {how}, but on the labeled nodes that hold {} the largest container offer is {}. {remedy}.",
-        demand.describe_total(),
-        demand.describe_unit(),
-        gpus(needs.total),
-        offer(best),
-    )
-}
-
-fn capitalized(text: &str) -> String {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .map(|first| first.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
-}
-
-fn smaller_request(fits: u32, scope: TopologyManagerScope) -> String {
-    if fits == 0 {
-        "No labeled node offers a GPU to any pod; check the nodes' GPU labels and device plugin"
-            .to_owned()
-    } else {
+/// `2 nodes with malformed <prefix> labels left out ...`
+fn malformed_warning(view: &ClusterView, prefix: &LabelPrefix) -> Option<String> {
+    (view.malformed > 0).then(|| {
+        let example = view
+            .first_problem
+            .as_ref()
+            .map_or_else(String::new, |problem| format!(" (e.g. {problem})"));
         format!(
-            "Request at most {} {}, or split the work across several pods",
-            gpus(fits),
-            per(scope)
+            "{} with malformed {prefix} labels left out of the GPU fit check{example}; fix the node labeler there",
+            nodes(view.malformed)
         )
+    })
+}
+
+/// Groups of a labeler older than the policy: affinity can neither select
+/// nor leave them out.
+fn shapeless_warning(verdicts: &[GroupVerdict], prefix: &LabelPrefix) -> Option<String> {
+    let count: u32 = verdicts
+        .iter()
+        .filter(|v| v.shape().is_none())
+        .map(GroupVerdict::nodes)
+        .sum();
+    (count > 0).then(|| {
+        format!(
+            "{} publish{} no {prefix}/shape label (a labeler older than this policy): node affinity can neither select nor exclude them; upgrade the labeler there",
+            nodes(count),
+            if count == 1 { "es" } else { "" }
+        )
+    })
+}
+
+/// The groups whose answer is unknown, with why, in one warning.
+fn unknown_warning(verdicts: &[GroupVerdict], required: bool) -> Option<String> {
+    let unknown: Vec<&GroupVerdict> = verdicts.iter().filter(|v| v.answer.is_unknown()).collect();
+    let count: u32 = unknown.iter().map(|v| v.nodes()).sum();
+    let first = unknown.first()?;
+    let why = match &first.answer {
+        Answer::Unknown(unknown) => explain::unknown_words(unknown),
+        Answer::Contradictory(error) => format!("the labels contradict themselves: {error}"),
+        _ => String::new(),
+    };
+    let shape = first.shape().map_or_else(
+        || "without a shape label".to_owned(),
+        |s| format!("of shape {s}"),
+    );
+    let consequence = if required {
+        "they are not selected (topology.affinity: required)"
+    } else {
+        "they stay eligible"
+    };
+    Some(format!(
+        "the kubelet model cannot tell whether {} admit the pod (nodes {shape}: {why}); {consequence}",
+        nodes(count)
+    ))
+}
+
+/// Under `required`, the pinned node's own verdict (read from the Node
+/// list); `Err` is why it does not host the pod.
+fn pinned_node_hosts(
+    pinned: Pinned,
+    view: &ClusterView,
+    verdicts: &[GroupVerdict],
+    demand: &Demand,
+    need: Need,
+    config: &Config,
+) -> Result<(), String> {
+    let node = pinned.node;
+    let by = pinned_by(pinned);
+    let prefix = &config.label_prefix;
+    let topology = match &view.pinned_node {
+        None => {
+            return Err(format!(
+                "GPU pod cannot be placed: it is pinned to node {node:?} ({by}), which publishes no {prefix} labels, and topology.affinity: required admits only nodes whose kubelet is known to host the pod. Deploy the gpu-topology labeler there, set capacity.unlabeledNodes: allow, or set topology.affinity: preferred."
+            ))
+        }
+        Some(Err(problem)) => {
+            return Err(format!(
+                "GPU pod cannot be placed: it is pinned to node {node:?} ({by}), whose {prefix} labels are malformed ({problem}). Fix the node labeler there."
+            ))
+        }
+        Some(Ok(topology)) => topology,
+    };
+    let verdict = verdicts.iter().find(|v| v.topology() == topology);
+    let Some(verdict) = verdict else {
+        return Err(format!(
+            "GPU pod cannot be placed: it is pinned to node {node:?} ({by}), which publishes no {prefix}/gpus label. Deploy the gpu-topology labeler there."
+        ));
+    };
+    let Need::Host(alignment) = need else {
+        return Ok(());
+    };
+    if verdict.hosts(alignment, &demand.pod) && verdict.shape().is_some() {
+        return Ok(());
     }
+    let (why, fix) = explain::why_and_fix(demand, need, verdict);
+    Err(format!(
+        "GPU pod cannot be placed: it is pinned to node {node:?} ({by}), and there {why}. {fix}."
+    ))
 }
 
-fn per(scope: TopologyManagerScope) -> &'static str {
-    match scope {
-        TopologyManagerScope::Pod => "per pod",
-        TopologyManagerScope::Container => "per container",
+/// Under `preferred`, a warning when the pinned node's kubelet refuses the
+/// pod (it gets no affinity: the scheduler does not choose its node).
+fn pinned_refusal_warning(
+    pinned: Pinned,
+    view: &ClusterView,
+    verdicts: &[GroupVerdict],
+    demand: &Demand,
+    need: Need,
+) -> Option<String> {
+    let Some(Ok(topology)) = &view.pinned_node else {
+        return None;
+    };
+    let verdict = verdicts.iter().find(|v| v.topology() == topology)?;
+    if !verdict.answer.refuses() {
+        return None;
     }
+    let (why, fix) = explain::why_and_fix(demand, need, verdict);
+    Some(format!(
+        "the pod is pinned to node {:?} ({}), where {why}. {fix}",
+        pinned.node,
+        pinned_by(pinned)
+    ))
 }
 
-fn span(alignment: Alignment) -> &'static str {
-    match alignment {
-        Alignment::Numa => "NUMA nodes",
-        Alignment::Nvlink => "NVLink groups",
-        Alignment::Node => "nodes",
+fn pinned_by(pinned: Pinned) -> &'static str {
+    match pinned.by {
+        PinnedBy::NodeName => "spec.nodeName",
+        PinnedBy::NodeAffinity => {
+            "required node affinity on metadata.name, as a DaemonSet's pods are"
+        }
     }
-}
-
-/// `4 GPUs on 12 nodes`
-fn offer(offer: Offer) -> String {
-    format!("{} on {}", gpus(offer.gpus), nodes(offer.nodes))
-}
-
-fn gpus(count: u32) -> String {
-    plural(count, "GPU")
 }
 
 fn nodes(count: u32) -> String {
-    plural(count, "node")
+    format!("{count} node{}", if count == 1 { "" } else { "s" })
 }
 
-fn plural(count: u32, word: &str) -> String {
-    format!("{count} {word}{}", if count == 1 { "" } else { "s" })
+/// The kubelet's verdicts for the pod whose planned PodSpec is `spec`, on
+/// every group of `fleet`; `Err` when the spec cannot be read as the
+/// kubelet would.
+pub fn verdicts<'f>(
+    fleet: &'f Fleet,
+    spec: &serde_json::Value,
+    input: &PodInput,
+    config: &Config,
+) -> Result<Vec<GroupVerdict<'f>>, String> {
+    let pod = model::model_pod(spec, &input.demand.pod)?;
+    Ok(model::verdicts(fleet, &pod, config.topology.scope))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::demand::PodDemand;
-    use gpu_topology::TopologyManagerPolicy;
+    use crate::decide::testing::{config, hgx, hgx_full_pcpus_only, l4, node, pod, view, OLD};
+    use gpu_topology::NodeTopology;
     use rstest::rstest;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
-    /// One container per count: `worker`, then `worker-1`, `worker-2`...
-    fn demand(counts: &[u32]) -> PodDemand {
-        let containers: Vec<_> = counts
+    fn required(alignment: &str) -> Value {
+        json!({"topology": {"affinity": "required", "alignment": alignment}})
+    }
+
+    fn decide(spec: &Value, view: &ClusterView, config: &Config) -> Result<Placement, String> {
+        let input = PodInput::read(spec, config).unwrap().unwrap();
+        let verdicts = verdicts(&view.fleet, spec, &input, config).unwrap();
+        place(&input, view, &verdicts, config)
+    }
+
+    fn shape_of(topology: &NodeTopology) -> String {
+        topology.shape.unwrap().to_string()
+    }
+
+    /// The requirement's terms as `key operator values` strings.
+    fn rendered(terms: &[gpu_topology::Term]) -> Vec<Vec<String>> {
+        terms
             .iter()
-            .enumerate()
-            .map(|(i, gpus)| {
-                let name = if i == 0 {
-                    "worker".to_owned()
-                } else {
-                    format!("worker-{i}")
-                };
-                json!({"name": name, "resources": {"limits": {"nvidia.com/gpu": gpus.to_string()}}})
+            .map(|term| {
+                term.iter()
+                    .map(|r| {
+                        format!(
+                            "{} {} {}",
+                            r.label_key().name(),
+                            r.operator().as_str(),
+                            r.values().join(",")
+                        )
+                    })
+                    .collect()
             })
-            .collect();
-        let spec = json!({ "containers": containers });
-        PodDemand::from_pod_spec(&spec, &["nvidia.com/gpu".to_owned()]).unwrap()
+            .collect()
     }
 
-    fn fleet(nodes: &[(u32, Option<u32>, Option<u32>, u32)]) -> Fleet {
-        let mut fleet = Fleet::new();
-        for (gpus, per_numa, nvlink, count) in nodes {
-            let topology = NodeTopology {
-                gpus: Some(*gpus),
-                gpus_per_numa_max: *per_numa,
-                nvlink_group_max: *nvlink,
-                topology_manager_policy: Some(TopologyManagerPolicy::BestEffort),
-                ..NodeTopology::default()
-            };
-            fleet.add_nodes(topology, *count);
-        }
-        fleet
-    }
-
-    const POD: TopologyManagerScope = TopologyManagerScope::Pod;
-
-    /// (GPUs, scope, requirement, fleet, whole message)
-    #[rstest]
-    #[case::one_node_too_small(&[8], POD, Requirement::Admit, fleet(&[(4, Some(4), Some(4), 1)]),
-        "GPU pod cannot be placed: it needs 8 GPUs (container \"worker\": 8 nvidia.com/gpu), but the only labeled GPU node cannot admit it: largest node offer: 4 GPUs on 1 node. Request at most 4 GPUs per pod, or split the work across several pods.")]
-    #[case::no_gpu_anywhere(&[1], POD, Requirement::Admit, fleet(&[(0, None, None, 3)]),
-        "GPU pod cannot be placed: it needs 1 GPU (container \"worker\": 1 nvidia.com/gpu), but none of the 3 labeled GPU nodes can admit it: largest node offer: 0 GPUs on 3 nodes. No labeled node offers a GPU to any pod; check the nodes' GPU labels and device plugin.")]
-    #[case::alignment_label_missing(&[2], POD, Requirement::Host(Alignment::Nvlink), fleet(&[(8, Some(4), None, 2)]),
-        "GPU pod cannot be placed: it needs 2 GPUs (container \"worker\": 2 nvidia.com/gpu) NVLink-aligned, but none of the 2 labeled GPU nodes can host it: largest NVLink-aligned offer: 0 GPUs on 2 nodes; largest node offer: 8 GPUs on 2 nodes. Set topology.affinity: preferred so the GPUs may span NVLink groups.")]
-    #[case::per_container_scope(&[6], TopologyManagerScope::Container, Requirement::Host(Alignment::Numa), fleet(&[(4, Some(2), Some(4), 5)]),
-        "GPU pod cannot be placed: it needs 6 GPUs in one container (container \"worker\": 6 nvidia.com/gpu) NUMA-aligned, but none of the 5 labeled GPU nodes can host it: largest NUMA-aligned offer: 2 GPUs on 5 nodes; largest node offer: 4 GPUs on 5 nodes. Request at most 2 GPUs per container, or split the work across several pods.")]
-    #[case::per_container_scope_total_above_every_node(&[4, 4, 4], TopologyManagerScope::Container, Requirement::Host(Alignment::Numa), fleet(&[(8, Some(4), Some(8), 5)]),
-        "GPU pod cannot be placed: it needs 12 GPUs (container \"worker\": 4 nvidia.com/gpu; container \"worker-1\": 4 nvidia.com/gpu; container \"worker-2\": 4 nvidia.com/gpu) but the largest labeled GPU node has 8 (5 nodes). Request at most 8 GPUs per pod, or split the work across several pods.")]
-    #[case::per_container_scope_no_node_holding_the_pod_aligns_a_container(&[4, 4], TopologyManagerScope::Container, Requirement::Host(Alignment::Numa), fleet(&[(8, Some(2), Some(8), 1), (4, Some(4), Some(4), 3)]),
-        "GPU pod cannot be placed: it needs 8 GPUs (container \"worker\": 4 nvidia.com/gpu; container \"worker-1\": 4 nvidia.com/gpu) on one node, 4 GPUs in one container (container \"worker\": 4 nvidia.com/gpu) NUMA-aligned, but on the labeled nodes that hold 8 GPUs the largest container offer is 2 GPUs on 1 node. Request at most 2 GPUs per container, or set topology.affinity: preferred so the GPUs may span NUMA nodes.")]
-    fn no_fit_messages(
-        #[case] gpus: &[u32],
-        #[case] scope: TopologyManagerScope,
-        #[case] requirement: Requirement,
-        #[case] fleet: Fleet,
-        #[case] expected: &str,
-    ) {
-        let demand = Demand::new(demand(gpus), scope);
-        let view = ClusterView {
-            fleet,
-            ..ClusterView::default()
-        };
-        let prefix = LabelPrefix::default();
+    /// The worked example of the README: 8 GPUs and 32 whole CPUs on HGX
+    /// nodes running `restricted`. The GPUs need both NUMA nodes, the CPUs
+    /// fit one: no preferred hint, TopologyAffinityError.
+    #[test]
+    fn the_restricted_hgx_case_is_refused_with_the_arithmetic_and_the_fix() {
+        let nodes = hgx("restricted");
+        let shape = shape_of(&nodes);
+        let error = decide(&pod(8, 32), &view(vec![(nodes, 10)]), &config(json!({}))).unwrap_err();
         assert_eq!(
-            check_fleet(&demand, requirement, &view, &prefix, true),
-            Err(expected.to_owned())
+            error,
+            format!("GPU pod cannot be placed: it needs 8 GPUs (container \"train\": 8 nvidia.com/gpu), but the kubelet of none of the 10 labeled GPU nodes admits it. On the 10 nodes of shape {shape} (8 GPUs, 4+4 per NUMA node, 56 CPUs per NUMA node, topologyManagerPolicy restricted) the GPUs' narrowest NUMA mask is 2 nodes but the 32 exclusive CPUs' is 1 node: the kubelet refuses it with TopologyAffinityError. Request 57 to 110 CPUs so that they span 2 NUMA nodes as the GPUs do, a fractional CPU amount (shared pool), or at most 4 GPUs.")
         );
     }
 
-    /// (affinity mode, pinned, requirement, affinity added)
+    /// (settings, pod, groups, the requirement's terms with `{n}` for the
+    /// n-th group's shape, the preference's): what the verdicts write.
     #[rstest]
-    #[case::required(
-        AffinityMode::Required,
-        false,
-        Requirement::Host(Alignment::Nvlink),
-        true
-    )]
-    #[case::required_and_pinned(
-        AffinityMode::Required,
-        true,
-        Requirement::Host(Alignment::Nvlink),
-        true
-    )]
-    #[case::preferred(AffinityMode::Preferred, false, Requirement::Admit, true)]
-    #[case::preferred_but_pinned(AffinityMode::Preferred, true, Requirement::Admit, false)]
-    #[case::off(AffinityMode::Off, false, Requirement::Admit, false)]
-    fn requirement_follows_the_affinity(
+    // Preferred: the refusing shape is left out, the aligned one preferred.
+    #[case::preferred_steers_off_the_refusing_shape(json!({}), pod(8, 32),
+        vec![(hgx("restricted"), 10), (hgx("best-effort"), 2)],
+        vec![vec!["shape NotIn {0}"]], vec![])]
+    #[case::preferred_prefers_aligned_shapes(json!({}), pod(4, 16),
+        vec![(hgx("single-numa-node"), 10), (l4(), 2), (hgx("none"), 1)],
+        vec![], vec![vec!["shape In {0},{1}"]])]
+    #[case::preferred_nothing_when_all_eligible_are_aligned(json!({}), pod(4, 16),
+        vec![(hgx("single-numa-node"), 10)], vec![], vec![])]
+    // The author's 3 CPUs: SMTAlignmentError under full-pcpus-only only.
+    #[case::preferred_keeps_odd_cpus_off_full_pcpus_only(json!({}), pod(1, 3),
+        vec![(hgx_full_pcpus_only("best-effort"), 4), (hgx("best-effort"), 4)],
+        vec![vec!["shape NotIn {0}"]], vec![])]
+    #[case::required_selects_hosting_shapes(required("numa"), pod(4, 16),
+        vec![(hgx("single-numa-node"), 10), (hgx("none"), 2)],
+        vec![vec!["shape In {0}"]], vec![])]
+    #[case::required_nvlink_counts_the_group(required("nvlink"), pod(8, 8),
+        vec![(hgx("best-effort"), 3), (hgx("single-numa-node"), 10)],
+        vec![vec!["shape In {0}"]], vec![])]
+    // Unknown shapes with count labels stay eligible under allow.
+    #[case::required_allow_adds_unknown_shapes(json!({"topology": {"affinity": "required", "alignment": "numa"}, "capacity": {"unlabeledNodes": "allow"}}), pod(4, 16),
+        vec![(hgx("single-numa-node"), 10), (hgx("none"), 2)],
+        vec![vec!["shape In {0}"], vec!["shape NotIn {0},{1}", "gpus-per-numa-max Gt 3", "gpus Gt 3"]], vec![])]
+    fn the_verdicts_write_the_affinity(
+        #[case] settings: Value,
+        #[case] spec: Value,
+        #[case] groups: Vec<(NodeTopology, u32)>,
+        #[case] required: Vec<Vec<&str>>,
+        #[case] preferred: Vec<Vec<&str>>,
+    ) {
+        let shapes: Vec<String> = groups.iter().map(|(t, _)| shape_of(t)).collect();
+        let view = view(groups);
+        let placement = decide(&spec, &view, &config(settings)).unwrap();
+        let fill = |text: &str| -> String {
+            let mut text = text.to_owned();
+            for (i, shape) in shapes.iter().enumerate() {
+                text = text.replace(&format!("{{{i}}}"), shape);
+            }
+            // Shape lists come out sorted.
+            match text.rsplit_once(' ') {
+                Some((head, values)) => {
+                    let mut values: Vec<&str> = values.split(',').collect();
+                    values.sort_unstable();
+                    format!("{head} {}", values.join(","))
+                }
+                None => text,
+            }
+        };
+        let fill_all = |terms: Vec<Vec<&str>>| -> Vec<Vec<String>> {
+            terms
+                .into_iter()
+                .map(|t| t.into_iter().map(fill).collect())
+                .collect()
+        };
+        assert_eq!(
+            rendered(&placement.requirement.required),
+            fill_all(required)
+        );
+        assert_eq!(
+            rendered(&placement.requirement.preferred),
+            fill_all(preferred)
+        );
+    }
+
+    /// (settings, pod, groups, Ok: fragment of a warning / Err: fragments of
+    /// the rejection)
+    #[rstest]
+    #[case::preferred_every_shape_refuses(json!({}), pod(8, 96),
+        vec![(hgx("single-numa-node"), 3)],
+        Err(vec!["the 8 GPUs need 2 NUMA nodes and the 96 exclusive CPUs need 2 NUMA nodes, but single-numa-node admits only one", "Request at most 4 GPUs per pod, or at most 56 exclusive CPUs, or a fractional CPU amount (shared pool)"]))]
+    #[case::preferred_allow_admits_for_unlabeled_nodes(json!({"capacity": {"unlabeledNodes": "allow"}}), pod(8, 96),
+        vec![(hgx("single-numa-node"), 3)], Ok("admitted for nodes without gpu-topology.io labels (capacity.unlabeledNodes: allow)"))]
+    #[case::required_unaligned_only(required("numa"), pod(8, 8),
+        vec![(hgx("best-effort"), 2)],
+        Err(vec!["NUMA-aligned (topology.affinity: required), but none of the 2 labeled GPU nodes hosts it so", "the kubelet admits it unaligned: the 8 GPUs' narrowest NUMA mask is 2 nodes", "Request at most 4 GPUs per pod, or set topology.affinity: preferred so the GPUs may span NUMA nodes"]))]
+    #[case::required_nvlink_group_too_small(required("nvlink"), pod(4, 8),
+        vec![(l4(), 2)],
+        Err(vec!["the largest NVLink group has 1 GPU and 4 must share one", "Request at most 1 GPU per container, or set topology.affinity: preferred so the GPUs may span NVLink groups"]))]
+    #[case::preferred_old_labeler_stays_eligible(json!({}), pod(8, 32),
+        vec![(hgx("restricted"), 10), (node(OLD), 4)],
+        Ok("the kubelet model cannot tell whether 4 nodes admit the pod (nodes without a shape label: the CPU Manager policy is not published); they stay eligible"))]
+    #[case::preferred_old_labeler_is_named(json!({}), pod(8, 32),
+        vec![(node(OLD), 4)], Ok("4 nodes publish no gpu-topology.io/shape label"))]
+    #[case::required_old_labeler_is_not_selected(required("numa"), pod(4, 8),
+        vec![(node(OLD), 4)], Err(vec!["whether the kubelet admits it is unknown"]))]
+    #[case::too_many_gpus_for_every_node(json!({}), pod(16, 8),
+        vec![(hgx("best-effort"), 2), (l4(), 3)],
+        Err(vec!["it needs 16 GPUs (container \"train\": 16 nvidia.com/gpu) but the largest labeled GPU node has 8 (2 nodes). Request at most 8 GPUs per pod"]))]
+    #[case::an_empty_view_under_preferred_is_no_rejection(json!({}), pod(8, 8), vec![],
+        Ok("GPU fit not checked: no node publishes gpu-topology.io labels: is the labeler deployed?"))]
+    #[case::an_empty_view_under_required_is(required("numa"), pod(8, 8), vec![],
+        Err(vec!["no node publishes gpu-topology.io labels", "set capacity.unlabeledNodes: allow"]))]
+    #[case::an_empty_view_under_required_with_allow(json!({"topology": {"affinity": "required", "alignment": "numa"}, "capacity": {"unlabeledNodes": "allow"}}), pod(8, 8), vec![],
+        Ok("GPU fit not checked: no node publishes gpu-topology.io labels"))]
+    fn decision_rules(
+        #[case] settings: Value,
+        #[case] spec: Value,
+        #[case] groups: Vec<(NodeTopology, u32)>,
+        #[case] expected: Result<&str, Vec<&str>>,
+    ) {
+        let outcome = decide(&spec, &view(groups), &config(settings));
+        match (outcome, expected) {
+            (Ok(placement), Ok(warning)) => assert!(
+                placement.warnings.iter().any(|w| w.contains(warning)),
+                "{:?} lacks {warning:?}",
+                placement.warnings
+            ),
+            (Err(message), Err(fragments)) => {
+                for fragment in fragments {
+                    assert!(message.contains(fragment), "{message}\nlacks: {fragment}");
+                }
+            }
+            (outcome, expected) => panic!("{outcome:?}, expected {expected:?}"),
+        }
+    }
+
+    /// A pod pinned to a node (DaemonSet) under `required`, read from the
+    /// Node list: its own node decides. (pinned node's labels, allow,
+    /// fragment of the rejection or `None` for accepted)
+    #[rstest]
+    #[case::hosting_node(Some(hgx("best-effort")), false, None)]
+    #[case::refusing_node(Some(hgx("restricted")), false, Some("it is pinned to node \"gpu-7\" (required node affinity on metadata.name, as a DaemonSet's pods are), and there the GPUs' narrowest NUMA mask"))]
+    #[case::unlabeled_node(None, false, Some("it is pinned to node \"gpu-7\" (required node affinity on metadata.name, as a DaemonSet's pods are), which publishes no gpu-topology.io labels"))]
+    #[case::unlabeled_node_allowed(None, true, None)]
+    fn a_pinned_pods_own_node_decides_under_required(
+        #[case] pinned: Option<NodeTopology>,
+        #[case] allow: bool,
+        #[case] rejected: Option<&str>,
+    ) {
+        let mut spec = pod(8, 32);
+        spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["gpu-7"]}]}]}}});
+        let mut view = view(vec![(hgx("best-effort"), 5), (hgx("restricted"), 5)]);
+        view.pinned_node = pinned.map(Ok);
+        let settings = json!({"topology": {"affinity": "required", "alignment": "node"},
+            "capacity": {"unlabeledNodes": if allow { "allow" } else { "deny" }}});
+        let outcome = decide(&spec, &view, &config(settings));
+        match rejected {
+            None => assert!(outcome.is_ok(), "{outcome:?}"),
+            Some(fragment) => {
+                let message = outcome.unwrap_err();
+                assert!(message.contains(fragment), "{message}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_pinned_pod_under_preferred_is_warned_when_its_node_refuses() {
+        let mut spec = pod(8, 32);
+        spec["nodeName"] = json!("gpu-7");
+        let mut view = view(vec![(hgx("restricted"), 5), (hgx("best-effort"), 5)]);
+        view.pinned_node = Some(Ok(hgx("restricted")));
+        let placement = decide(&spec, &view, &config(json!({}))).unwrap();
+        assert!(placement.requirement.is_empty());
+        assert!(
+            placement.warnings.iter().any(|w| w.starts_with(
+                "the pod is pinned to node \"gpu-7\" (spec.nodeName), where the GPUs' narrowest NUMA mask"
+            )),
+            "{:?}",
+            placement.warnings
+        );
+    }
+
+    /// (affinity mode, pinned, need, affinity added)
+    #[rstest]
+    #[case::required(AffinityMode::Required, false, Need::Host(Alignment::Nvlink), true)]
+    #[case::required_and_pinned(AffinityMode::Required, true, Need::Host(Alignment::Nvlink), true)]
+    #[case::preferred(AffinityMode::Preferred, false, Need::Admit, true)]
+    #[case::preferred_but_pinned(AffinityMode::Preferred, true, Need::Admit, false)]
+    #[case::off(AffinityMode::Off, false, Need::Admit, false)]
+    fn need_follows_the_affinity(
         #[case] affinity: AffinityMode,
         #[case] pinned: bool,
-        #[case] expected: Requirement,
+        #[case] expected: Need,
         #[case] applies: bool,
     ) {
         let mut config = Config::default();
         config.topology.affinity = affinity;
         config.topology.alignment = Alignment::Nvlink;
-        assert_eq!(Requirement::for_pod(&config), expected);
+        assert_eq!(Need::for_pod(&config), expected);
         assert_eq!(affinity_applies(&config, pinned), applies);
+    }
+
+    /// Hostile requests with a view are answered, never trapped on: the
+    /// model saturates what it cannot hold.
+    #[rstest]
+    #[case::huge_cpu(json!({"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": "8", "cpu": "9223372036", "memory": "64Gi"}}}]}))]
+    #[case::huge_memory(json!({"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": "1", "cpu": "1", "memory": "9E"}}}]}))]
+    #[case::many_gpus(json!({"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": "4294967295"}}}]}))]
+    #[case::many_containers(json!({"containers": (0..64).map(|i| json!({"name": format!("c{i}"), "resources": {"limits": {"nvidia.com/gpu": "1", "cpu": "1", "memory": "1Gi"}}})).collect::<Vec<_>>()}))]
+    fn hostile_pods_are_answered(#[case] spec: Value) {
+        let view = view(vec![(hgx("restricted"), 2), (l4(), 1), (node(OLD), 1)]);
+        for settings in [json!({}), required("numa"), required("nvlink")] {
+            let _ = decide(&spec, &view, &config(settings));
+        }
     }
 }

@@ -2,16 +2,24 @@
 //! request and settings in, decision out, so it is tested natively.
 //!
 //! A Pod goes through the stages once each: its input is read ([`PodInput`]:
-//! the GPU demand, computed once, and the node it is pinned to), the fit
-//! check gives its verdict from the cluster view ([`fit`]), the QoS plan
-//! and the affinity are made ([`qos`], [`affinity`]), and the decision is
-//! built from those results. Workloads ([`workload`]) take the first two.
+//! the GPU demand, computed once, and the node it is pinned to), the
+//! cluster view is read ([`fit::look`]), the QoS plan is made for that
+//! fleet ([`qos`], [`lowering`]), the kubelet model answers for every node
+//! group on the planned pod ([`model`]), and those verdicts decide the fit
+//! and write the affinity ([`fit::place`], [`affinity`]), with messages
+//! from the verdicts ([`explain`]). Workloads ([`workload`]) go through the
+//! same stages and keep the verdict only.
 
 pub mod affinity;
 pub mod capacity;
 pub mod demand;
+pub mod explain;
 pub mod fit;
+pub mod lowering;
+pub mod model;
 pub mod qos;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod workload;
 
 use crate::cluster::host::{ClusterReader, KubewardenHost};
@@ -219,23 +227,22 @@ pub fn evaluate_pod(pod: &Value, config: &Config, cluster: &dyn ClusterReader) -
         Ok(None) => return Decision::accept(),
         Err(problem) => return Decision::reject(format!("GPU pod is malformed: {problem}")),
     };
-    let mut warnings = match fit::check(&input.demand, input.pinned_node(), config, cluster) {
-        Ok(warnings) => warnings,
-        Err(message) => return Decision::reject(message),
-    };
-    let qos = match plan_qos(spec, &input.demand.pod, config) {
-        Ok(qos) => qos,
-        Err(message) => return Decision::reject(message),
-    };
-    warnings.extend(qos.warnings);
-    let requirement = affinity_for(&input, config, &mut warnings);
     let mut mutated = pod.clone();
     let Some(mutated_spec) = mutated.get_mut("spec") else {
         return Decision::accept();
     };
-    let written = qos::apply(mutated_spec, &qos.edits)
-        .and_then(|()| affinity::merge(mutated_spec, &requirement, &config.label_prefix));
-    if let Err(problem) = written {
+    let plan = match plan_pod(
+        spec,
+        mutated_spec,
+        &input,
+        config,
+        cluster,
+        QosProblems::Reject,
+    ) {
+        Ok(plan) => plan,
+        Err(message) => return Decision::reject(message),
+    };
+    if let Err(problem) = affinity::merge(mutated_spec, &plan.requirement, &config.label_prefix) {
         return Decision::reject(format!("GPU pod is malformed: {problem}"));
     }
     let verdict = if mutated == *pod {
@@ -243,32 +250,129 @@ pub fn evaluate_pod(pod: &Value, config: &Config, cluster: &dyn ClusterReader) -
     } else {
         Verdict::Mutate(mutated)
     };
-    Decision { verdict, warnings }
+    Decision {
+        verdict,
+        warnings: plan.warnings,
+    }
 }
 
-/// The affinity the pod gets; a pinned pod that gets none under `preferred`
-/// is told why in `warnings`.
-fn affinity_for(
+/// How a Guaranteed-QoS problem counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum QosProblems {
+    /// A Pod is rejected with it.
+    Reject,
+    /// A workload's template is warned about: a LimitRange or another
+    /// webhook may still fill in its pods' resources before they come here.
+    Warn,
+}
+
+/// What a GPU pod gets, decided once for Pods and pod templates alike.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PodPlan {
+    pub warnings: Vec<String>,
+    pub requirement: AffinityRequirement,
+}
+
+/// The pipeline for one GPU pod (PodSpec `spec`): the cluster view is read
+/// first, the QoS plan is made for that fleet ([`model::cpu_multiple`],
+/// [`lowering`]) and written into `planned` (a copy of `spec`), and the
+/// kubelet model's verdict per node group, on the planned pod, decides the
+/// fit and writes the affinity ([`fit::place`]). Without a view, the
+/// static check and the count-based affinity stand in. `Err` is the
+/// rejection message.
+pub(crate) fn plan_pod(
+    spec: &Value,
+    planned: &mut Value,
     input: &PodInput,
     config: &Config,
-    warnings: &mut Vec<String>,
-) -> AffinityRequirement {
-    let topology = &config.topology;
+    cluster: &dyn ClusterReader,
+    qos_problems: QosProblems,
+) -> Result<PodPlan, String> {
+    let look = fit::look(input.pinned_node(), config, cluster);
+    let mut warnings = look.warnings.clone();
+    if look.fleet().is_none() {
+        warnings.extend(fit::check_without_view(&input.demand, &look.sight, config)?);
+    }
+    let multiple = look.fleet().map_or(1, model::cpu_multiple);
+    let qos_warnings = write_qos(spec, planned, input, config, multiple, qos_problems)?;
+    let fit::Sight::View(view) = &look.sight else {
+        warnings.extend(qos_warnings);
+        warnings.extend(pinned_warning(input, config));
+        return Ok(PodPlan {
+            warnings,
+            requirement: affinity_without_view(input, config),
+        });
+    };
+    let malformed = |problem| format!("GPU pod is malformed: {problem}");
+    let mut verdicts = fit::verdicts(&view.fleet, planned, input, config).map_err(malformed)?;
+    if let Some(lowered) = lowering::lower_defaults(spec, input, config, multiple, &verdicts) {
+        *planned = spec.clone();
+        let replanned = Config {
+            qos: lowered.qos,
+            ..config.clone()
+        };
+        write_qos(spec, planned, input, &replanned, multiple, qos_problems)?;
+        verdicts = fit::verdicts(&view.fleet, planned, input, config).map_err(malformed)?;
+        warnings.push(lowered.warning);
+    }
+    let placement = fit::place(input, view, &verdicts, config)?;
+    warnings.extend(placement.warnings);
+    warnings.extend(qos_warnings);
+    warnings.extend(pinned_warning(input, config));
+    Ok(PodPlan {
+        warnings,
+        requirement: placement.requirement,
+    })
+}
+
+/// Plans Guaranteed QoS and writes the edits into `planned`; the warnings,
+/// or the rejection message (a Pod's QoS problem, a malformed spec).
+fn write_qos(
+    spec: &Value,
+    planned: &mut Value,
+    input: &PodInput,
+    config: &Config,
+    multiple: u64,
+    qos_problems: QosProblems,
+) -> Result<Vec<String>, String> {
+    match plan_qos(spec, &input.demand.pod, config, multiple) {
+        Ok(qos) => {
+            qos::apply(planned, &qos.edits)
+                .map_err(|problem| format!("GPU pod is malformed: {problem}"))?;
+            Ok(qos.warnings)
+        }
+        Err(message) if qos_problems == QosProblems::Reject => Err(message),
+        Err(message) => Ok(vec![format!(
+            "its pods will be rejected unless a LimitRange or another webhook sets their resources first: {message}"
+        )]),
+    }
+}
+
+/// The count-based affinity, without a cluster view.
+fn affinity_without_view(input: &PodInput, config: &Config) -> AffinityRequirement {
     if fit::affinity_applies(config, input.pinned.is_some()) {
-        return AffinityRequirement::for_demand(input.demand.needs, topology);
+        AffinityRequirement::without_view(input.demand.needs, &config.topology)
+    } else {
+        AffinityRequirement::default()
+    }
+}
+
+/// Why a pinned pod gets no affinity under `preferred`.
+fn pinned_warning(input: &PodInput, config: &Config) -> Option<String> {
+    if fit::affinity_applies(config, input.pinned.is_some()) {
+        return None;
     }
     // Not applied under `preferred` only because the pod is pinned.
-    match (topology.affinity, input.pinned) {
-        (AffinityMode::Off, _) | (_, None) => {}
-        (_, Some(Pinned { by: PinnedBy::NodeName, .. })) => warnings.push(
+    match (config.topology.affinity, input.pinned) {
+        (AffinityMode::Off, _) | (_, None) => None,
+        (_, Some(Pinned { by: PinnedBy::NodeName, .. })) => Some(
             "spec.nodeName is set, so the scheduler is bypassed: no GPU topology affinity was added"
                 .to_owned(),
         ),
-        (_, Some(Pinned { node, by: PinnedBy::NodeAffinity })) => warnings.push(format!(
+        (_, Some(Pinned { node, by: PinnedBy::NodeAffinity })) => Some(format!(
             "the pod is pinned to node {node:?} by required node affinity on metadata.name (as a DaemonSet's pods are): no GPU topology affinity was added"
         )),
     }
-    AffinityRequirement::default()
 }
 
 /// The QoS the pod gets: the edits (none in `validate` mode) and warnings.
@@ -277,15 +381,17 @@ pub(crate) struct QosOutcome {
     pub warnings: Vec<String>,
 }
 
-/// The resource edits Guaranteed QoS needs, or the rejection message.
+/// The resource edits Guaranteed QoS needs, or the rejection message;
+/// `multiple` as [`qos::plan`] takes it.
 pub(crate) fn plan_qos(
     spec: &Value,
     demand: &PodDemand,
     config: &Config,
+    multiple: u64,
 ) -> Result<QosOutcome, String> {
     let plan = match config.qos.mode {
         QosMode::Off => QosPlan::default(),
-        QosMode::Mutate | QosMode::Validate => qos::plan(spec, demand, &config.qos)?,
+        QosMode::Mutate | QosMode::Validate => qos::plan(spec, demand, &config.qos, multiple)?,
     };
     // Whatever the mode: exclusive CPUs next to the GPUs are what QoS is for.
     let warnings = qos::unpinned_by_pod_level_resources(spec)

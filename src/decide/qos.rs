@@ -6,6 +6,7 @@
 //! writes the plan into the raw PodSpec, touching only the values it changes.
 
 use crate::decide::demand::PodDemand;
+use crate::decide::model::pod_level_resources_set;
 use crate::request::pod::{
     containers, resources_value, Container, ContainerKind, ContainerRef, Section,
 };
@@ -180,7 +181,19 @@ impl<'a> Current<'a> {
 /// set; it is a problem here, never rewritten. Otherwise every container
 /// counts (`processContainerResources`: cpu and memory limits set and equal
 /// to the requests, values of 0 counting as unset).
-pub fn plan(spec: &Value, demand: &PodDemand, qos: &QosConfig) -> Result<QosPlan, String> {
+///
+/// `cpu_multiple` is what whole CPUs the policy chooses for GPU containers
+/// (a default, or a fraction rounded up) are rounded up to a multiple of:
+/// the threads per core of the fleet's `full-pcpus-only` kubelets, which
+/// refuse other counts (`model::cpu_multiple`; 1 for none). Whole CPUs the
+/// author wrote are never changed, and a fitted init container's whole
+/// budget is rounded down to that multiple instead (it must not grow).
+pub fn plan(
+    spec: &Value,
+    demand: &PodDemand,
+    qos: &QosConfig,
+    cpu_multiple: u64,
+) -> Result<QosPlan, String> {
     let mut plan = QosPlan::default();
     let pod_resources = spec.get("resources").filter(|r| !r.is_null());
     let all = containers(spec)?;
@@ -202,7 +215,7 @@ pub fn plan(spec: &Value, demand: &PodDemand, qos: &QosConfig) -> Result<QosPlan
     plan.edits.reserve(writable.len() * Resource::ALL.len() * 2);
     plan.findings.reserve(writable.len() * Resource::ALL.len());
     for resource in Resource::ALL {
-        plan_containers(&mut plan, &writable, resource, demand, qos);
+        plan_containers(&mut plan, &writable, resource, demand, qos, cpu_multiple);
     }
     Ok(plan)
 }
@@ -234,6 +247,8 @@ fn plan_pod_level(
             default: Err(DefaultMissing(POD_LEVEL_BUDGET)),
             floor: largest_container_limit(all, resource),
             whole: qos.whole_cpus && resource == Resource::Cpu && demand.is_gpu_pod(),
+            // The kubelet pins no pod with pod-level resources: no SMT check.
+            multiple: 1,
             requests_default: RequestsDefault::ToContainers(effective_container_request(
                 all, resource,
             )),
@@ -257,6 +272,7 @@ fn plan_containers(
     resource: Resource,
     demand: &PodDemand,
     qos: &QosConfig,
+    cpu_multiple: u64,
 ) {
     let fitted: Vec<bool> = writable
         .iter()
@@ -267,10 +283,12 @@ fn plan_containers(
         .zip(&fitted)
         .map(|(container, fitted)| {
             let gpus = demand.gpus_of(&container.id);
+            let whole = qos.whole_cpus && resource == Resource::Cpu && gpus > 0;
             let rule = Rule {
                 default: default_for(qos, resource, container.id.kind, gpus),
                 floor: None,
-                whole: qos.whole_cpus && resource == Resource::Cpu && gpus > 0,
+                whole,
+                multiple: if whole { cpu_multiple } else { 1 },
                 requests_default: RequestsDefault::ToLimits,
             };
             (!fitted).then(|| {
@@ -293,11 +311,18 @@ fn plan_containers(
         let Some(budget) = init_budget(&values, &fitted, index) else {
             continue;
         };
+        // Whole CPUs are exclusive to it: a multiple the full-pcpus-only
+        // kubelets allocate, never more than the budget.
+        let budget = match budget.floor_to_multiple(cpu_multiple) {
+            Some(floored) if resource == Resource::Cpu && !floored.is_zero() => floored,
+            _ => budget,
+        };
         let container = writable[index];
         let rule = Rule {
             default: Ok(budget),
             floor: None,
             whole: false,
+            multiple: 1,
             requests_default: RequestsDefault::ToLimits,
         };
         let target = Target::Container(container.id.clone());
@@ -453,6 +478,9 @@ struct Rule {
     floor: Option<Quantity>,
     /// Round up to whole units (CPUs).
     whole: bool,
+    /// With `whole`: a value the policy chooses (a default, a fraction
+    /// rounded up) is rounded up to a multiple of this.
+    multiple: u64,
     requests_default: RequestsDefault,
 }
 
@@ -605,9 +633,14 @@ fn plan_one(target: Target, resource: Resource, current: &Current, rule: &Rule) 
         reasons.push(Reason::BelowContainerLimit { value, floor });
         value = floor;
     }
-    if rule.whole && !value.is_whole() {
+    let defaulted = reasons.contains(&Reason::NotSet);
+    let fractional = rule.whole && !value.is_whole();
+    if fractional {
         reasons.push(Reason::NotWholeCpus { value });
         value = value.ceil_units();
+    }
+    if rule.whole && rule.multiple > 1 && (defaulted || fractional) {
+        value = value.ceil_to_multiple(rule.multiple).unwrap_or(value);
     }
     // What the API server writes into absent requests.
     let defaulted_request = match rule.requests_default {
@@ -670,11 +703,6 @@ fn plan_one(target: Target, resource: Resource, current: &Current, rule: &Rule) 
     planned
 }
 
-/// Resource names pod-level resources may set for the kubelet's resource
-/// managers to skip the pod: cpu, memory, and hugepages (component-helpers
-/// `resource.IsSupportedPodLevelResource`, hugepages from 1.34).
-const HUGEPAGES_PREFIX: &str = "hugepages-";
-
 /// The warning for a GPU pod whose pod-level resources keep the kubelet from
 /// pinning it, with the fix. In 1.34 and 1.35 the static CPU Manager
 /// (`cpumanager/policy_static.go`, `staticPolicy.Allocate`) and the static
@@ -684,19 +712,10 @@ const HUGEPAGES_PREFIX: &str = "hugepages-";
 /// PodLevelResourceManagers gate that changes this is alpha, off by
 /// default, from 1.36). `None` when pod-level resources set none of them.
 pub fn unpinned_by_pod_level_resources(spec: &Value) -> Option<String> {
-    let resources = spec.get("resources")?;
-    let mut names = [Section::Requests, Section::Limits]
-        .into_iter()
-        .filter_map(|section| resources.get(section.field())?.as_object())
-        .flat_map(|list| list.keys());
-    names.find(|name| {
-        Resource::ALL.iter().any(|r| r.name() == name.as_str())
-            || name.starts_with(HUGEPAGES_PREFIX)
-    })?;
-    Some(
+    pod_level_resources_set(spec).then(|| {
         "pod-level spec.resources is set, so kubelets running the static CPU Manager or Memory Manager do not pin this pod (Kubernetes 1.34 and 1.35): it gets no exclusive CPUs or NUMA-local memory next to its GPUs. Set cpu, memory and hugepages per container instead, and remove them from spec.resources"
-            .to_owned(),
-    )
+            .to_owned()
+    })
 }
 
 /// The largest limit any container sets for `resource`.
@@ -790,7 +809,7 @@ mod tests {
     fn run(container_resources: Value, qos: &QosConfig) -> (Value, QosPlan) {
         let mut spec = json!({"containers": [{"name": "c", "resources": container_resources}]});
         let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
-        let plan = plan(&spec, &demand, qos).unwrap();
+        let plan = plan(&spec, &demand, qos, 1).unwrap();
         apply(&mut spec, &plan.edits).unwrap();
         (spec["containers"][0]["resources"].clone(), plan)
     }
@@ -887,7 +906,7 @@ mod tests {
     ) {
         let spec = json!({"containers": [{"name": "c", "resources": resources}]});
         let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
-        let plan = plan(&spec, &demand, &qos).unwrap();
+        let plan = plan(&spec, &demand, &qos, 1).unwrap();
         assert!(
             plan.problems.iter().any(|p| p.contains(expected)),
             "{:?} lacks {expected:?}",
@@ -912,7 +931,7 @@ mod tests {
         ]);
         let mut spec = json!({"resources": before, "containers": containers});
         let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
-        let plan = plan(&spec, &demand, &qos()).unwrap();
+        let plan = plan(&spec, &demand, &qos(), 1).unwrap();
         assert_eq!(plan.problems, Vec::<String>::new());
         apply(&mut spec, &plan.edits).unwrap();
         assert_eq!(spec["resources"], after);
@@ -935,7 +954,7 @@ mod tests {
             {"name": "a", "resources": {"limits": {"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "1"}}}
         ]});
         let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
-        let plan = plan(&spec, &demand, &qos()).unwrap();
+        let plan = plan(&spec, &demand, &qos(), 1).unwrap();
         assert_eq!(plan.problems.len(), 1, "{:?}", plan.problems);
         assert!(
             plan.problems[0].starts_with(expected),
@@ -955,7 +974,7 @@ mod tests {
                 {"name": "c", "resources": {"limits": {"cpu": "2", "memory": "1Gi", "nvidia.com/gpu": "1"}}}
             ]});
             let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
-            let plan = plan(&spec, &demand, &qos()).unwrap();
+            let plan = plan(&spec, &demand, &qos(), 1).unwrap();
             apply(&mut spec, &plan.edits).unwrap();
             (spec, plan)
         };
@@ -980,7 +999,7 @@ mod tests {
         let spec = json!({"resources": {"limits": {"cpu": "4", "memory": "8Gi"}},
             "containers": [{"name": "a", "resources": {"limits": container_limits}}]});
         let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
-        let plan = plan(&spec, &demand, &qos()).unwrap();
+        let plan = plan(&spec, &demand, &qos(), 1).unwrap();
         assert!(plan.problems.is_empty(), "{:?}", plan.problems);
         let found: Vec<String> = plan.violations().map(Finding::reason).collect();
         assert_eq!(found, violations);
@@ -1054,7 +1073,7 @@ mod tests {
             "containers": [{"name": "c", "resources": {"limits": {"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "1"}}}]
         });
         let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
-        let plan = plan(&spec, &demand, &qos()).unwrap();
+        let plan = plan(&spec, &demand, &qos(), 1).unwrap();
         assert!(plan.problems.is_empty(), "{:?}", plan.problems);
         apply(&mut spec, &plan.edits).unwrap();
         let resources = &spec["initContainers"][0]["resources"];
@@ -1086,5 +1105,54 @@ mod tests {
         if let Some(warning) = warning {
             assert!(warning.contains("Set cpu, memory and hugepages per container"));
         }
+    }
+
+    /// (container resources, the multiple of the fleet's full-pcpus-only
+    /// kubelets, the CPUs it ends with): only CPUs the policy chooses are
+    /// rounded to the multiple; the author's whole CPUs are kept.
+    #[rstest]
+    #[case::fraction_rounded_to_the_multiple(json!({"limits": {"cpu": "2500m", "memory": "1Gi", "nvidia.com/gpu": "1"}}), 2, "4")]
+    #[case::fraction_without_smt(json!({"limits": {"cpu": "2500m", "memory": "1Gi", "nvidia.com/gpu": "1"}}), 1, "3")]
+    #[case::default_rounded(json!({"limits": {"nvidia.com/gpu": "1"}}), 8, "8")]
+    #[case::default_of_a_multiple_already(json!({"limits": {"nvidia.com/gpu": "1"}}), 2, "4")]
+    #[case::authors_whole_cpus_kept(json!({"limits": {"cpu": "3", "memory": "1Gi", "nvidia.com/gpu": "1"}}), 2, "3")]
+    #[case::requests_rise_to_the_authors_limit(json!({"requests": {"cpu": "2"}, "limits": {"cpu": "3", "memory": "1Gi", "nvidia.com/gpu": "1"}}), 2, "3")]
+    fn cpus_the_policy_chooses_are_a_multiple_of_the_smt_level(
+        #[case] resources: Value,
+        #[case] multiple: u64,
+        #[case] cpus: &str,
+    ) {
+        let mut spec = json!({"containers": [{"name": "c", "resources": resources}]});
+        let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+        let plan = plan(&spec, &demand, &qos(), multiple).unwrap();
+        apply(&mut spec, &plan.edits).unwrap();
+        let resources = &spec["containers"][0]["resources"];
+        assert_eq!(resources["limits"]["cpu"], cpus);
+        assert_eq!(resources["requests"]["cpu"], cpus);
+    }
+
+    /// A fitted init container's whole budget is rounded down to the
+    /// multiple: it gets exclusive CPUs, and must not raise the pod's
+    /// effective request. (app CPUs, multiple, the init container's CPUs)
+    #[rstest]
+    #[case::odd_budget_rounded_down("3", 2, "2")]
+    #[case::even_budget_kept("4", 2, "4")]
+    #[case::no_smt("3", 1, "3")]
+    fn fitted_whole_budgets_are_rounded_down(
+        #[case] app: &str,
+        #[case] multiple: u64,
+        #[case] init: &str,
+    ) {
+        let mut spec = json!({
+            "initContainers": [{"name": "download"}],
+            "containers": [{"name": "c", "resources": {"limits": {"cpu": app, "memory": "8Gi", "nvidia.com/gpu": "1"}}}]
+        });
+        let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+        let plan = plan(&spec, &demand, &qos(), multiple).unwrap();
+        apply(&mut spec, &plan.edits).unwrap();
+        assert_eq!(
+            spec["initContainers"][0]["resources"]["limits"]["cpu"],
+            init
+        );
     }
 }

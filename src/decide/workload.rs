@@ -6,8 +6,7 @@
 //! affinity are still applied to each Pod when it is created.
 
 use crate::cluster::host::ClusterReader;
-use crate::decide::fit;
-use crate::decide::{plan_qos, Decision, PodInput, UPDATE};
+use crate::decide::{plan_pod, Decision, PodInput, QosProblems, UPDATE};
 use crate::request::AdmissionRequest;
 use crate::settings::Config;
 use serde_json::Value;
@@ -111,20 +110,20 @@ pub fn evaluate(
             ))
         }
     };
-    let fit = fit::check(&input.demand, input.pinned_node(), config, cluster).map(|mut warnings| {
-        // Only the verdict and its notes matter here: the edits are made to
-        // each Pod.
-        match plan_qos(spec, &input.demand.pod, config) {
-            Ok(qos) => warnings.extend(qos.warnings),
-            Err(message) => warnings.push(format!(
-                "its pods will be rejected unless a LimitRange or another webhook sets their resources first: {message}"
-            )),
-        }
-        warnings
-    });
+    // The same stages as the Pod's; the edits are made to each Pod.
+    let mut planned = spec.clone();
+    let fit = plan_pod(
+        spec,
+        &mut planned,
+        &input,
+        config,
+        cluster,
+        QosProblems::Warn,
+    );
     match fit {
-        Ok(warnings) => Decision {
-            warnings: warnings
+        Ok(plan) => Decision {
+            warnings: plan
+                .warnings
                 .into_iter()
                 .map(|w| format!("{who}: {w}"))
                 .collect(),

@@ -141,6 +141,50 @@ impl Quantity {
         div_rem(self.nanos, NANOS_PER_UNIT).1 == 0
     }
 
+    /// `units` whole units in binary form (`17179869184` writes as `16Gi`).
+    pub fn binary_units(units: u64) -> Self {
+        Quantity {
+            format: Format::BinarySi,
+            ..Quantity::from_units(units)
+        }
+    }
+
+    /// Rounded up to thousandths of a unit, as Kubernetes' `MilliValue`
+    /// (the kubelet's CPU requests); saturates far above any machine.
+    pub fn ceil_millis(&self) -> u64 {
+        let per_milli = NANOS_PER_UNIT / 1000;
+        let (millis, rest) = div_rem(self.nanos, per_milli);
+        u64::try_from(millis + i128::from(rest != 0)).unwrap_or(u64::MAX)
+    }
+
+    /// Rounded up to whole units, as Kubernetes' `Value` (bytes).
+    pub fn ceil_whole_units(&self) -> u64 {
+        self.ceil_units().whole_units().unwrap_or(u64::MAX)
+    }
+
+    /// Rounded up to whole units and then to a multiple of `multiple`
+    /// (`3` to `4` for 2); `None` on overflow or a zero multiple.
+    pub fn ceil_to_multiple(&self, multiple: u64) -> Option<Self> {
+        let units = self.ceil_units().whole_units()?;
+        let rounded = units.checked_next_multiple_of(multiple)?;
+        let nanos = i128::from(rounded) * NANOS_PER_UNIT;
+        (nanos <= MAX_NANOS).then_some(Quantity {
+            nanos,
+            format: self.format,
+        })
+    }
+
+    /// Whole units rounded down to a multiple of `multiple` (`3` to `2` for
+    /// 2); `None` for a value that is not whole, or a zero multiple.
+    pub fn floor_to_multiple(&self, multiple: u64) -> Option<Self> {
+        let units = self.whole_units()?;
+        let floored = units.checked_div(multiple)? * multiple;
+        Some(Quantity {
+            nanos: i128::from(floored) * NANOS_PER_UNIT,
+            format: self.format,
+        })
+    }
+
     /// `self` times `factor`, keeping the format (`32Gi` x 2 = `64Gi`).
     pub fn checked_mul(&self, factor: u64) -> Option<Self> {
         let nanos = checked_product(self.nanos, i128::from(factor))?;
@@ -553,5 +597,31 @@ mod tests {
     #[case::millis_whole("2000m", Some(2))]
     fn whole_units_only_for_integers(#[case] input: &str, #[case] expected: Option<u64>) {
         assert_eq!(Quantity::parse(input).unwrap().whole_units(), expected);
+    }
+
+    /// (quantity, millis as the kubelet reads CPU, bytes, rounded up to a
+    /// multiple of 2, rounded down to a multiple of 2)
+    #[rstest]
+    #[case::whole("3", 3000, 3, Some("4"), Some("2"))]
+    #[case::fraction("2500m", 2500, 3, Some("4"), None)]
+    #[case::below_a_milli("1n", 1, 1, Some("2"), None)]
+    #[case::binary("16Gi", 17_179_869_184_000, 17_179_869_184, Some("16Gi"), Some("16Gi"))]
+    fn kubelet_units_and_multiples(
+        #[case] text: &str,
+        #[case] millis: u64,
+        #[case] units: u64,
+        #[case] up: Option<&str>,
+        #[case] down: Option<&str>,
+    ) {
+        let q = Quantity::parse(text).unwrap();
+        assert_eq!(q.ceil_millis(), millis);
+        assert_eq!(q.ceil_whole_units(), units);
+        assert_eq!(q.ceil_to_multiple(2).map(|q| q.canonical()).as_deref(), up);
+        assert_eq!(
+            q.floor_to_multiple(2).map(|q| q.canonical()).as_deref(),
+            down
+        );
+        assert_eq!(q.ceil_to_multiple(0), None);
+        assert_eq!(Quantity::binary_units(1 << 30).canonical(), "1Gi");
     }
 }

@@ -246,8 +246,11 @@ pub struct FleetSources {
     pub node_list: bool,
 }
 
-/// What the fit counts a GPU node without topology labels as. Validated
-/// now, used by the kubelet admission model that comes next.
+/// What the fit counts a GPU node without topology labels as (or with a
+/// shape the cluster view does not know): where no labeled node takes the
+/// pod, `allow` admits it for such nodes with a warning, and under
+/// `required` its affinity also selects them when their count labels say
+/// they host it (`decide::fit`, `decide::affinity`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum UnlabeledNodes {

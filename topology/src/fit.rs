@@ -113,25 +113,34 @@ pub fn admit_terms(demand: impl Into<GpuDemand>) -> Vec<Term> {
     if demand.total == 0 {
         return Vec::new();
     }
-    let enough_gpus = Requirement::AtLeast {
+    let enough_gpus = vec![Requirement::AtLeast {
         key: LabelKey::Gpus,
         count: demand.total,
-    };
+    }];
+    conjoin(&[enough_gpus], &not_refusing_terms(demand))
+}
+
+/// Terms (ORed) leaving out only the nodes whose count labels say their
+/// kubelet refuses a pod with `demand`: a `single-numa-node` Topology
+/// Manager with fewer than the aligned unit's GPUs on its largest NUMA
+/// node. Nodes without our labels match (`NotIn` holds on an absent
+/// label), so unlabeled nodes and autoscaler templates stay eligible; too
+/// few GPUs on a node are left to the scheduler's own resource fit.
+/// Empty when it needs no GPU.
+pub fn not_refusing_terms(demand: impl Into<GpuDemand>) -> Vec<Term> {
+    let demand = demand.into();
+    if demand.total == 0 {
+        return Vec::new();
+    }
     vec![
-        vec![
-            enough_gpus.clone(),
-            Requirement::NotIn {
-                key: LabelKey::TopologyManagerPolicy,
-                values: vec![TopologyManagerPolicy::SingleNumaNode.as_str()],
-            },
-        ],
-        vec![
-            enough_gpus,
-            Requirement::AtLeast {
-                key: LabelKey::GpusPerNumaMax,
-                count: demand.aligned,
-            },
-        ],
+        vec![Requirement::NotIn {
+            key: LabelKey::TopologyManagerPolicy,
+            values: vec![TopologyManagerPolicy::SingleNumaNode.as_str().into()],
+        }],
+        vec![Requirement::AtLeast {
+            key: LabelKey::GpusPerNumaMax,
+            count: demand.aligned,
+        }],
     ]
 }
 
@@ -392,6 +401,24 @@ mod tests {
             .collect();
         deciding.sort();
         assert_eq!(used, deciding);
+    }
+
+    /// (node, admitted by the count labels, left eligible by the fallback
+    /// terms): the fallback never asks for labels a node lacks.
+    #[rstest]
+    #[case::unlabeled(NodeTopology::default(), false, true)]
+    #[case::best_effort_too_few_gpus(node(4, 4, 4, BEST_EFFORT), false, true)]
+    #[case::single_numa_node_too_small(node(8, 4, 8, SNN), false, false)]
+    #[case::single_numa_node_fits(node(8, 8, 8, SNN), true, true)]
+    fn fallback_terms_keep_unlabeled_nodes(
+        #[case] node: NodeTopology,
+        #[case] admitted: bool,
+        #[case] eligible: bool,
+    ) {
+        let demand = GpuDemand::from(8);
+        assert_eq!(can_admit(&node, demand), admitted);
+        assert_eq!(terms_match(&not_refusing_terms(demand), &node), eligible);
+        assert!(not_refusing_terms(0).is_empty());
     }
 
     #[test]

@@ -154,6 +154,13 @@ pub enum LabelKey {
     NumaCpus,
     /// CPUs the kubelet reserves (CPU Manager `static`) on each NUMA node (`2.0`).
     NumaReservedCpus,
+    /// Physical cores holding at least one reserved CPU on each NUMA node
+    /// (`1.0`); only with SMT (`threads-per-core` above 1) and the static CPU
+    /// Manager, where `full-pcpus-only` keeps the free siblings of such cores.
+    NumaReservedCores,
+    /// The socket (`physical_package_id`) of each NUMA node's CPUs (`0.1`;
+    /// `0` for a NUMA node without CPUs, whose socket nothing reads).
+    NumaSockets,
     /// Hardware threads per physical core (SMT): `2` with Hyper-Threading.
     ThreadsPerCore,
     /// Regular memory (MiB, rounded down) the Memory Manager can allocate on
@@ -212,7 +219,7 @@ pub enum ValueKind {
 }
 
 impl LabelKey {
-    pub const ALL: [LabelKey; 25] = [
+    pub const ALL: [LabelKey; 27] = [
         LabelKey::Gpus,
         LabelKey::GpusPerNumaMax,
         LabelKey::NumaNodes,
@@ -227,6 +234,8 @@ impl LabelKey {
         LabelKey::NumaGpus,
         LabelKey::NumaCpus,
         LabelKey::NumaReservedCpus,
+        LabelKey::NumaReservedCores,
+        LabelKey::NumaSockets,
         LabelKey::ThreadsPerCore,
         LabelKey::NumaMemoryMib,
         LabelKey::NumaHugepages2Mi,
@@ -257,6 +266,8 @@ impl LabelKey {
             LabelKey::NumaGpus => "numa-gpus",
             LabelKey::NumaCpus => "numa-cpus",
             LabelKey::NumaReservedCpus => "numa-reserved-cpus",
+            LabelKey::NumaReservedCores => "numa-reserved-cores",
+            LabelKey::NumaSockets => "numa-sockets",
             LabelKey::ThreadsPerCore => "threads-per-core",
             LabelKey::NumaMemoryMib => "numa-memory-mib",
             LabelKey::NumaHugepages2Mi => "numa-hugepages-2mi",
@@ -299,6 +310,8 @@ impl LabelKey {
             | LabelKey::NumaGpus
             | LabelKey::NumaCpus
             | LabelKey::NumaReservedCpus
+            | LabelKey::NumaReservedCores
+            | LabelKey::NumaSockets
             | LabelKey::ThreadsPerCore
             | LabelKey::NumaMemoryMib
             | LabelKey::NumaHugepages2Mi
@@ -341,6 +354,8 @@ impl LabelKey {
             LabelKey::NumaGpus
             | LabelKey::NumaCpus
             | LabelKey::NumaReservedCpus
+            | LabelKey::NumaReservedCores
+            | LabelKey::NumaSockets
             | LabelKey::NumaMemoryMib
             | LabelKey::NumaHugepages2Mi
             | LabelKey::NumaHugepages1Gi => ValueKind::CountList,
@@ -494,6 +509,10 @@ pub struct NodeTopology {
     pub numa_cpus: Option<Vec<u32>>,
     /// CPUs the kubelet reserves per NUMA node.
     pub numa_reserved_cpus: Option<Vec<u32>>,
+    /// Physical cores holding reserved CPUs per NUMA node (SMT, static CPU Manager).
+    pub numa_reserved_cores: Option<Vec<u32>>,
+    /// The socket of each NUMA node's CPUs (0 for a NUMA node without CPUs).
+    pub numa_sockets: Option<Vec<u32>>,
     pub threads_per_core: Option<u32>,
     /// Regular memory (MiB) the Memory Manager can allocate per NUMA node.
     pub numa_memory_mib: Option<Vec<u32>>,
@@ -533,6 +552,8 @@ impl NodeTopology {
             LabelKey::NumaGpus => self.numa_gpus.as_deref(),
             LabelKey::NumaCpus => self.numa_cpus.as_deref(),
             LabelKey::NumaReservedCpus => self.numa_reserved_cpus.as_deref(),
+            LabelKey::NumaReservedCores => self.numa_reserved_cores.as_deref(),
+            LabelKey::NumaSockets => self.numa_sockets.as_deref(),
             LabelKey::NumaMemoryMib => self.numa_memory_mib.as_deref(),
             LabelKey::NumaHugepages2Mi => self.numa_hugepages_2mi.as_deref(),
             LabelKey::NumaHugepages1Gi => self.numa_hugepages_1gi.as_deref(),
@@ -545,6 +566,8 @@ impl NodeTopology {
             LabelKey::NumaGpus => Some(&mut self.numa_gpus),
             LabelKey::NumaCpus => Some(&mut self.numa_cpus),
             LabelKey::NumaReservedCpus => Some(&mut self.numa_reserved_cpus),
+            LabelKey::NumaReservedCores => Some(&mut self.numa_reserved_cores),
+            LabelKey::NumaSockets => Some(&mut self.numa_sockets),
             LabelKey::NumaMemoryMib => Some(&mut self.numa_memory_mib),
             LabelKey::NumaHugepages2Mi => Some(&mut self.numa_hugepages_2mi),
             LabelKey::NumaHugepages1Gi => Some(&mut self.numa_hugepages_1gi),
@@ -857,6 +880,8 @@ mod tests {
             numa_gpus: Some(vec![0, 2, 0, 2, 0, 2, 0, 2]),
             numa_cpus: Some(vec![32; 8]),
             numa_reserved_cpus: Some(vec![2, 0, 0, 0, 0, 0, 0, 0]),
+            numa_reserved_cores: Some(vec![1, 0, 0, 0, 0, 0, 0, 0]),
+            numa_sockets: Some(vec![0, 0, 0, 0, 1, 1, 1, 1]),
             threads_per_core: Some(2),
             numa_memory_mib: Some(vec![257_000; 8]),
             numa_hugepages_2mi: Some(vec![0; 8]),

@@ -17,8 +17,8 @@ pub mod selector;
 pub mod summary;
 
 pub use fit::{
-    admit_terms, aligned_terms, can_admit, can_align, can_host, conjoin, required_terms, Alignment,
-    GpuDemand,
+    admit_terms, aligned_terms, can_admit, can_align, can_host, conjoin, not_refusing_terms,
+    required_terms, Alignment, GpuDemand,
 };
 pub use fleet::{Fleet, NodeGroup, NodeRead, Offer};
 pub use labels::{

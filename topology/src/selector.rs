@@ -4,7 +4,12 @@
 //! fit check evaluates the very same requirements against each node's labels,
 //! so "the scheduler could place it" and "the policy says it fits" cannot drift.
 
-use crate::labels::{LabelKey, LabelPrefix, NodeTopology};
+use crate::labels::{LabelKey, LabelPrefix, NodeTopology, ValueKind};
+use std::borrow::Cow;
+
+/// A label value a requirement lists: a word of the contract (borrowed) or
+/// a value read from the cluster, such as a node's shape id (owned).
+pub type Value = Cow<'static, str>;
 
 /// One `matchExpressions` entry of a node-selector term.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -12,11 +17,11 @@ pub enum Requirement {
     /// The integer label is at least `count`; rendered as `Gt count-1`
     /// because node affinity has no `Ge`. A node without the label never matches.
     AtLeast { key: LabelKey, count: u32 },
-    /// The label is absent or holds none of `values`.
-    NotIn {
-        key: LabelKey,
-        values: Vec<&'static str>,
-    },
+    /// The label holds one of `values` (never empty: Kubernetes refuses an
+    /// empty `In`). A node without the label never matches.
+    In { key: LabelKey, values: Vec<Value> },
+    /// The label is absent or holds none of `values` (never empty).
+    NotIn { key: LabelKey, values: Vec<Value> },
 }
 
 /// A node-selector term: every requirement must hold (AND).
@@ -26,6 +31,7 @@ pub type Term = Vec<Requirement>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operator {
     Gt,
+    In,
     NotIn,
 }
 
@@ -33,6 +39,7 @@ impl Operator {
     pub const fn as_str(self) -> &'static str {
         match self {
             Operator::Gt => "Gt",
+            Operator::In => "In",
             Operator::NotIn => "NotIn",
         }
     }
@@ -41,7 +48,9 @@ impl Operator {
 impl Requirement {
     pub fn label_key(&self) -> LabelKey {
         match self {
-            Requirement::AtLeast { key, .. } | Requirement::NotIn { key, .. } => *key,
+            Requirement::AtLeast { key, .. }
+            | Requirement::In { key, .. }
+            | Requirement::NotIn { key, .. } => *key,
         }
     }
 
@@ -53,6 +62,7 @@ impl Requirement {
     pub fn operator(&self) -> Operator {
         match self {
             Requirement::AtLeast { .. } => Operator::Gt,
+            Requirement::In { .. } => Operator::In,
             Requirement::NotIn { .. } => Operator::NotIn,
         }
     }
@@ -62,20 +72,35 @@ impl Requirement {
         match self {
             // i64: `AtLeast { count: 0 }` renders as `Gt -1`, which matches any labeled node.
             Requirement::AtLeast { count, .. } => vec![(i64::from(*count) - 1).to_string()],
-            Requirement::NotIn { values, .. } => values.iter().map(|v| (*v).to_owned()).collect(),
+            Requirement::In { values, .. } | Requirement::NotIn { values, .. } => {
+                values.iter().map(|v| v.to_string()).collect()
+            }
         }
     }
 
-    /// Evaluates the requirement against a node with Kubernetes' semantics.
+    /// Evaluates the requirement against a node with Kubernetes' semantics
+    /// (`In`: the label is present and listed; `NotIn`: absent or not listed).
     pub fn matches(&self, node: &NodeTopology) -> bool {
         match self {
             Requirement::AtLeast { key, count } => {
                 node.count(*key).is_some_and(|value| value >= *count)
             }
+            Requirement::In { key, values } => {
+                label_text(node, *key).is_some_and(|value| values.iter().any(|v| *v == *value))
+            }
             Requirement::NotIn { key, values } => {
-                node.word(*key).is_none_or(|value| !values.contains(&value))
+                label_text(node, *key).is_none_or(|value| !values.iter().any(|v| *v == *value))
             }
         }
+    }
+}
+
+/// The node's value of `key` as its label text; words and the shape without
+/// building a string when they can be borrowed.
+fn label_text(node: &NodeTopology, key: LabelKey) -> Option<Cow<'static, str>> {
+    match key.kind() {
+        ValueKind::Word => node.word(key).map(Cow::Borrowed),
+        _ => node.value(key).map(Cow::Owned),
     }
 }
 
@@ -146,8 +171,38 @@ mod tests {
         };
         let requirement = Requirement::NotIn {
             key: LabelKey::TopologyManagerPolicy,
-            values: vec!["single-numa-node"],
+            values: vec![Cow::Borrowed("single-numa-node")],
         };
         assert_eq!(requirement.matches(&node), expected);
+    }
+
+    /// (node's shape, `In` matches, `NotIn` matches): a node without the
+    /// label matches `NotIn` only, as in Kubernetes.
+    #[rstest]
+    #[case::listed(Some(crate::ShapeId(0xab)), true, false)]
+    #[case::other(Some(crate::ShapeId(0xcd)), false, true)]
+    #[case::absent(None, false, true)]
+    fn shape_in_and_not_in(
+        #[case] shape: Option<crate::ShapeId>,
+        #[case] in_matches: bool,
+        #[case] not_in_matches: bool,
+    ) {
+        let node = NodeTopology {
+            shape,
+            ..NodeTopology::default()
+        };
+        let values = vec![Cow::Owned("00000000000000ab".to_owned())];
+        let listed = Requirement::In {
+            key: LabelKey::Shape,
+            values: values.clone(),
+        };
+        assert_eq!(listed.matches(&node), in_matches);
+        assert_eq!(listed.operator().as_str(), "In");
+        assert_eq!(listed.values(), vec!["00000000000000ab".to_owned()]);
+        let not_listed = Requirement::NotIn {
+            key: LabelKey::Shape,
+            values,
+        };
+        assert_eq!(not_listed.matches(&node), not_in_matches);
     }
 }

@@ -114,6 +114,28 @@ impl CpuTopology {
     pub fn cpus(&self) -> IdSet {
         self.all_cpus()
     }
+
+    /// The sockets (`physical_package_id`) of NUMA node `numa`'s CPUs, sorted.
+    pub fn sockets_of(&self, numa: u32) -> Vec<u64> {
+        let on_node: IdSet = self
+            .cpus
+            .iter()
+            .filter(|(_, info)| info.numa == numa)
+            .map(|(cpu, _)| *cpu)
+            .collect();
+        ids(&self.cpus, &on_node, |info| info.socket)
+    }
+
+    /// The physical cores (topology.go `getUniqueCoreID`) of NUMA node
+    /// `numa` that hold at least one CPU of `set`.
+    pub fn cores_holding(&self, numa: u32, set: &IdSet) -> usize {
+        let on_node: IdSet = set
+            .iter()
+            .filter(|cpu| self.cpus.get(cpu).is_some_and(|info| info.numa == numa))
+            .copied()
+            .collect();
+        ids(&self.cpus, &on_node, |info| info.core).len()
+    }
 }
 
 /// The distinct `id`s of the CPUs `of`, sorted.

@@ -16,6 +16,19 @@
 //!   for `ceil(kubeReserved.cpu + systemReserved.cpu)` on the empty machine
 //!   ([`cpu_manager`](super::cpu_manager)), which is where the reservation
 //!   lands: the kubelet reserves once, at start, from all CPUs.
+//! - `numa-reserved-cores` (static CPU Manager with SMT only): the physical
+//!   cores (the kubelet's cores: CPUs of one node sharing `core_id` and
+//!   `physical_package_id`) holding those reserved CPUs. With
+//!   `full-pcpus-only` the static policy allocates only whole free cores
+//!   (`GetAvailablePhysicalCPUs`), so a core half reserved is lost to
+//!   exclusive allocation; with one thread per core the count equals
+//!   `numa-reserved-cpus` and is not published.
+//! - `numa-sockets`: each node's `physical_package_id`, which the kubelet's
+//!   CPU topology reads for sockets (topology.go `Discover`); left out when
+//!   a node's CPUs sit on several packages (the model does not follow such
+//!   machines) or the CPU topology is not in sysfs. A node without online
+//!   CPUs (memory only) has no socket: its entry is `0`, which nothing
+//!   reads, as the kubelet's socket counts and the model skip such nodes.
 //! - `numa-memory-mib`, `numa-hugepages-2mi`, `numa-hugepages-1gi`: the
 //!   Memory Manager's allocatable amounts, memorymanager/policy_static.go
 //!   `getDefaultMachineState`: per node, hugepages of each size
@@ -47,10 +60,12 @@ const HUGEPAGES_1GI: (u64, &str) = (1024 * 1024, "hugepages-1Gi");
 const MEMORY: &str = "memory";
 
 /// The per-NUMA list labels.
-const NUMA_LISTS: [LabelKey; 6] = [
+const NUMA_LISTS: [LabelKey; 8] = [
     LabelKey::NumaGpus,
     LabelKey::NumaCpus,
     LabelKey::NumaReservedCpus,
+    LabelKey::NumaReservedCores,
+    LabelKey::NumaSockets,
     LabelKey::NumaMemoryMib,
     LabelKey::NumaHugepages2Mi,
     LabelKey::NumaHugepages1Gi,
@@ -81,10 +96,18 @@ pub(super) fn node_facts(
     let mut lists = vec![
         (LabelKey::NumaGpus, facts.numa_gpus(gpus_per_node)),
         (LabelKey::NumaCpus, facts.numa_cpus()),
+        (LabelKey::NumaSockets, facts.numa_sockets()),
     ];
-    // Only the static CPU Manager reserves CPUs: otherwise the label does not apply.
-    if let Some(reserved) = facts.numa_reserved_cpus().transpose() {
-        lists.push((LabelKey::NumaReservedCpus, reserved));
+    // Only the static CPU Manager reserves CPUs: otherwise the labels do not apply.
+    match facts.reserved_cpus() {
+        Ok(None) => {}
+        Ok(Some(reserved)) => {
+            lists.push((LabelKey::NumaReservedCpus, facts.per_node(&reserved)));
+            if let Some(cores) = facts.numa_reserved_cores(&reserved).transpose() {
+                lists.push((LabelKey::NumaReservedCores, cores));
+            }
+        }
+        Err(why) => lists.push((LabelKey::NumaReservedCpus, Err(why))),
     }
     match facts.memory() {
         Ok(memory) => lists.extend([
@@ -135,6 +158,8 @@ fn list_field(topology: &mut NodeTopology, key: LabelKey) -> &mut Option<Vec<u32
         LabelKey::NumaGpus => &mut topology.numa_gpus,
         LabelKey::NumaCpus => &mut topology.numa_cpus,
         LabelKey::NumaReservedCpus => &mut topology.numa_reserved_cpus,
+        LabelKey::NumaReservedCores => &mut topology.numa_reserved_cores,
+        LabelKey::NumaSockets => &mut topology.numa_sockets,
         LabelKey::NumaMemoryMib => &mut topology.numa_memory_mib,
         LabelKey::NumaHugepages2Mi => &mut topology.numa_hugepages_2mi,
         _ => &mut topology.numa_hugepages_1gi,
@@ -265,8 +290,9 @@ impl Facts<'_> {
         })
     }
 
-    /// `None` when the CPU Manager is not static: it reserves no CPU.
-    fn numa_reserved_cpus(&self) -> Result<Option<Vec<u32>>, String> {
+    /// The CPUs the static CPU Manager reserves; `None` when it is not
+    /// static: it reserves none.
+    fn reserved_cpus(&self) -> Result<Option<IdSet>, String> {
         let kubelet = self.kubelet()?;
         if kubelet.cpu_manager_policy != CpuManagerPolicy::Static {
             return Ok(None);
@@ -279,11 +305,49 @@ impl Facts<'_> {
             }
             CpuReservation::Count(count) => self.counted_reservation(count)?,
         };
-        nodes
+        Ok(Some(reserved))
+    }
+
+    /// How many CPUs of `set` each NUMA node holds.
+    fn per_node(&self, set: &IdSet) -> Result<Vec<u32>, String> {
+        self.nodes()?
             .values()
-            .map(|node| count(node.cpus.intersection(&reserved).count()))
+            .map(|node| count(node.cpus.intersection(set).count()))
+            .collect()
+    }
+
+    /// Cores holding reserved CPUs per NUMA node; `None` without SMT, where
+    /// they are as many as the reserved CPUs, or when threads per core are
+    /// unknown (the warning for `threads-per-core` says why).
+    fn numa_reserved_cores(&self, reserved: &IdSet) -> Result<Option<Vec<u32>>, String> {
+        match self.threads_per_core() {
+            Ok(threads) if threads > 1 => {}
+            _ => return Ok(None),
+        }
+        let topology = self.topology()?;
+        self.nodes()?
+            .keys()
+            .map(|&numa| count(topology.cores_holding(numa, reserved)))
             .collect::<Result<_, _>>()
             .map(Some)
+    }
+
+    /// The socket of each NUMA node's CPUs, `0` for a node without CPUs.
+    fn numa_sockets(&self) -> Result<Vec<u32>, String> {
+        let nodes = self.nodes()?;
+        let topology = self.topology()?;
+        nodes
+            .keys()
+            .map(|&numa| match topology.sockets_of(numa).as_slice() {
+                [] => Ok(0),
+                [socket] => u32::try_from(*socket).map_err(|_| {
+                    format!("NUMA node {numa}'s socket {socket} does not fit a count")
+                }),
+                sockets => Err(format!(
+                    "NUMA node {numa}'s CPUs sit on several sockets {sockets:?}"
+                )),
+            })
+            .collect()
     }
 
     /// `reservedSystemCPUs`: each must be an online CPU of some node, or the

@@ -4,6 +4,9 @@
 //! only for the facts its answer depends on and names the first one missing
 //! ([`Fact`]).
 
+/// The kubelet's `memoryManagerPolicy`: the label contract's type, so that
+/// the labels and the model cannot spell it differently.
+pub use crate::labels::MemoryManagerPolicy;
 use crate::labels::{CpuManagerPolicy, TopologyManagerPolicy, TopologyManagerScope};
 use std::fmt;
 
@@ -17,13 +20,6 @@ pub const MIB: u64 = 1 << 20;
 pub const HUGE_PAGE_2MI_BYTES: u64 = 2 * MIB;
 /// Bytes of a 1Gi huge page.
 pub const HUGE_PAGE_1GI_BYTES: u64 = 1 << 30;
-
-/// The kubelet's `memoryManagerPolicy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum MemoryManagerPolicy {
-    None,
-    Static,
-}
 
 /// The kubelet's Topology Manager settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

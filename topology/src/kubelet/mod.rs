@@ -23,6 +23,9 @@
 //! node, for all of the unit's GPUs, exclusive CPUs and pinned memory
 //! together; under policy `none` only a one-NUMA-node machine is aligned.
 //!
+//! [`facts_from_topology`] reads the facts from a node's labels
+//! ([`crate::NodeTopology`]), as the labeler publishes them.
+//!
 //! The pieces are public for the kubelet's own test cases
 //! (`tests/kubelet_cases/`): [`merge::policy_merge`], [`merge::compare`],
 //! [`device::gpu_hints`], [`cpu::cpu_topology_hints`], [`cpu::CpuState`],
@@ -135,6 +138,7 @@ pub mod counts;
 pub mod cpu;
 pub mod device;
 pub mod facts;
+pub mod from_topology;
 pub mod hint;
 pub mod mask;
 pub mod memory;
@@ -146,6 +150,7 @@ pub use facts::{
     ContainerDemand, ContainerKind, CpuManagerConfig, Fact, HugePages, InputError,
     MemoryManagerPolicy, NodeFacts, NumaNodeFacts, PodDemand, TopologyManagerConfig,
 };
+pub use from_topology::facts_from_topology;
 pub use hint::{HintSet, ProviderHints, ResourceHints, TopologyHint};
 pub use mask::{MaskSet, NumaMask, MAX_NUMA_NODES};
 pub use merge::{

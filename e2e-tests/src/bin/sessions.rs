@@ -1,0 +1,31 @@
+//! Writes the kwctl session files `e2e-tests/scenarios/sessions/*.yml` from
+//! the fleet descriptions in `src/fleets.rs`. With `--check`, writes nothing
+//! and fails when a checked-in file differs (what `tests/sessions.rs` checks).
+
+use anyhow::{bail, Context, Result};
+use e2e_tests::fleets::{render, session_files};
+use std::path::PathBuf;
+
+fn main() -> Result<()> {
+    let check = std::env::args().skip(1).any(|arg| arg == "--check");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/sessions");
+    let mut differing = Vec::new();
+    for file in session_files() {
+        let path = dir.join(format!("{}.yml", file.name));
+        let text = render(&file)?;
+        if check {
+            let current = std::fs::read_to_string(&path).unwrap_or_default();
+            if current != text {
+                differing.push(path.display().to_string());
+            }
+        } else {
+            std::fs::write(&path, text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            println!("wrote {}", path.display());
+        }
+    }
+    if !differing.is_empty() {
+        bail!("not what the generator writes: {}", differing.join(", "));
+    }
+    Ok(())
+}

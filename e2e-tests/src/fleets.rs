@@ -1,0 +1,764 @@
+//! Fleet descriptions and the kwctl session files built from them
+//! (`scenarios/sessions/*.yml`).
+//!
+//! A fleet is machines (each a [`NodeTopology`] of facts as the labeler
+//! publishes them, plus the labels real kubelets, cloud providers, Node
+//! Feature Discovery and the GPU operator write) and node counts. The
+//! session answers the policy's host calls in the order it makes them:
+//! with `capacity.source: auto` the fleet summary ConfigMap first, then the
+//! Node list. Labels go through the contract ([`NodeTopology::to_labels`],
+//! with the shape the labeler sets, [`NodeTopology::with_shape`]), and the
+//! summary is what the summarizer writes for the listed nodes
+//! ([`Fleet::add_read`], [`FleetSummary::to_data`]), so both answers
+//! describe one fleet.
+//!
+//! `cargo run -p e2e-tests --bin sessions` writes the files; the test
+//! `tests/sessions.rs` checks that the checked-in ones are what it writes.
+
+use crate::session::HostRequest;
+use anyhow::Result;
+use gpu_topology::TopologyManagerPolicy::{BestEffort, Restricted, SingleNumaNode};
+use gpu_topology::TopologyManagerScope::{Container, Pod};
+use gpu_topology::{
+    CpuManagerPolicy, Fleet, FleetSummary, Interconnect, LabelKey, LabelPrefix,
+    MemoryManagerPolicy, NodeTopology, TopologyManagerPolicy, TopologyManagerScope,
+};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeSet;
+
+/// When the fresh summaries were written (2025-11-29): scenarios that read
+/// them trust them for a century (`maxAgeSeconds`).
+pub const SUMMARY_WRITTEN_AT: u64 = 1_764_450_000;
+/// A summary from 2020: stale for any `maxAgeSeconds` a scenario sets.
+pub const STALE_SUMMARY_WRITTEN_AT: u64 = 1_600_000_000;
+
+/// The summarizer's ConfigMap, where the examples deploy it.
+const SUMMARY_NAMESPACE: &str = "kube-system";
+const SUMMARY_NAME: &str = "gpu-topology-fleet";
+/// What the API server answers (through kube-rs) when the summary is absent.
+pub const SUMMARY_NOT_FOUND: &str = "ApiError: configmaps \"gpu-topology-fleet\" not found: NotFound (ErrorResponse { status: \"Failure\", message: \"configmaps \\\"gpu-topology-fleet\\\" not found\", reason: \"NotFound\", code: 404 })";
+
+/// A machine type: its facts and the foreign labels its nodes carry.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    /// `node.kubernetes.io/instance-type`; `None` on premises.
+    pub instance: Option<&'static str>,
+    /// `nvidia.com/gpu.product` (GPU operator's GPU feature discovery).
+    pub product: &'static str,
+    pub gpu_memory_mib: u32,
+    /// `feature.node.kubernetes.io/cpu-model.vendor_id` (NFD).
+    pub cpu_vendor: &'static str,
+    pub topology: NodeTopology,
+}
+
+/// The kubelet settings of a machine, as the labeler reads them.
+#[derive(Debug, Clone, Copy)]
+pub struct Kubelet {
+    pub policy: TopologyManagerPolicy,
+    pub scope: TopologyManagerScope,
+    pub cpu: CpuManagerPolicy,
+    pub full_pcpus_only: bool,
+    pub memory: MemoryManagerPolicy,
+}
+
+impl Kubelet {
+    /// The static CPU Manager, no Memory Manager.
+    pub const fn cpu_static(policy: TopologyManagerPolicy, scope: TopologyManagerScope) -> Self {
+        Kubelet {
+            policy,
+            scope,
+            cpu: CpuManagerPolicy::Static,
+            full_pcpus_only: false,
+            memory: MemoryManagerPolicy::None,
+        }
+    }
+
+    /// The kubelet's defaults: no Topology, CPU or Memory Manager policy.
+    pub const NONE: Kubelet = Kubelet {
+        policy: TopologyManagerPolicy::None,
+        scope: TopologyManagerScope::Container,
+        cpu: CpuManagerPolicy::None,
+        full_pcpus_only: false,
+        memory: MemoryManagerPolicy::None,
+    };
+}
+
+/// A machine's hardware, per NUMA node in id order.
+#[derive(Debug, Clone)]
+pub struct Hardware {
+    pub numa_gpus: Vec<u32>,
+    pub numa_cpus: Vec<u32>,
+    pub numa_sockets: Vec<u32>,
+    pub threads_per_core: u32,
+    /// MiB the Memory Manager can allocate (MemTotal less hugepages, and
+    /// `reservedMemory` under the static policy).
+    pub numa_memory_mib: Vec<u32>,
+    pub nvlink_group_max: u32,
+    pub pcie_switch_group_max: u32,
+    pub interconnect: Interconnect,
+}
+
+/// The facts the labeler publishes for `hardware` under `kubelet`, with
+/// `reserved` CPUs on the first core(s) of NUMA node 0 (the static CPU
+/// Manager's `reservedSystemCPUs`, whole cores).
+pub fn topology(hardware: &Hardware, kubelet: Kubelet, reserved: u32) -> NodeTopology {
+    let numas = hardware.numa_gpus.len();
+    let with_gpus = |values: &[u32]| {
+        hardware
+            .numa_gpus
+            .iter()
+            .zip(values)
+            .filter(|(gpus, _)| **gpus > 0)
+            .map(|(_, v)| *v)
+            .min()
+    };
+    let cpu_static = kubelet.cpu == CpuManagerPolicy::Static;
+    let mut reserved_cpus = vec![0; numas];
+    if let Some(first) = reserved_cpus.first_mut() {
+        *first = reserved;
+    }
+    let reserved_cores = reserved_cpus
+        .iter()
+        .map(|cpus| cpus.div_ceil(hardware.threads_per_core))
+        .collect();
+    NodeTopology {
+        gpus: Some(hardware.numa_gpus.iter().sum()),
+        gpus_per_numa_max: hardware.numa_gpus.iter().max().copied(),
+        numa_nodes: u32::try_from(hardware.numa_gpus.iter().filter(|g| **g > 0).count()).ok(),
+        nvlink_group_max: Some(hardware.nvlink_group_max),
+        pcie_switch_group_max: Some(hardware.pcie_switch_group_max),
+        cpus_per_numa: with_gpus(&hardware.numa_cpus),
+        memory_per_numa_gib: with_gpus(&hardware.numa_memory_mib).map(|mib| mib / 1024),
+        interconnect: Some(hardware.interconnect),
+        topology_manager_policy: Some(kubelet.policy),
+        topology_manager_scope: Some(kubelet.scope),
+        cpu_manager_policy: Some(kubelet.cpu),
+        numa_gpus: Some(hardware.numa_gpus.clone()),
+        numa_cpus: Some(hardware.numa_cpus.clone()),
+        numa_reserved_cpus: cpu_static.then_some(reserved_cpus),
+        numa_reserved_cores: (cpu_static && hardware.threads_per_core > 1)
+            .then_some(reserved_cores),
+        numa_sockets: Some(hardware.numa_sockets.clone()),
+        threads_per_core: Some(hardware.threads_per_core),
+        numa_memory_mib: Some(hardware.numa_memory_mib.clone()),
+        numa_hugepages_2mi: Some(vec![0; numas]),
+        numa_hugepages_1gi: Some(vec![0; numas]),
+        memory_manager_policy: Some(kubelet.memory),
+        prefer_closest_numa_nodes: Some(false),
+        max_allowable_numa_nodes: Some(8),
+        full_pcpus_only: Some(kubelet.full_pcpus_only),
+        distribute_cpus_across_numa: Some(false),
+        align_by_socket: Some(false),
+        shape: None,
+    }
+    .with_shape()
+}
+
+/// AWS p5.48xlarge: 8 H100 SXM on NVSwitch, 4 per NUMA node; 2 AMD EPYC
+/// sockets of 48 cores (96 CPUs with SMT); 1 TiB per NUMA node.
+pub fn p5(kubelet: Kubelet) -> Machine {
+    Machine {
+        instance: Some("p5.48xlarge"),
+        product: "NVIDIA-H100-80GB-HBM3",
+        gpu_memory_mib: 81_559,
+        cpu_vendor: "AuthenticAMD",
+        topology: topology(
+            &Hardware {
+                numa_gpus: vec![4, 4],
+                numa_cpus: vec![96, 96],
+                numa_sockets: vec![0, 1],
+                threads_per_core: 2,
+                numa_memory_mib: vec![1_031_000, 1_032_024],
+                nvlink_group_max: 8,
+                pcie_switch_group_max: 2,
+                interconnect: Interconnect::NvSwitch,
+            },
+            kubelet,
+            2,
+        ),
+    }
+}
+
+/// An HGX A100 on premises: 8 A100 SXM on NVSwitch, 4 per NUMA node; 2
+/// Xeon Gold 6330 sockets of 28 cores (56 CPUs per NUMA node with SMT);
+/// 512 GiB per NUMA node; the kubelet reserves CPUs 0 and 56 (one core).
+pub fn hgx_a100(kubelet: Kubelet) -> Machine {
+    Machine {
+        instance: None,
+        product: "NVIDIA-A100-SXM4-80GB",
+        gpu_memory_mib: 81_920,
+        cpu_vendor: "GenuineIntel",
+        topology: topology(
+            &Hardware {
+                numa_gpus: vec![4, 4],
+                numa_cpus: vec![56, 56],
+                numa_sockets: vec![0, 1],
+                threads_per_core: 2,
+                numa_memory_mib: vec![515_000, 516_024],
+                nvlink_group_max: 8,
+                pcie_switch_group_max: 2,
+                interconnect: Interconnect::NvSwitch,
+            },
+            kubelet,
+            2,
+        ),
+    }
+}
+
+/// A 4-GPU PCIe machine on one NUMA node (g5.12xlarge: A10G; g6.12xlarge:
+/// L4): 48 CPUs, 192 GiB.
+pub fn four_pcie(instance: &'static str, product: &'static str, kubelet: Kubelet) -> Machine {
+    Machine {
+        instance: Some(instance),
+        product,
+        gpu_memory_mib: 23_028,
+        cpu_vendor: "AuthenticAMD",
+        topology: topology(
+            &Hardware {
+                numa_gpus: vec![4],
+                numa_cpus: vec![48],
+                numa_sockets: vec![0],
+                threads_per_core: 2,
+                numa_memory_mib: vec![191_000],
+                nvlink_group_max: 1,
+                pcie_switch_group_max: 4,
+                interconnect: Interconnect::Pcie,
+            },
+            kubelet,
+            2,
+        ),
+    }
+}
+
+/// Azure NC96ads A100 v4: 4 A100 PCIe, 2 per NUMA node, NVLink bridges
+/// joining pairs; 48 CPUs and 440 GiB per NUMA node.
+pub fn a100_pcie(kubelet: Kubelet) -> Machine {
+    Machine {
+        instance: Some("Standard_NC96ads_A100_v4"),
+        product: "NVIDIA-A100-80GB-PCIe",
+        gpu_memory_mib: 81_920,
+        cpu_vendor: "AuthenticAMD",
+        topology: topology(
+            &Hardware {
+                numa_gpus: vec![2, 2],
+                numa_cpus: vec![48, 48],
+                numa_sockets: vec![0, 1],
+                threads_per_core: 2,
+                numa_memory_mib: vec![450_000, 451_000],
+                nvlink_group_max: 2,
+                pcie_switch_group_max: 1,
+                interconnect: Interconnect::NvLink,
+            },
+            kubelet,
+            2,
+        ),
+    }
+}
+
+/// AWS g5.2xlarge: 1 A10G, 8 CPUs, 32 GiB.
+pub fn g5_2xlarge(kubelet: Kubelet) -> Machine {
+    Machine {
+        instance: Some("g5.2xlarge"),
+        product: "NVIDIA-A10G",
+        gpu_memory_mib: 23_028,
+        cpu_vendor: "AuthenticAMD",
+        topology: topology(
+            &Hardware {
+                numa_gpus: vec![1],
+                numa_cpus: vec![8],
+                numa_sockets: vec![0],
+                threads_per_core: 2,
+                numa_memory_mib: vec![31_000],
+                nvlink_group_max: 1,
+                pcie_switch_group_max: 1,
+                interconnect: Interconnect::Pcie,
+            },
+            kubelet,
+            2,
+        ),
+    }
+}
+
+/// Nodes of one machine type, and labels that differ on them.
+#[derive(Debug, Clone)]
+pub struct Nodes {
+    pub machine: Machine,
+    pub count: usize,
+    /// Labels set by hand over the labeler's (e.g. a malformed value).
+    pub overrides: Vec<(&'static str, &'static str)>,
+}
+
+pub fn nodes(machine: Machine, count: usize) -> Nodes {
+    Nodes {
+        machine,
+        count,
+        overrides: Vec::new(),
+    }
+}
+
+/// How the host answers the fleet summary read.
+#[derive(Debug, Clone)]
+pub enum SummaryAnswer {
+    /// Not asked for (`capacity.source: nodes`).
+    NotAsked,
+    /// The API server's 404.
+    Absent,
+    /// The host's own error (no access, no connection).
+    Error(&'static str),
+    /// The summarizer's ConfigMap for this session's Node list, written at this time.
+    OfTheList(u64),
+    /// The summarizer's ConfigMap for other nodes (a stale one), written at this time.
+    Of(Vec<Nodes>, u64),
+}
+
+/// How the host answers the Node list.
+#[derive(Debug, Clone)]
+pub enum ListAnswer {
+    NotAsked,
+    Nodes(Vec<Nodes>),
+    Error(&'static str),
+}
+
+/// One session file.
+#[derive(Debug, Clone)]
+pub struct SessionFile {
+    /// `sessions/<name>.yml`
+    pub name: &'static str,
+    /// The header comment: what the fleet is.
+    pub about: &'static str,
+    pub summary: SummaryAnswer,
+    pub list: ListAnswer,
+}
+
+/// The labels real components write on a node: the kubelet (hostname, os,
+/// arch), the cloud provider (instance type, region, zone), the GPU
+/// operator's feature discovery (`nvidia.com/gpu.*`), NFD (CPU vendor).
+fn foreign_labels(index: usize, machine: &Machine, hostname: &str) -> Vec<(String, String)> {
+    const ZONES: [&str; 3] = ["us-east-1a", "us-east-1b", "us-east-1c"];
+    let gpus = machine.topology.gpus.unwrap_or(0).to_string();
+    let mut labels: Vec<(&str, String)> = vec![
+        ("beta.kubernetes.io/arch", "amd64".into()),
+        ("beta.kubernetes.io/os", "linux".into()),
+        ("kubernetes.io/arch", "amd64".into()),
+        ("kubernetes.io/hostname", hostname.into()),
+        ("kubernetes.io/os", "linux".into()),
+    ];
+    if let Some(instance) = machine.instance {
+        labels.extend([
+            ("beta.kubernetes.io/instance-type", instance.into()),
+            ("node.kubernetes.io/instance-type", instance.into()),
+            ("topology.kubernetes.io/region", "us-east-1".into()),
+            (
+                "topology.kubernetes.io/zone",
+                ZONES[index % ZONES.len()].into(),
+            ),
+        ]);
+    }
+    labels.extend([
+        ("nvidia.com/gpu.present", "true".into()),
+        ("nvidia.com/gpu.product", machine.product.into()),
+        ("nvidia.com/gpu.count", gpus),
+        ("nvidia.com/gpu.memory", machine.gpu_memory_mib.to_string()),
+        ("nvidia.com/cuda.driver.major", "550".into()),
+        (
+            "feature.node.kubernetes.io/cpu-model.vendor_id",
+            machine.cpu_vendor.into(),
+        ),
+        ("node-role.kubernetes.io/gpu", String::new()),
+    ]);
+    labels.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}
+
+/// Node names: cloud-style for cloud machines, `gpu-node-NN` on premises.
+fn hostname(index: usize, machine: &Machine) -> String {
+    match machine.instance {
+        Some(_) => format!(
+            "ip-10-{}-{}-{}.ec2.internal",
+            index / 65_536,
+            (index / 256) % 256,
+            index % 256
+        ),
+        None => format!("gpu-node-{index:02}"),
+    }
+}
+
+/// Node `index` of the list, as the masked listing returns it (labels, name).
+pub fn node_item(
+    index: usize,
+    machine: &Machine,
+    overrides: &[(&str, &str)],
+    prefix: &LabelPrefix,
+) -> Value {
+    let name = hostname(index, machine);
+    let mut labels = Map::new();
+    for (key, value) in foreign_labels(index, machine, &name) {
+        labels.insert(key, Value::String(value));
+    }
+    for (key, value) in machine.topology.to_labels(prefix) {
+        labels.insert(key, Value::String(value));
+    }
+    for (key, value) in overrides {
+        labels.insert((*key).to_owned(), json!(value));
+    }
+    json!({"metadata": {"name": name, "labels": labels}})
+}
+
+/// The Node list items of `groups`, in order.
+pub fn node_items(groups: &[Nodes], prefix: &LabelPrefix) -> Vec<Value> {
+    groups
+        .iter()
+        .flat_map(|group| std::iter::repeat_n(group, group.count))
+        .enumerate()
+        .map(|(index, group)| node_item(index, &group.machine, &group.overrides, prefix))
+        .collect()
+}
+
+/// The `NodeList` document holding `items`.
+pub fn node_list(items: Vec<Value>) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "NodeList",
+        "metadata": {"resourceVersion": "48213377"},
+        "items": items,
+    })
+}
+
+/// The machine types of a large cloud fleet (the fleet benchmark's), and
+/// which one node `i` is: `CLOUD_CYCLE[i % 20]`, 40% p5 on single-numa-node,
+/// 10% p5 on best-effort, 30% 4 x L4, 15% 1 x A10G, 5% 4 x A100 PCIe.
+pub fn cloud_machines() -> Vec<Machine> {
+    vec![
+        p5(Kubelet::cpu_static(SingleNumaNode, Pod)),
+        p5(Kubelet::cpu_static(BestEffort, Pod)),
+        four_pcie(
+            "g6.12xlarge",
+            "NVIDIA-L4",
+            Kubelet::cpu_static(BestEffort, Pod),
+        ),
+        g5_2xlarge(Kubelet::NONE),
+        a100_pcie(Kubelet::cpu_static(BestEffort, Pod)),
+    ]
+}
+
+/// Index into [`cloud_machines`] of each of 20 consecutive nodes.
+pub const CLOUD_CYCLE: [usize; 20] = [0, 2, 0, 3, 2, 0, 1, 2, 0, 3, 0, 2, 4, 0, 2, 3, 1, 0, 2, 0];
+
+/// A cloud fleet of `size` nodes ([`cloud_machines`]), as Node list items.
+pub fn cloud_fleet(size: usize, prefix: &LabelPrefix) -> Vec<Value> {
+    let machines = cloud_machines();
+    (0..size)
+        .map(|i| {
+            node_item(
+                i,
+                &machines[CLOUD_CYCLE[i % CLOUD_CYCLE.len()]],
+                &[],
+                prefix,
+            )
+        })
+        .collect()
+}
+
+/// What the summarizer makes of the listed nodes: the fleet by the rule it
+/// shares with the policy ([`Fleet::add_read`]), malformed nodes counted.
+pub fn summarize(items: &[Value], prefix: &LabelPrefix) -> (Fleet, u32) {
+    let mut fleet = Fleet::new();
+    let mut malformed = 0u32;
+    for item in items {
+        let labels = item
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)));
+        if fleet
+            .add_read(NodeTopology::from_labels(prefix, labels))
+            .is_err()
+        {
+            malformed += 1;
+        }
+    }
+    (fleet, malformed)
+}
+
+/// The summarizer's ConfigMap for the nodes `items`, written at `generated_at`.
+pub fn summary_config_map(items: &[Value], generated_at: u64, prefix: &LabelPrefix) -> Value {
+    let (fleet, malformed) = summarize(items, prefix);
+    let summary = FleetSummary {
+        fleet,
+        malformed,
+        generated_at,
+    };
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": SUMMARY_NAME,
+            "namespace": SUMMARY_NAMESPACE,
+            "labels": {
+                "app.kubernetes.io/name": "gpu-topology-labeler",
+                "app.kubernetes.io/component": "fleet-summary"
+            }
+        },
+        "data": summary.to_data(),
+    })
+}
+
+/// The policy's summary read, in kwctl's terms.
+pub fn summary_request() -> HostRequest {
+    HostRequest::KubernetesGetResource {
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        name: SUMMARY_NAME.into(),
+        namespace: Some(SUMMARY_NAMESPACE.into()),
+        disable_cache: false,
+        field_masks: Some(BTreeSet::from(["data".to_owned()])),
+    }
+}
+
+/// The policy's Node listing, in kwctl's terms.
+pub fn list_request(prefix: &LabelPrefix) -> HostRequest {
+    HostRequest::KubernetesListResourceAll {
+        api_version: "v1".into(),
+        kind: "Node".into(),
+        label_selector: Some(prefix.key(LabelKey::Gpus)),
+        field_selector: None,
+        field_masks: Some(BTreeSet::from([
+            "metadata.labels".to_owned(),
+            "metadata.name".to_owned(),
+        ])),
+    }
+}
+
+/// One exchange in kwctl's YAML: the request as its own YAML document in a
+/// block, a JSON payload pretty-printed in a block, an error single-quoted.
+fn exchange(request: &HostRequest, response: Result<&Value, &str>) -> Result<String> {
+    let indent = |text: &str, by: usize| -> String {
+        text.lines()
+            .map(|line| format!("{}{line}\n", " ".repeat(by)))
+            .collect()
+    };
+    let mut out = String::from("- type: Exchange\n  request: |\n");
+    out.push_str(&indent(&serde_yaml::to_string(request)?, 4));
+    out.push_str("  response:\n");
+    match response {
+        Ok(payload) => {
+            out.push_str("    type: Success\n    payload: |\n");
+            out.push_str(&indent(&serde_json::to_string_pretty(payload)?, 6));
+        }
+        Err(message) => {
+            out.push_str("    type: Error\n");
+            out.push_str(&format!("    message: '{}'\n", message.replace('\'', "''")));
+        }
+    }
+    Ok(out)
+}
+
+/// The session file's text.
+pub fn render(file: &SessionFile) -> Result<String> {
+    let prefix = LabelPrefix::default();
+    let mut out = String::new();
+    for line in file.about.lines() {
+        out.push_str(&format!("# {line}\n").replace("# \n", "#\n"));
+    }
+    out.push_str("# GENERATED by `cargo run -p e2e-tests --bin sessions` from e2e-tests/src/fleets.rs:\n# edit the fleet there. kwctl replay format (`kwctl run --replay-host-capabilities-interactions`).\n");
+    let listed = match &file.list {
+        ListAnswer::Nodes(groups) => Some(node_items(groups, &prefix)),
+        _ => None,
+    };
+    let summary = match &file.summary {
+        SummaryAnswer::NotAsked => None,
+        SummaryAnswer::Absent => Some(Err(SUMMARY_NOT_FOUND)),
+        SummaryAnswer::Error(message) => Some(Err(*message)),
+        SummaryAnswer::OfTheList(at) => Some(Ok(summary_config_map(
+            listed.as_deref().unwrap_or_default(),
+            *at,
+            &prefix,
+        ))),
+        SummaryAnswer::Of(groups, at) => Some(Ok(summary_config_map(
+            &node_items(groups, &prefix),
+            *at,
+            &prefix,
+        ))),
+    };
+    if let Some(answer) = &summary {
+        out.push_str(&exchange(
+            &summary_request(),
+            answer.as_ref().map_err(|e| *e),
+        )?);
+    }
+    match (&file.list, listed) {
+        (ListAnswer::Nodes(_), Some(items)) => {
+            out.push_str(&exchange(&list_request(&prefix), Ok(&node_list(items)))?);
+        }
+        (ListAnswer::Error(message), _) => {
+            out.push_str(&exchange(&list_request(&prefix), Err(message))?);
+        }
+        _ => {}
+    }
+    Ok(out)
+}
+
+const CONNECTION_REFUSED_SUMMARY: &str = "Cannot get v1/ConfigMap kube-system/gpu-topology-fleet: error trying to connect: tcp connect error: Connection refused (os error 111)";
+const CONNECTION_REFUSED_LIST: &str =
+    "Cannot list v1/Node resources: error trying to connect: tcp connect error: Connection refused (os error 111)";
+const CONFIG_MAP_REFUSED: &str =
+    "Policy has not been granted access to Kubernetes v1/ConfigMap resources.";
+
+/// The mixed fleet several scenarios share: 2 p5 on single-numa-node, 1 p5
+/// on best-effort, 2 L4 nodes without managers, and a p5 hand-labeled
+/// with the kubelet's own spelling of the policy, which the contract refuses.
+fn hgx_mixed() -> Vec<Nodes> {
+    vec![
+        nodes(p5(Kubelet::cpu_static(SingleNumaNode, Pod)), 2),
+        nodes(p5(Kubelet::cpu_static(BestEffort, Pod)), 1),
+        nodes(four_pcie("g6.12xlarge", "NVIDIA-L4", Kubelet::NONE), 2),
+        Nodes {
+            overrides: vec![("gpu-topology.io/topology-manager-policy", "SingleNUMANode")],
+            ..nodes(p5(Kubelet::cpu_static(SingleNumaNode, Pod)), 1)
+        },
+    ]
+}
+
+fn full_pcpus_only(policy: TopologyManagerPolicy) -> Kubelet {
+    Kubelet {
+        full_pcpus_only: true,
+        ..Kubelet::cpu_static(policy, Pod)
+    }
+}
+
+fn memory_static(policy: TopologyManagerPolicy) -> Kubelet {
+    Kubelet {
+        memory: MemoryManagerPolicy::Static,
+        ..Kubelet::cpu_static(policy, Pod)
+    }
+}
+
+/// Every session file of `scenarios/sessions/`.
+pub fn session_files() -> Vec<SessionFile> {
+    use ListAnswer as L;
+    use SummaryAnswer as S;
+    vec![
+        SessionFile {
+            name: "a100-pcie-nvlink-bridge-fleet",
+            about: "2 A100 PCIe nodes: 4 GPUs over 2 NUMA nodes, NVLink bridges joining pairs (largest NVLink group: 2).\nThe cluster has no fleet summary: the policy reads it first (404), then lists the Nodes.",
+            summary: S::Absent,
+            list: L::Nodes(vec![nodes(a100_pcie(Kubelet::cpu_static(BestEffort, Pod)), 2)]),
+        },
+        SessionFile {
+            name: "fleet-summary-absent",
+            about: "A cluster without the fleet summary ConfigMap (the summarizer is not deployed), for\ncapacity.source: summary: the host answers with the API server's 404 and no Node is listed.",
+            summary: S::Absent,
+            list: L::NotAsked,
+        },
+        SessionFile {
+            name: "fleet-summary-hgx-mixed",
+            about: "The fleet summary `gpu-topology-labeler summarize` writes for the fleet of hgx-mixed-fleet.yml:\n3 shapes, 5 nodes, and the hand-labeled node counted as malformed. No Node is listed.",
+            summary: S::Of(hgx_mixed(), SUMMARY_WRITTEN_AT),
+            list: L::NotAsked,
+        },
+        SessionFile {
+            name: "fleet-summary-refused",
+            about: "The host refuses the fleet summary ConfigMap (the policy-server may not read it), so the\npolicy lists the Nodes instead: 2 p5 (HGX H100) nodes whose kubelets run single-numa-node.",
+            summary: S::Error(CONFIG_MAP_REFUSED),
+            list: L::Nodes(vec![nodes(p5(Kubelet::cpu_static(SingleNumaNode, Pod)), 2)]),
+        },
+        SessionFile {
+            name: "fleet-summary-stale",
+            about: "A fleet summary written in 2020 (its summarizer stopped): too old to trust, so the policy\nlists the Nodes instead: a p5 on best-effort and a 4 x L4 node.",
+            summary: S::Of(vec![nodes(p5(Kubelet::cpu_static(SingleNumaNode, Pod)), 40)], STALE_SUMMARY_WRITTEN_AT),
+            list: L::Nodes(vec![
+                nodes(p5(Kubelet::cpu_static(BestEffort, Pod)), 1),
+                nodes(four_pcie("g6.12xlarge", "NVIDIA-L4", Kubelet::NONE), 1),
+            ]),
+        },
+        SessionFile {
+            name: "fleet-summary-empty",
+            about: "A fresh fleet summary that lists no shape: the labels expired (the labeler stopped and its\nNodeFeature objects were garbage-collected) or the autoscaled pool is at zero.",
+            summary: S::OfTheList(SUMMARY_WRITTEN_AT),
+            list: L::NotAsked,
+        },
+        SessionFile {
+            name: "four-gpu-pcie-fleet",
+            about: "3 g5.12xlarge nodes: 4 A10G GPUs each on PCIe, one NUMA node, no NVLink, the kubelet's\ndefault managers. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![nodes(four_pcie("g5.12xlarge", "NVIDIA-A10G", Kubelet::NONE), 3)]),
+        },
+        SessionFile {
+            name: "hgx-mixed-fleet",
+            about: "Mixed fleet: 2 p5 (HGX H100) nodes whose kubelets run single-numa-node, 1 p5 on best-effort,\n2 L4 nodes, and 1 node hand-labeled with the kubelet's own spelling (SingleNUMANode), which the\ncontract refuses. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(hgx_mixed()),
+        },
+        SessionFile {
+            name: "hgx-single-numa-node-fleet",
+            about: "3 p5 (HGX H100) nodes (8 GPUs, 4 per NUMA node, 96 CPUs per NUMA node) whose kubelets all\nrun topologyManagerPolicy single-numa-node. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![nodes(p5(Kubelet::cpu_static(SingleNumaNode, Pod)), 3)]),
+        },
+        SessionFile {
+            name: "host-error",
+            about: "The host reaches neither the fleet summary nor the Node list (API server unreachable from\nthe policy-server).",
+            summary: S::Error(CONNECTION_REFUSED_SUMMARY),
+            list: L::Error(CONNECTION_REFUSED_LIST),
+        },
+        SessionFile {
+            name: "no-labeled-nodes",
+            about: "A cluster where no node publishes gpu-topology.io labels (the labeler is not deployed, or the\nautoscaled GPU pool is at zero). No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(Vec::new()),
+        },
+        SessionFile {
+            name: "nodes-only-two-hgx",
+            about: "Two p5 (HGX H100) nodes whose kubelets run best-effort, for capacity.source: nodes: the\npolicy lists the Nodes only and never asks for the fleet summary.",
+            summary: S::NotAsked,
+            list: L::Nodes(vec![nodes(p5(Kubelet::cpu_static(BestEffort, Pod)), 2)]),
+        },
+        SessionFile {
+            name: "hgx-restricted-fleet",
+            about: "4 HGX A100 nodes (8 GPUs, 4 + 4 per NUMA node, 56 CPUs per NUMA node, 2 of them reserved on\nnode 0) whose kubelets run topologyManagerPolicy restricted, scope pod, the static CPU Manager.\nNo fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![nodes(hgx_a100(Kubelet::cpu_static(Restricted, Pod)), 4)]),
+        },
+        SessionFile {
+            name: "hgx-single-numa-node-56-cpu-fleet",
+            about: "8 HGX A100 nodes, gpu-node-00 to gpu-node-07 (4 GPUs and 56 CPUs per NUMA node), whose\nkubelets run single-numa-node with the static CPU Manager. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![nodes(hgx_a100(Kubelet::cpu_static(SingleNumaNode, Pod)), 8)]),
+        },
+        SessionFile {
+            name: "hgx-full-pcpus-only-fleet",
+            about: "2 p5 (HGX H100, SMT-2) nodes whose static CPU Manager runs with full-pcpus-only: exclusive\nCPUs come in whole cores of 2 threads. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![nodes(p5(full_pcpus_only(BestEffort)), 2)]),
+        },
+        SessionFile {
+            name: "hgx-container-scope-fleet",
+            about: "3 HGX A100 nodes (4 + 4 GPUs) whose kubelets run restricted with topologyManagerScope\ncontainer: each container is aligned on its own. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![nodes(hgx_a100(Kubelet::cpu_static(Restricted, Container)), 3)]),
+        },
+        SessionFile {
+            name: "hgx-memory-manager-fleet",
+            about: "2 HGX A100 nodes (about 503 GiB per NUMA node) whose kubelets run single-numa-node with the\nstatic CPU and Memory Managers: a container's memory is pinned to its GPUs' NUMA node.\nNo fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![nodes(hgx_a100(memory_static(SingleNumaNode)), 2)]),
+        },
+        SessionFile {
+            name: "half-labeled-fleet",
+            about: "A half-labeled fleet: 2 p5 nodes on best-effort carry gpu-topology.io labels; the other GPU\nnodes (a new node pool whose labeler has not run yet) carry none, so the listing, which selects\ngpu-topology.io/gpus, does not return them. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![nodes(p5(Kubelet::cpu_static(BestEffort, Pod)), 2)]),
+        },
+        SessionFile {
+            name: "steering-fleet",
+            about: "A fleet the model steers through: 2 HGX A100 on restricted, 2 HGX A100 on single-numa-node,\n2 A100 PCIe on best-effort (2 GPUs per NUMA node) and 3 g5.2xlarge (1 GPU). No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![
+                nodes(hgx_a100(Kubelet::cpu_static(Restricted, Pod)), 2),
+                nodes(hgx_a100(Kubelet::cpu_static(SingleNumaNode, Pod)), 2),
+                nodes(a100_pcie(Kubelet::cpu_static(BestEffort, Pod)), 2),
+                nodes(g5_2xlarge(Kubelet::NONE), 3),
+            ]),
+        },
+    ]
+}

@@ -1,0 +1,684 @@
+//! Messages built from the kubelet model's verdicts: for the best node
+//! groups, what the kubelet would do there with the arithmetic behind it
+//! (GPUs, CPUs and memory per NUMA node against the request, the narrowest
+//! NUMA masks, the SMT multiple), and the request or setting to change.
+//! Kept to a sentence or two per group, for `kubectl` output.
+
+use crate::decide::demand::Demand;
+use crate::decide::fit::Need;
+use crate::decide::model::{Answer, GroupVerdict};
+use crate::request::quantity::Quantity;
+use crate::settings::TopologyConfig;
+use gpu_topology::kubelet::{
+    AllocationFailure, HintReport, Indeterminate, NodeFacts, Refusal, Resource, ResourceReport,
+    StartupError, UnitReport, Unknown, Unsupported,
+};
+use gpu_topology::{Alignment, NodeTopology, TopologyManagerPolicy, TopologyManagerScope};
+
+/// Groups a message explains; the rest are counted.
+const EXPLAINED_GROUPS: usize = 2;
+const MIB: u64 = 1 << 20;
+
+/// The rejection message when no group of the view takes the pod.
+pub fn no_group_takes_it(
+    demand: &Demand,
+    need: Need,
+    verdicts: &[GroupVerdict],
+    topology: &TopologyConfig,
+) -> String {
+    if let Some(message) = too_few_gpus_everywhere(demand, verdicts) {
+        return message;
+    }
+    let nodes: u32 = verdicts.iter().map(GroupVerdict::nodes).sum();
+    let lead = match need {
+        Need::Admit => format!(
+            "it needs {}, but the kubelet of {} admits it",
+            demand.describe_total(),
+            nobody(nodes)
+        ),
+        Need::Host(alignment) => format!(
+            "it needs {} {} (topology.affinity: required), but {} hosts it so",
+            demand.describe_unit(),
+            alignment.describe(),
+            nobody(nodes)
+        ),
+    };
+    format!(
+        "GPU pod cannot be placed: {lead}. {}",
+        groups_explained(demand, need, verdicts, topology)
+    )
+}
+
+/// `no labeled GPU node` / `none of the 5 labeled GPU nodes`
+fn nobody(nodes: u32) -> String {
+    match nodes {
+        1 => "the only labeled GPU node".to_owned(),
+        n => format!("none of the {n} labeled GPU nodes"),
+    }
+}
+
+/// Sentences for the best groups (at most [`EXPLAINED_GROUPS`]), each
+/// with its fix.
+pub fn groups_explained(
+    demand: &Demand,
+    need: Need,
+    verdicts: &[GroupVerdict],
+    topology: &TopologyConfig,
+) -> String {
+    let mut ranked: Vec<&GroupVerdict> = verdicts.iter().collect();
+    // Groups that are no GPU match for the pod at all say the least.
+    ranked.sort_by_key(|v| {
+        (
+            matches!(v.answer, Answer::Refuse(Refusal::Insufficient { .. })),
+            std::cmp::Reverse(v.nodes()),
+        )
+    });
+    let mut sentences: Vec<String> = ranked
+        .iter()
+        .take(EXPLAINED_GROUPS)
+        .map(|verdict| group_sentence(demand, need, verdict, topology))
+        .collect();
+    let rest = ranked.len().saturating_sub(EXPLAINED_GROUPS);
+    if rest > 0 {
+        sentences.push(format!(
+            "({rest} more node shape{} not shown.)",
+            if rest == 1 { "" } else { "s" }
+        ));
+    }
+    sentences.join(" ")
+}
+
+/// `On the 10 nodes of shape X (...) <why>. <Fix>.`
+pub fn group_sentence(
+    demand: &Demand,
+    need: Need,
+    verdict: &GroupVerdict,
+    topology: &TopologyConfig,
+) -> String {
+    let (why, fix) = why_and_fix(demand, need, verdict);
+    format!("On {} {why}. {fix}.", where_words(verdict, topology))
+}
+
+/// `the 10 nodes of shape 0123456789abcdef (8 GPUs, 4+4 per NUMA node, ...)`
+pub fn where_words(verdict: &GroupVerdict, topology: &TopologyConfig) -> String {
+    let nodes = match verdict.nodes() {
+        1 => "the node".to_owned(),
+        n => format!("the {n} nodes"),
+    };
+    let shape = match verdict.shape() {
+        Some(shape) => format!("of shape {shape}"),
+        None => "without a shape label".to_owned(),
+    };
+    format!(
+        "{nodes} {shape} ({})",
+        shape_words(verdict.topology(), verdict.scope, topology.scope)
+    )
+}
+
+/// `8 GPUs, 4+4 per NUMA node, 56 CPUs per NUMA node, topologyManagerPolicy restricted`;
+/// the scope is named when it is not the `topology.scope` setting.
+pub fn shape_words(
+    t: &NodeTopology,
+    scope: TopologyManagerScope,
+    setting: TopologyManagerScope,
+) -> String {
+    let mut words = Vec::new();
+    if let Some(gpus) = t.gpus {
+        words.push(plural(u64::from(gpus), "GPU"));
+    }
+    if let Some(list) = t.numa_gpus.as_deref().filter(|l| l.len() > 1) {
+        words.push(format!("{} per NUMA node", joined(list)));
+    }
+    if let Some(list) = t.numa_cpus.as_deref() {
+        match list {
+            [first, rest @ ..] if rest.iter().all(|c| c == first) => {
+                words.push(format!("{first} CPUs per NUMA node"))
+            }
+            _ => words.push(format!("{} CPUs per NUMA node", joined(list))),
+        }
+    }
+    if let Some(policy) = t.topology_manager_policy {
+        words.push(format!("topologyManagerPolicy {policy}"));
+    }
+    if scope != setting || t.topology_manager_scope.is_none() {
+        words.push(format!("topologyManagerScope {scope}"));
+    }
+    words.join(", ")
+}
+
+fn joined(list: &[u32]) -> String {
+    list.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join("+")
+}
+
+fn plural(count: u64, word: &str) -> String {
+    format!("{count} {word}{}", if count == 1 { "" } else { "s" })
+}
+
+/// The pod needs more GPUs than any group has: the whole message, as the
+/// static check words it.
+fn too_few_gpus_everywhere(demand: &Demand, verdicts: &[GroupVerdict]) -> Option<String> {
+    let mut largest = 0u64;
+    let mut nodes = 0u32;
+    for verdict in verdicts {
+        let Answer::Refuse(Refusal::Insufficient {
+            resource: Resource::Gpu,
+            capacity,
+            ..
+        }) = verdict.answer
+        else {
+            return None;
+        };
+        match capacity.cmp(&largest) {
+            std::cmp::Ordering::Greater => (largest, nodes) = (capacity, verdict.nodes()),
+            std::cmp::Ordering::Equal => nodes = nodes.saturating_add(verdict.nodes()),
+            std::cmp::Ordering::Less => {}
+        }
+    }
+    let fits = u32::try_from(largest).unwrap_or(u32::MAX);
+    Some(crate::decide::capacity::too_many(
+        &demand.describe_total(),
+        TopologyManagerScope::Pod,
+        &format!(
+            "the largest labeled GPU node has {largest} ({})",
+            plural(u64::from(nodes), "node")
+        ),
+        fits,
+    ))
+}
+
+/// Why the group does not take the pod as needed, and what to change.
+pub fn why_and_fix(demand: &Demand, need: Need, verdict: &GroupVerdict) -> (String, String) {
+    let facts = &verdict.facts;
+    let units = verdict
+        .admission
+        .as_ref()
+        .map_or(&[][..], |a| a.units.as_slice());
+    match (&verdict.answer, need) {
+        (Answer::Refuse(refusal), _) => refused(refusal, demand, facts, units, verdict.scope),
+        (Answer::Unknown(unknown), _) => (
+            format!("whether the kubelet admits it is unknown ({})", unknown_words(unknown)),
+            "Publish the missing facts with the current labeler, or set topology.affinity: preferred, which keeps such nodes eligible".to_owned(),
+        ),
+        (Answer::Contradictory(error), _) => (
+            format!("the labels contradict themselves ({error})"),
+            "Fix the node labeler there".to_owned(),
+        ),
+        (Answer::Admit { .. }, Need::Host(Alignment::Nvlink)) => {
+            let unit = demand.pod.gpu_demand(verdict.scope).aligned;
+            let group = verdict.topology().nvlink_group_max.unwrap_or(0);
+            (
+                format!(
+                    "the kubelet admits it, but the largest NVLink group has {} and {unit} must share one",
+                    plural(u64::from(group), "GPU")
+                ),
+                relaxed(format!("Request at most {} {}", plural(u64::from(group), "GPU"), per(verdict.scope)), Alignment::Nvlink),
+            )
+        }
+        (Answer::Admit { aligned: false }, Need::Host(alignment)) => {
+            unaligned(facts, units, verdict.scope, alignment)
+        }
+        (Answer::Admit { .. }, _) => (
+            "the kubelet admits it, but the nodes publish no shape label, so node affinity cannot select them".to_owned(),
+            "Upgrade the node labeler there".to_owned(),
+        ),
+    }
+}
+
+fn per(scope: TopologyManagerScope) -> &'static str {
+    match scope {
+        TopologyManagerScope::Pod => "per pod",
+        TopologyManagerScope::Container => "per container",
+    }
+}
+
+fn relaxed(fix: String, alignment: Alignment) -> String {
+    let span = match alignment {
+        Alignment::Numa => "NUMA nodes",
+        Alignment::Nvlink => "NVLink groups",
+        Alignment::Node => "nodes",
+    };
+    format!("{fix}, or set topology.affinity: preferred so the GPUs may span {span}")
+}
+
+/// The unit the kubelet refused, or that is not aligned.
+fn unit_of(units: &[UnitReport], container: Option<usize>) -> Option<&UnitReport> {
+    units
+        .iter()
+        .rev()
+        .find(|u| u.container == container)
+        .or(units.last())
+}
+
+/// `container "a"` or `the pod`, for a model container index.
+fn who(demand: &Demand, container: Option<usize>) -> String {
+    container
+        .and_then(|i| demand.pod.containers.get(i))
+        .map_or_else(|| "the pod".to_owned(), |c| c.container.to_string())
+}
+
+fn refused(
+    refusal: &Refusal,
+    demand: &Demand,
+    facts: &NodeFacts,
+    units: &[UnitReport],
+    scope: TopologyManagerScope,
+) -> (String, String) {
+    match *refusal {
+        Refusal::TopologyAffinity { container } => {
+            topology_affinity(demand, facts, unit_of(units, container), container, scope)
+        }
+        Refusal::SmtAlignment { container, requested, cpus_per_core, available_physical_cpus } => {
+            let whose = who(demand, Some(container));
+            match available_physical_cpus {
+                None => (
+                    format!("{whose}'s {requested} exclusive CPUs are not a multiple of the {cpus_per_core} threads per core that cpuManagerPolicyOptions full-pcpus-only allocates: the kubelet refuses it with SMTAlignmentError"),
+                    format!(
+                        "Request a multiple of {cpus_per_core} CPUs ({}), or a fractional CPU amount (shared pool)",
+                        u64::from(requested).next_multiple_of(u64::from(cpus_per_core.max(1)))
+                    ),
+                ),
+                Some(available) => (
+                    format!("{whose}'s {requested} exclusive CPUs are more than the {available} free on whole cores (full-pcpus-only): the kubelet refuses it with SMTAlignmentError"),
+                    format!("Request at most {available} CPUs"),
+                ),
+            }
+        }
+        Refusal::Insufficient { resource, requested, capacity } => (
+            format!("the kubelet has {capacity} {resource} and the pod needs {requested}"),
+            format!("Request at most {capacity} {resource} per pod, or split the work across several pods"),
+        ),
+        Refusal::AllocationFailed { container, resource, failure } => (
+            format!(
+                "the kubelet cannot allocate {}'s {resource} ({}): it refuses it with UnexpectedAdmissionError",
+                who(demand, Some(container)),
+                failure_words(failure, resource)
+            ),
+            format!("Request less {resource}"),
+        ),
+        Refusal::KubeletNotStarted(error) => (
+            format!("the kubelet does not start ({})", startup_words(error)),
+            "Fix the kubelet configuration of those nodes".to_owned(),
+        ),
+    }
+}
+
+/// A resource's request and narrowest NUMA masks, from its report.
+struct Span {
+    resource: Resource,
+    request: u64,
+    /// Fewest NUMA nodes whose capacity holds the request; `None`: no mask can.
+    capacity: Option<u32>,
+    /// Fewest NUMA nodes of what is free when the unit is admitted.
+    available: Option<u32>,
+}
+
+fn spans(unit: Option<&UnitReport>) -> Vec<Span> {
+    unit.map_or(&[][..], |u| u.resources.as_slice())
+        .iter()
+        .filter_map(|r: &ResourceReport| match r.hints {
+            HintReport::DontCare => None,
+            HintReport::NoFit => Some(Span {
+                resource: r.resource,
+                request: r.request,
+                capacity: None,
+                available: None,
+            }),
+            HintReport::Hints {
+                narrowest_capacity,
+                narrowest_available,
+                ..
+            } => Some(Span {
+                resource: r.resource,
+                request: r.request,
+                capacity: Some(narrowest_capacity),
+                available: Some(narrowest_available),
+            }),
+        })
+        .collect()
+}
+
+/// `the 8 GPUs`, `the 32 exclusive CPUs`, `the 600Gi of memory`
+fn request_words(resource: Resource, request: u64) -> String {
+    match resource {
+        Resource::Gpu => format!("the {}", plural(request, "GPU")),
+        Resource::Cpu => format!("the {request} exclusive CPUs"),
+        other => format!(
+            "the {} of {other}",
+            Quantity::binary_units(request).canonical()
+        ),
+    }
+}
+
+fn mask_words(nodes: Option<u32>) -> String {
+    match nodes {
+        Some(n) => plural(u64::from(n), "node"),
+        None => "more than the machine".to_owned(),
+    }
+}
+
+fn topology_affinity(
+    demand: &Demand,
+    facts: &NodeFacts,
+    unit: Option<&UnitReport>,
+    container: Option<usize>,
+    scope: TopologyManagerScope,
+) -> (String, String) {
+    let spans = spans(unit);
+    let whose = match container {
+        Some(i) if scope == TopologyManagerScope::Container => {
+            format!(" of {}", who(demand, Some(i)))
+        }
+        _ => String::new(),
+    };
+    let error = "the kubelet refuses it with TopologyAffinityError";
+    let numa = NumaFigures::of(facts);
+    let single_numa_node =
+        facts.topology_manager.policy == Some(TopologyManagerPolicy::SingleNumaNode);
+    let wide: Vec<&Span> = spans.iter().filter(|s| s.capacity != Some(1)).collect();
+    if single_numa_node && !wide.is_empty() {
+        let parts: Vec<String> = wide
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}{whose} need {}",
+                    request_words(s.resource, s.request),
+                    s.capacity.map_or_else(
+                        || "more than the node's NUMA nodes hold".to_owned(),
+                        |n| plural(u64::from(n), "NUMA node")
+                    )
+                )
+            })
+            .collect();
+        let fixes: Vec<String> = wide
+            .iter()
+            .map(|s| numa.at_most_one(s.resource, scope))
+            .collect();
+        return (
+            format!(
+                "{}, but single-numa-node admits only one: {error}",
+                parts.join(" and ")
+            ),
+            format!("Request {}", or_list(&fixes)),
+        );
+    }
+    // Each fits its narrowest mask by capacity, but not what the
+    // containers before it left free (scope container).
+    if let Some(s) = spans
+        .iter()
+        .find(|s| s.capacity.is_some() && s.available.is_none_or(|a| Some(a) > s.capacity))
+    {
+        return (
+            format!(
+                "{}{whose} fit {} by capacity, but after the containers before it the fewest NUMA nodes with room for them are {}: {error}",
+                request_words(s.resource, s.request),
+                mask_words(s.capacity),
+                mask_words(s.available)
+            ),
+            format!(
+                "Give the containers GPU counts that pack into NUMA nodes of {} GPUs, or put the GPUs in one container",
+                numa.largest(&numa.gpus, 1)
+            ),
+        );
+    }
+    let gpu = spans.iter().find(|s| s.resource == Resource::Gpu);
+    let other = spans
+        .iter()
+        .filter(|s| s.resource != Resource::Gpu)
+        .find(|s| gpu.is_some_and(|g| g.capacity != s.capacity));
+    match (gpu, other) {
+        (Some(g), Some(o)) => {
+            let why = format!(
+                "the GPUs' narrowest NUMA mask{whose} is {} but {}' is {}: {error}",
+                mask_words(g.capacity),
+                request_words(o.resource, o.request),
+                mask_words(o.capacity)
+            );
+            let span = g.capacity.unwrap_or(1);
+            let fix = match (o.resource, o.capacity.unwrap_or(u32::MAX) < span) {
+                (Resource::Cpu, true) => {
+                    let (low, high) = numa.cpus_spanning(span);
+                    let gpus_narrow = numa.largest(&numa.gpus, o.capacity.unwrap_or(1));
+                    format!(
+                        "Request {low} to {high} CPUs so that they span {} as the GPUs do, a fractional CPU amount (shared pool), or at most {}",
+                        plural(u64::from(span), "NUMA node"),
+                        plural(gpus_narrow, "GPU")
+                    )
+                }
+                (resource, _) => format!(
+                    "Request {} so that {} fit{} {} as the GPUs do",
+                    numa.at_most(resource, span),
+                    request_words(resource, o.request),
+                    if resource == Resource::Gpu { "" } else { "s" },
+                    plural(u64::from(span), "NUMA node")
+                ),
+            };
+            (why, fix)
+        }
+        _ => (
+            format!("no NUMA mask is preferred by every resource{whose}: {error}"),
+            "Request fewer GPUs, CPUs or memory, or set topology.affinity: preferred".to_owned(),
+        ),
+    }
+}
+
+fn or_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{}, or {last}", init.join(", ")),
+    }
+}
+
+/// Per-NUMA figures of a node, for the fixes' arithmetic.
+struct NumaFigures {
+    gpus: Vec<u64>,
+    /// CPUs, reserved ones included (the kubelet's capacity for hints).
+    cpus: Vec<u64>,
+    /// CPUs less reserved ones (what an allocation can take).
+    free_cpus: Vec<u64>,
+    /// Allocatable bytes of memory, hugepages-2Mi, hugepages-1Gi.
+    memory: [Vec<u64>; 3],
+}
+
+impl NumaFigures {
+    fn of(facts: &NodeFacts) -> Self {
+        let numas = facts.numa_nodes.as_deref().unwrap_or_default();
+        let list = |f: &dyn Fn(&gpu_topology::kubelet::NumaNodeFacts) -> u64| {
+            numas.iter().map(f).collect::<Vec<u64>>()
+        };
+        let huge = |p: Option<gpu_topology::kubelet::HugePages>, size: u64| {
+            p.map_or(0, |p| {
+                p.pages
+                    .saturating_sub(p.reserved_pages)
+                    .saturating_mul(size)
+            })
+        };
+        NumaFigures {
+            gpus: list(&|n| u64::from(n.gpus.unwrap_or(0))),
+            cpus: list(&|n| u64::from(n.cpus.unwrap_or(0))),
+            free_cpus: list(&|n| {
+                u64::from(
+                    n.cpus
+                        .unwrap_or(0)
+                        .saturating_sub(n.reserved_cpus.unwrap_or(0)),
+                )
+            }),
+            memory: [
+                list(&|n| {
+                    n.memory_mib
+                        .unwrap_or(0)
+                        .saturating_sub(n.reserved_memory_mib.unwrap_or(0))
+                        .saturating_mul(MIB)
+                        .saturating_sub(huge(n.hugepages_2mi, 2 * MIB))
+                        .saturating_sub(huge(n.hugepages_1gi, 1024 * MIB))
+                }),
+                list(&|n| huge(n.hugepages_2mi, 2 * MIB)),
+                list(&|n| huge(n.hugepages_1gi, 1024 * MIB)),
+            ],
+        }
+    }
+
+    /// The sum of the `k` largest values.
+    fn largest(&self, values: &[u64], k: u32) -> u64 {
+        let mut sorted = values.to_vec();
+        sorted.sort_unstable_by(|a, b| b.cmp(a));
+        sorted.iter().take(k as usize).sum()
+    }
+
+    /// The CPU counts whose narrowest mask is `span` NUMA nodes and that
+    /// those nodes can allocate: more than the `span - 1` largest hold, at
+    /// most what the `span` freest leave.
+    fn cpus_spanning(&self, span: u32) -> (u64, u64) {
+        let low = self.largest(&self.cpus, span.saturating_sub(1)) + 1;
+        (low, self.largest(&self.free_cpus, span).max(low))
+    }
+
+    /// `at most 4 GPUs`, `at most 54 whole CPUs ...`: what `span` NUMA nodes hold.
+    fn at_most(&self, resource: Resource, span: u32) -> String {
+        match resource {
+            Resource::Gpu => format!("at most {}", plural(self.largest(&self.gpus, span), "GPU")),
+            Resource::Cpu => format!(
+                "at most {} exclusive CPUs",
+                self.largest(&self.free_cpus, span)
+            ),
+            Resource::Memory => format!(
+                "at most {} of memory",
+                bytes(self.largest(&self.memory[0], span))
+            ),
+            Resource::HugePages2Mi => format!(
+                "at most {} of hugepages-2Mi",
+                bytes(self.largest(&self.memory[1], span))
+            ),
+            Resource::HugePages1Gi => format!(
+                "at most {} of hugepages-1Gi",
+                bytes(self.largest(&self.memory[2], span))
+            ),
+        }
+    }
+
+    /// The fix that brings `resource` onto one NUMA node.
+    fn at_most_one(&self, resource: Resource, scope: TopologyManagerScope) -> String {
+        match resource {
+            Resource::Cpu => format!(
+                "{}, or a fractional CPU amount (shared pool)",
+                self.at_most(Resource::Cpu, 1)
+            ),
+            Resource::Gpu => format!("{} {}", self.at_most(Resource::Gpu, 1), per(scope)),
+            other => self.at_most(other, 1),
+        }
+    }
+}
+
+/// Bytes as Kubernetes writes them, rounded down to MiB.
+fn bytes(value: u64) -> String {
+    Quantity::binary_units(value / MIB * MIB).canonical()
+}
+
+/// The kubelet admits the pod, but not every unit on one NUMA node.
+fn unaligned(
+    facts: &NodeFacts,
+    units: &[UnitReport],
+    scope: TopologyManagerScope,
+    alignment: Alignment,
+) -> (String, String) {
+    let numa = NumaFigures::of(facts);
+    if facts.topology_manager.policy == Some(TopologyManagerPolicy::None) {
+        return (
+            format!("the kubelet admits it unaligned: topologyManagerPolicy none aligns nothing on a machine of {} NUMA nodes", numa.gpus.len()),
+            relaxed("Run the Topology Manager there (best-effort, restricted or single-numa-node)".to_owned(), alignment),
+        );
+    }
+    let unit = units.iter().find(|u| !u.aligned);
+    let spans = spans(unit);
+    let wide = spans.iter().find(|s| s.capacity != Some(1));
+    match wide {
+        Some(s) => (
+            format!(
+                "the kubelet admits it unaligned: {}' narrowest NUMA mask is {}",
+                request_words(s.resource, s.request),
+                mask_words(s.capacity)
+            ),
+            relaxed(
+                format!("Request {}", numa.at_most_one(s.resource, scope)),
+                alignment,
+            ),
+        ),
+        None => (
+            "the kubelet admits it, but not on one NUMA node".to_owned(),
+            relaxed("Request fewer GPUs".to_owned(), alignment),
+        ),
+    }
+}
+
+fn failure_words(failure: AllocationFailure, resource: Resource) -> String {
+    match failure {
+        AllocationFailure::NotEnough {
+            requested,
+            available,
+        } => match resource {
+            Resource::Gpu | Resource::Cpu => format!("{requested} asked, {available} free"),
+            _ => format!("{} asked, {} free", bytes(requested), bytes(available)),
+        },
+        AllocationFailure::NoMemoryAffinity => "no NUMA nodes with enough memory".to_owned(),
+        AllocationFailure::NoExtendedMemoryAffinity => {
+            "no group of NUMA nodes holds the memory with the Topology Manager's choice".to_owned()
+        }
+        AllocationFailure::MemoryHintNotPreferred => {
+            "only NUMA nodes the Topology Manager does not prefer hold the memory".to_owned()
+        }
+        AllocationFailure::MemoryViolatesNumaAllocation => {
+            "the NUMA nodes would mix single- and cross-NUMA allocations".to_owned()
+        }
+    }
+}
+
+fn startup_words(error: StartupError) -> String {
+    match error {
+        StartupError::TooManyNumaNodes { numa_nodes, max_allowable } => format!(
+            "{numa_nodes} NUMA nodes are more than topologyManagerPolicyOptions max-allowable-numa-nodes {max_allowable}"
+        ),
+        StartupError::AlignBySocketWithSingleNumaNode => {
+            "align-by-socket with topologyManagerPolicy single-numa-node".to_owned()
+        }
+        StartupError::AlignBySocketMoreSocketsThanNumaNodes => {
+            "align-by-socket with more sockets than NUMA nodes".to_owned()
+        }
+    }
+}
+
+/// Why the model cannot answer, in words.
+pub fn unknown_words(unknown: &Unknown) -> String {
+    match unknown {
+        Unknown::Missing(fact) => format!("{fact} is not published"),
+        Unknown::Indeterminate(Indeterminate::GpuPick { .. }) => {
+            "it depends on which GPUs the device plugin picks".to_owned()
+        }
+        Unknown::Indeterminate(Indeterminate::CpuIds { .. }) => {
+            "it depends on which CPUs the CPU Manager picks".to_owned()
+        }
+        Unknown::Indeterminate(Indeterminate::NumaDistances { .. }) => {
+            "prefer-closest-numa-nodes decides by NUMA distances, which are not published"
+                .to_owned()
+        }
+        Unknown::Indeterminate(Indeterminate::DistributeLoop { .. }) => {
+            "distribute-cpus-across-numa would loop in the kubelet".to_owned()
+        }
+        Unknown::TooManyNumaNodes { numa_nodes } => {
+            format!("{numa_nodes} NUMA nodes are more than the model follows")
+        }
+        Unknown::MergeTooLarge => "the Topology Manager's merge is too large to follow".to_owned(),
+        Unknown::Unsupported(Unsupported::NumaSpanningSockets) => {
+            "a NUMA node spans sockets".to_owned()
+        }
+        Unknown::Unsupported(Unsupported::PartialReservedCores { .. }) => {
+            "reserved CPUs fill cores of more than 2 threads only partly".to_owned()
+        }
+        Unknown::Unsupported(Unsupported::HugePagesOnSomeNumaNodes) => {
+            "a huge page size is present on some NUMA nodes only".to_owned()
+        }
+        Unknown::Unsupported(Unsupported::UnevenSockets) => "its sockets differ in size".to_owned(),
+    }
+}

@@ -1,0 +1,453 @@
+//! The kubelet admission model in the decision (`gpu_topology::kubelet`):
+//! the pod's request as the kubelet sees it (the planned pod, after the QoS
+//! edits) and what the kubelet of each node group of the cluster view does
+//! with it, computed once per distinct set of facts.
+
+use crate::decide::demand::PodDemand;
+use crate::decide::fit::Need;
+use crate::request::pod::{containers, resources_value, Container, ContainerKind, Section};
+use crate::request::quantity::Quantity;
+use gpu_topology::kubelet::{
+    self, admit, facts_from_topology, Admission, ContainerDemand, InputError, NodeFacts, Refusal,
+    Unknown, Verdict,
+};
+use gpu_topology::{
+    Alignment, CpuManagerPolicy, Fleet, NodeGroup, NodeTopology, ShapeId, TopologyManagerScope,
+};
+use serde_json::Value;
+
+/// The resources the kubelet's CPU and Memory Managers read.
+const CPU: &str = "cpu";
+const MEMORY: &str = "memory";
+const HUGEPAGES_2MI: &str = "hugepages-2Mi";
+const HUGEPAGES_1GI: &str = "hugepages-1Gi";
+/// Pod-level resource names that keep the static CPU and Memory Managers
+/// from pinning a pod (component-helpers `IsPodLevelResourcesSet`).
+const HUGEPAGES_PREFIX: &str = "hugepages-";
+/// The most threads per core the policy rounds CPUs for (POWER's SMT-8): a
+/// label above it is no machine, and its nodes refuse what is not a
+/// multiple on their own.
+pub const MAX_THREADS_PER_CORE: u32 = 8;
+
+/// The pod as the kubelet's managers see it, from the PodSpec `spec` as it
+/// will be admitted (after the QoS edits) and its GPU demand: containers in
+/// the kubelet's order (init containers, sidecars among them, then app
+/// containers), requests after the API server's defaulting (a missing
+/// request is the limit, `SetDefaults_Pod`), the QoS class as Kubernetes
+/// computes it, and whether pod-level resources keep the pod unpinned.
+pub fn model_pod(spec: &Value, demand: &PodDemand) -> Result<kubelet::PodDemand, String> {
+    let all = containers(spec)?;
+    if all.len() != demand.containers.len() {
+        return Err("the containers changed while the pod was planned".to_owned());
+    }
+    let mut model = Vec::with_capacity(all.len());
+    for (container, gpus) in all.iter().zip(&demand.containers) {
+        let request = |resource| container_request(container, resource);
+        model.push(ContainerDemand {
+            kind: match container.id.kind {
+                ContainerKind::Init => kubelet::ContainerKind::Init,
+                ContainerKind::Sidecar => kubelet::ContainerKind::Sidecar,
+                ContainerKind::App => kubelet::ContainerKind::App,
+            },
+            gpus: gpus.lists_gpu.then(|| gpus.gpus()),
+            cpu_millis: request(CPU)?.map_or(0, |q| q.ceil_millis()),
+            memory_bytes: request(MEMORY)?.map_or(0, |q| q.ceil_whole_units()),
+            hugepages_2mi_bytes: request(HUGEPAGES_2MI)?.map_or(0, |q| q.ceil_whole_units()),
+            hugepages_1gi_bytes: request(HUGEPAGES_1GI)?.map_or(0, |q| q.ceil_whole_units()),
+        });
+    }
+    Ok(kubelet::PodDemand {
+        containers: model,
+        guaranteed: is_guaranteed(spec, &all)?,
+        pod_level_resources: pod_level_resources_set(spec),
+    })
+}
+
+/// A container's request of `resource` after the API server's defaulting:
+/// the request, else the limit.
+fn container_request(
+    container: &Container<'_>,
+    resource: &str,
+) -> Result<Option<Quantity>, String> {
+    let resources = container.json.get("resources");
+    let pick = resources_value(resources, Section::Requests, resource)
+        .map(|text| (Section::Requests, text))
+        .or_else(|| {
+            resources_value(resources, Section::Limits, resource)
+                .map(|text| (Section::Limits, text))
+        });
+    pick.map(|(section, text)| {
+        Quantity::parse(&text).map_err(|error| {
+            format!(
+                "{}: resources.{}.{resource} {text:?} {error}",
+                container.id,
+                section.field()
+            )
+        })
+    })
+    .transpose()
+}
+
+/// Whether pod-level `spec.resources` names cpu, memory or hugepages, which
+/// keeps the kubelet's static CPU and Memory Managers from pinning the pod
+/// (Kubernetes 1.34 and 1.35; see `qos::unpinned_by_pod_level_resources`).
+pub fn pod_level_resources_set(spec: &Value) -> bool {
+    let Some(resources) = spec.get("resources") else {
+        return false;
+    };
+    [Section::Requests, Section::Limits]
+        .into_iter()
+        .filter_map(|section| resources.get(section.field())?.as_object())
+        .flat_map(|list| list.keys())
+        .any(|name| name == CPU || name == MEMORY || name.starts_with(HUGEPAGES_PREFIX))
+}
+
+/// Kubernetes' QoS class is Guaranteed (`ComputePodQOS`,
+/// `pkg/apis/core/v1/helper/qos/qos.go`): with pod-level resources present,
+/// from them alone (cpu and memory limits set, requests equal to them);
+/// else every container, init containers included, has cpu and memory
+/// limits, and the containers' requests add up to their limits per
+/// resource. Values of 0 count as unset; requests are taken after the API
+/// server's defaulting (absent: the limit).
+fn is_guaranteed(spec: &Value, all: &[Container<'_>]) -> Result<bool, String> {
+    let parse = |text: Option<std::borrow::Cow<'_, str>>| -> Result<Option<Quantity>, String> {
+        text.map(|text| {
+            Quantity::parse(&text).map_err(|error| format!("resources {text:?} {error}"))
+        })
+        .transpose()
+        .map(|q| q.filter(|q| !q.is_zero()))
+    };
+    if let Some(resources) = spec.get("resources").filter(|r| !r.is_null()) {
+        for resource in [CPU, MEMORY] {
+            let limit = parse(resources_value(Some(resources), Section::Limits, resource))?;
+            let request = parse(resources_value(
+                Some(resources),
+                Section::Requests,
+                resource,
+            ))?;
+            if limit.is_none() || request.is_some_and(|r| Some(r) != limit) {
+                return Ok(false);
+            }
+        }
+        return Ok(true);
+    }
+    let zero = Quantity::from_units(0);
+    let mut guaranteed = true;
+    for resource in [CPU, MEMORY] {
+        let (mut requests, mut limits) = (zero, zero);
+        for container in all {
+            let resources = container.json.get("resources");
+            let limit = parse(resources_value(resources, Section::Limits, resource))?;
+            let request = parse(resources_value(resources, Section::Requests, resource))?.or(limit);
+            guaranteed &= limit.is_some();
+            let add = |sum: Quantity, value: Option<Quantity>| {
+                value.map_or(Some(sum), |v| sum.checked_add(&v))
+            };
+            requests = add(requests, request).ok_or("the pod's requests overflow")?;
+            limits = add(limits, limit).ok_or("the pod's limits overflow")?;
+        }
+        guaranteed &= requests == limits;
+    }
+    Ok(guaranteed)
+}
+
+/// What the kubelet of a node group does with the pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Admitted; `aligned`: every unit's resources on one NUMA node.
+    Admit {
+        aligned: bool,
+    },
+    Refuse(Refusal),
+    /// The model cannot tell: a fact is missing, or an outcome depends on
+    /// something it does not see.
+    Unknown(Unknown),
+    /// The group's labels contradict themselves (more reserved CPUs than
+    /// CPUs, say): no answer can be trusted.
+    Contradictory(InputError),
+}
+
+impl Answer {
+    pub fn admits(&self) -> bool {
+        matches!(self, Answer::Admit { .. })
+    }
+
+    pub fn refuses(&self) -> bool {
+        matches!(self, Answer::Refuse(_))
+    }
+
+    pub fn is_unknown(&self) -> bool {
+        matches!(self, Answer::Unknown(_) | Answer::Contradictory(_))
+    }
+}
+
+/// One node group of the cluster view and the kubelet's answer there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupVerdict<'f> {
+    pub group: &'f NodeGroup,
+    /// The Topology Manager scope the answer assumes: the group's own
+    /// label, else the `topology.scope` setting.
+    pub scope: TopologyManagerScope,
+    /// The facts the model read ([`facts_from_topology`]).
+    pub facts: NodeFacts,
+    pub answer: Answer,
+    /// The model's units and hints behind the answer, for messages.
+    pub admission: Option<Admission>,
+}
+
+impl GroupVerdict<'_> {
+    pub fn topology(&self) -> &NodeTopology {
+        &self.group.topology
+    }
+
+    pub fn nodes(&self) -> u32 {
+        self.group.nodes
+    }
+
+    pub fn shape(&self) -> Option<ShapeId> {
+        self.group.topology.shape
+    }
+
+    /// Whether nodes of the group host the pod as `affinity: required`
+    /// demands at `alignment`: `numa`, admitted with every unit on one NUMA
+    /// node; `nvlink`, admitted with the aligned unit (under the group's
+    /// scope) within one NVLink group; `node`, admitted.
+    pub fn hosts(&self, alignment: Alignment, demand: &PodDemand) -> bool {
+        self.hosts_with(&self.answer, alignment, demand)
+    }
+
+    /// [`GroupVerdict::hosts`] for another answer on the same nodes.
+    fn hosts_with(&self, answer: &Answer, alignment: Alignment, demand: &PodDemand) -> bool {
+        match (answer, alignment) {
+            (Answer::Admit { aligned }, Alignment::Numa) => *aligned,
+            (Answer::Admit { .. }, Alignment::Nvlink) => {
+                let unit = demand.gpu_demand(self.scope).aligned;
+                self.group
+                    .topology
+                    .nvlink_group_max
+                    .is_some_and(|group| group >= unit)
+            }
+            (Answer::Admit { .. }, Alignment::Node) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether the nodes take the pod as `need` asks, were `answer` the
+    /// kubelet's (admitted, or hosted at the alignment).
+    pub fn takes_as(&self, answer: &Answer, need: Need, demand: &PodDemand) -> bool {
+        match need {
+            Need::Admit => answer.admits(),
+            Need::Host(alignment) => self.hosts_with(answer, alignment, demand),
+        }
+    }
+}
+
+/// The kubelet's answer for every group of `fleet`, the model asked once
+/// per distinct set of facts (groups that differ only in informational
+/// labels share them).
+pub fn verdicts<'f>(
+    fleet: &'f Fleet,
+    pod: &kubelet::PodDemand,
+    assumed_scope: TopologyManagerScope,
+) -> Vec<GroupVerdict<'f>> {
+    let mut verdicts: Vec<GroupVerdict<'f>> = Vec::with_capacity(fleet.groups().len());
+    for group in fleet.groups() {
+        let facts = facts_from_topology(&group.topology, assumed_scope);
+        let scope = facts.topology_manager.scope.unwrap_or(assumed_scope);
+        let known = verdicts.iter().find(|v| v.facts == facts);
+        let (answer, admission) = match known {
+            Some(known) => (known.answer.clone(), known.admission.clone()),
+            None => answer(&facts, pod),
+        };
+        verdicts.push(GroupVerdict {
+            group,
+            scope,
+            facts,
+            answer,
+            admission,
+        });
+    }
+    verdicts
+}
+
+/// The model's answer for one node.
+pub fn answer(facts: &NodeFacts, pod: &kubelet::PodDemand) -> (Answer, Option<Admission>) {
+    match admit(facts, pod) {
+        Ok(admission) => {
+            let answer = match admission.verdict {
+                Verdict::Admit { aligned } => Answer::Admit { aligned },
+                Verdict::Refuse(refusal) => Answer::Refuse(refusal),
+                Verdict::Unknown(unknown) => Answer::Unknown(unknown),
+            };
+            (answer, Some(admission))
+        }
+        Err(error) => (Answer::Contradictory(error), None),
+    }
+}
+
+/// The multiple whole CPUs are rounded up to when the policy chooses them:
+/// the least common multiple of the threads per core of the groups whose
+/// static CPU Manager runs with `full-pcpus-only` (it refuses other counts
+/// with `SMTAlignmentError`, `cpumanager/policy_static.go`
+/// `Allocate`); 1 when none does. Threads per core above
+/// [`MAX_THREADS_PER_CORE`] are left out.
+pub fn cpu_multiple(fleet: &Fleet) -> u64 {
+    fleet
+        .groups()
+        .iter()
+        .map(|group| &group.topology)
+        .filter(|t| {
+            t.cpu_manager_policy == Some(CpuManagerPolicy::Static)
+                && t.full_pcpus_only == Some(true)
+        })
+        .filter_map(|t| t.threads_per_core)
+        .filter(|threads| (1..=MAX_THREADS_PER_CORE).contains(threads))
+        .fold(1, |multiple, threads| lcm(multiple, u64::from(threads)))
+}
+
+fn lcm(a: u64, b: u64) -> u64 {
+    let gcd = |mut a: u64, mut b: u64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    a / gcd(a, b) * b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpu_topology::kubelet::ContainerKind as Kind;
+    use rstest::rstest;
+    use serde_json::json;
+
+    fn gpu_resources() -> Vec<String> {
+        vec!["nvidia.com/gpu".to_owned()]
+    }
+
+    fn model(spec: Value) -> kubelet::PodDemand {
+        let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+        model_pod(&spec, &demand).unwrap()
+    }
+
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn containers_in_the_kubelets_order_with_defaulted_requests() {
+        let pod = model(json!({
+            "containers": [{"name": "app", "resources": {"limits": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "2", "hugepages-1Gi": "2Gi"}}}],
+            "initContainers": [
+                {"name": "setup", "resources": {"requests": {"cpu": "1500m", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "1Gi", "nvidia.com/gpu": "0"}}},
+                {"name": "proxy", "restartPolicy": "Always", "resources": {"limits": {"cpu": "250m", "memory": "256Mi"}}}
+            ]
+        }));
+        let kinds: Vec<Kind> = pod.containers.iter().map(|c| c.kind).collect();
+        assert_eq!(kinds, [Kind::Init, Kind::Sidecar, Kind::App]);
+        // An explicit 0 GPUs is listed; a container without the resource is not.
+        let gpus: Vec<Option<u32>> = pod.containers.iter().map(|c| c.gpus).collect();
+        assert_eq!(gpus, [Some(0), None, Some(2)]);
+        // Requests as written, else the limits.
+        let cpus: Vec<u64> = pod.containers.iter().map(|c| c.cpu_millis).collect();
+        assert_eq!(cpus, [1500, 250, 4000]);
+        assert_eq!(pod.containers[2].memory_bytes, 16 * GIB);
+        assert_eq!(pod.containers[2].hugepages_1gi_bytes, 2 * GIB);
+        // setup's cpu requests differ from its limits: Burstable.
+        assert!(!pod.guaranteed);
+        assert!(!pod.pod_level_resources);
+    }
+
+    /// (PodSpec, Guaranteed as Kubernetes computes it, pod-level resources set)
+    #[rstest]
+    #[case::every_container_equal(json!({"containers": [
+        {"name": "a", "resources": {"limits": {"cpu": "2", "memory": "1Gi"}}},
+        {"name": "b", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}]}), true, false)]
+    #[case::a_container_without_memory(json!({"containers": [{"name": "a", "resources": {"limits": {"cpu": "2"}}}]}), false, false)]
+    #[case::requests_below_limits(json!({"containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "1Gi"}}}]}), false, false)]
+    #[case::zero_limit_is_unset(json!({"containers": [{"name": "a", "resources": {"limits": {"cpu": "0", "memory": "1Gi"}}}]}), false, false)]
+    #[case::pod_level_decides(json!({"resources": {"limits": {"cpu": "4", "memory": "8Gi"}}, "containers": [{"name": "a"}]}), true, true)]
+    #[case::pod_level_without_memory(json!({"resources": {"limits": {"cpu": "4"}}, "containers": [
+        {"name": "a", "resources": {"limits": {"cpu": "4", "memory": "8Gi"}}}]}), false, true)]
+    #[case::pod_level_other_resources_only(json!({"resources": {"limits": {"ephemeral-storage": "1Gi"}}, "containers": [
+        {"name": "a", "resources": {"limits": {"cpu": "4", "memory": "8Gi"}}}]}), false, false)]
+    fn the_qos_class_follows_kubernetes(
+        #[case] spec: Value,
+        #[case] guaranteed: bool,
+        #[case] pod_level: bool,
+    ) {
+        let pod = model(spec);
+        assert_eq!(pod.guaranteed, guaranteed);
+        assert_eq!(pod.pod_level_resources, pod_level);
+    }
+
+    #[test]
+    fn an_unreadable_quantity_names_the_container() {
+        let spec =
+            json!({"containers": [{"name": "a", "resources": {"limits": {"memory": "lots"}}}]});
+        let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+        let error = model_pod(&spec, &demand).unwrap_err();
+        assert!(
+            error.contains("container \"a\": resources.limits.memory \"lots\""),
+            "{error}"
+        );
+    }
+
+    fn node(
+        threads: Option<u32>,
+        full_pcpus_only: Option<bool>,
+        cpu: CpuManagerPolicy,
+    ) -> NodeTopology {
+        NodeTopology {
+            gpus: Some(8),
+            threads_per_core: threads,
+            full_pcpus_only,
+            cpu_manager_policy: Some(cpu),
+            ..NodeTopology::default()
+        }
+    }
+
+    /// (groups, multiple): only static full-pcpus-only groups count.
+    #[rstest]
+    #[case::none(vec![], 1)]
+    #[case::smt2_full_pcpus_only(vec![node(Some(2), Some(true), CpuManagerPolicy::Static)], 2)]
+    #[case::option_off(vec![node(Some(2), Some(false), CpuManagerPolicy::Static)], 1)]
+    #[case::not_static(vec![node(Some(2), Some(true), CpuManagerPolicy::None)], 1)]
+    #[case::smt2_and_smt4(vec![node(Some(2), Some(true), CpuManagerPolicy::Static), node(Some(4), Some(true), CpuManagerPolicy::Static)], 4)]
+    #[case::odd_counts(vec![node(Some(2), Some(true), CpuManagerPolicy::Static), node(Some(3), Some(true), CpuManagerPolicy::Static)], 6)]
+    #[case::no_machine_has_that_many(vec![node(Some(64), Some(true), CpuManagerPolicy::Static)], 1)]
+    #[case::threads_unknown(vec![node(None, Some(true), CpuManagerPolicy::Static)], 1)]
+    fn cpus_are_rounded_for_full_pcpus_only(
+        #[case] groups: Vec<NodeTopology>,
+        #[case] multiple: u64,
+    ) {
+        let mut fleet = Fleet::new();
+        for topology in groups {
+            fleet.add(topology);
+        }
+        assert_eq!(cpu_multiple(&fleet), multiple);
+    }
+
+    #[test]
+    fn groups_with_the_same_facts_share_one_answer() {
+        let facts = NodeTopology {
+            gpus: Some(4),
+            topology_manager_policy: Some(gpu_topology::TopologyManagerPolicy::SingleNumaNode),
+            numa_gpus: Some(vec![4]),
+            ..NodeTopology::default()
+        };
+        let mut fleet = Fleet::new();
+        fleet.add(facts.clone());
+        // The same facts, another interconnect: another group, the same answer.
+        fleet.add(NodeTopology {
+            interconnect: Some(gpu_topology::Interconnect::Pcie),
+            ..facts
+        });
+        let pod = model(
+            json!({"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}),
+        );
+        let verdicts = verdicts(&fleet, &pod, TopologyManagerScope::Pod);
+        assert_eq!(verdicts.len(), 2);
+        assert_eq!(verdicts[0].answer, Answer::Admit { aligned: true });
+        assert_eq!(verdicts[0].answer, verdicts[1].answer);
+    }
+}

@@ -1,0 +1,75 @@
+//! Node shapes and pods the decision's unit tests share, written as the
+//! labeler labels nodes (through the contract, with their shape).
+
+use crate::cluster::ClusterView;
+use crate::settings::{settings_from_value, Config};
+use gpu_topology::{Fleet, LabelPrefix, NodeTopology};
+use serde_json::{json, Value};
+
+/// The kubelet facts every test shape shares (an empty-ish SMT-2 HGX
+/// kubelet with the static CPU Manager), as labels.
+pub(crate) const KUBELET: &str = "topology-manager-scope=pod cpu-manager-policy=static threads-per-core=2 memory-manager-policy=none topology-manager-prefer-closest-numa-nodes=false topology-manager-max-allowable-numa-nodes=8 cpu-manager-full-pcpus-only=false cpu-manager-distribute-cpus-across-numa=false cpu-manager-align-by-socket=false";
+/// HGX: 8 GPUs, 4 + 4 on two NUMA nodes of 56 CPUs, 2 reserved on core 0.
+pub(crate) const HGX: &str = "gpus=8 gpus-per-numa-max=4 nvlink-group-max=8 numa-gpus=4.4 numa-cpus=56.56 numa-reserved-cpus=2.0 numa-reserved-cores=1.0 numa-sockets=0.1 numa-memory-mib=1031168.1031168 numa-hugepages-2mi=0.0 numa-hugepages-1gi=0.0";
+/// 4 L4 GPUs on one NUMA node, no Topology or CPU Manager.
+pub(crate) const L4: &str = "gpus=4 gpus-per-numa-max=4 nvlink-group-max=1 numa-gpus=4 numa-cpus=48 numa-sockets=0 threads-per-core=2 numa-memory-mib=190000 numa-hugepages-2mi=0 numa-hugepages-1gi=0 topology-manager-policy=none topology-manager-scope=container cpu-manager-policy=none memory-manager-policy=none topology-manager-prefer-closest-numa-nodes=false topology-manager-max-allowable-numa-nodes=8 cpu-manager-full-pcpus-only=false cpu-manager-distribute-cpus-across-numa=false cpu-manager-align-by-socket=false";
+/// A labeler older than the policy: counts only, no facts, no shape.
+pub(crate) const OLD: &str =
+    "gpus=8 gpus-per-numa-max=4 nvlink-group-max=8 topology-manager-policy=best-effort";
+
+/// A node from `name=value` labels read through the contract, with its
+/// shape as the labeler sets it (none for [`OLD`]).
+pub(crate) fn node(labels: &str) -> NodeTopology {
+    let prefix = LabelPrefix::default();
+    let full: Vec<(String, &str)> = labels
+        .split_whitespace()
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(name, value)| (format!("{prefix}/{name}"), value))
+        .collect();
+    let topology =
+        NodeTopology::from_labels(&prefix, full.iter().map(|(k, v)| (k.as_str(), *v))).unwrap();
+    if labels == OLD {
+        topology
+    } else {
+        topology.with_shape()
+    }
+}
+
+pub(crate) fn hgx(policy: &str) -> NodeTopology {
+    node(&format!("{HGX} {KUBELET} topology-manager-policy={policy}"))
+}
+
+/// [`hgx`] whose static CPU Manager runs `full-pcpus-only`.
+pub(crate) fn hgx_full_pcpus_only(policy: &str) -> NodeTopology {
+    let kubelet = KUBELET.replace(
+        "cpu-manager-full-pcpus-only=false",
+        "cpu-manager-full-pcpus-only=true",
+    );
+    node(&format!("{HGX} {kubelet} topology-manager-policy={policy}"))
+}
+
+pub(crate) fn l4() -> NodeTopology {
+    node(L4)
+}
+
+pub(crate) fn view(groups: Vec<(NodeTopology, u32)>) -> ClusterView {
+    let mut fleet = Fleet::new();
+    for (topology, nodes) in groups {
+        fleet.add_nodes(topology, nodes);
+    }
+    ClusterView {
+        fleet,
+        from_node_list: true,
+        ..ClusterView::default()
+    }
+}
+
+/// One app container with `gpus` GPUs and `cpus` whole CPUs, Guaranteed.
+pub(crate) fn pod(gpus: u32, cpus: u32) -> Value {
+    json!({"containers": [{"name": "train", "resources": {"limits": {
+        "nvidia.com/gpu": gpus.to_string(), "cpu": cpus.to_string(), "memory": "64Gi"}}}]})
+}
+
+pub(crate) fn config(settings: Value) -> Config {
+    settings_from_value(settings).unwrap().config().unwrap()
+}
