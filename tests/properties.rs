@@ -196,7 +196,7 @@ proptest! {
         let spec = &pod["spec"];
         let ours = match PodInput::read(spec, &config) {
             Ok(Some(input)) if fit::affinity_applies(&config, input.pinned.is_some()) => {
-                AffinityRequirement::for_demand(input.demand.needs, &config.topology)
+                AffinityRequirement::without_view(input.demand.needs, &config.topology)
             }
             _ => AffinityRequirement::default(),
         };

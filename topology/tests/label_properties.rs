@@ -103,6 +103,7 @@ fn topology() -> impl Strategy<Value = NodeTopology> {
     );
     let facts = (
         (counts(), counts(), counts(), counts(), counts(), counts()),
+        (counts(), counts()),
         (count(), count()),
         word(MemoryManagerPolicy::ALL),
         (flag(), flag(), flag(), flag()),
@@ -113,6 +114,7 @@ fn topology() -> impl Strategy<Value = NodeTopology> {
             described;
         let (
             (numa_gpus, numa_cpus, reserved_cpus, memory_mib, hugepages_2mi, hugepages_1gi),
+            (numa_sockets, reserved_cores),
             (threads_per_core, max_allowable),
             memory_manager,
             (prefer_closest, full_pcpus, distribute, by_socket),
@@ -133,6 +135,8 @@ fn topology() -> impl Strategy<Value = NodeTopology> {
             numa_gpus,
             numa_cpus,
             numa_reserved_cpus: reserved_cpus,
+            numa_sockets,
+            numa_reserved_cores: reserved_cores,
             threads_per_core,
             numa_memory_mib: memory_mib,
             numa_hugepages_2mi: hugepages_2mi,
@@ -160,6 +164,8 @@ fn as_read(topology: &NodeTopology) -> NodeTopology {
         numa_gpus: writable(&topology.numa_gpus),
         numa_cpus: writable(&topology.numa_cpus),
         numa_reserved_cpus: writable(&topology.numa_reserved_cpus),
+        numa_sockets: writable(&topology.numa_sockets),
+        numa_reserved_cores: writable(&topology.numa_reserved_cores),
         numa_memory_mib: writable(&topology.numa_memory_mib),
         numa_hugepages_2mi: writable(&topology.numa_hugepages_2mi),
         numa_hugepages_1gi: writable(&topology.numa_hugepages_1gi),
