@@ -1,6 +1,6 @@
 # gpu-topology-policy: the Kubewarden policy (Wasm), the node labeler and their tests.
 #
-#   make demo        build the policy, evaluate examples/requests/*.json, print decisions and patches
+#   make demo        build the policy, evaluate the examples against a replayed fleet and without one
 #   make test        fmt check, clippy, unit tests and e2e tests (what .ci/run runs)
 #   make e2e-tests   the built module against e2e-tests/scenarios (harness; kwctl bats when available)
 #   make bench       criterion benchmarks (Wasm harness vs native); not part of `make test`
@@ -100,13 +100,19 @@ kwctl-e2e-tests:
 		echo "e2e: kwctl bats suite RAN ($(KWCTL_BATS), $$tests tests)"; \
 	fi
 
-# The README's first command. With KWCTL set (environment or `make demo
-# KWCTL=/path/to/kwctl`) the requests go through `kwctl run` instead of the
-# built-in harness.
-demo: policy.wasm
+# The README's first command: the runs of examples/demo.yaml, the examples
+# against a replayed labeled fleet (examples/cluster/fleet.yml) and against
+# no cluster. With KWCTL set (environment or `make demo KWCTL=/path/to/kwctl`)
+# the requests go through `kwctl run` instead of the built-in harness, on the
+# annotated module: `--allow-context-aware` grants only what a module's
+# metadata lists.
+DEMO_KWCTL := $(filter environment command line,$(origin KWCTL))
+DEMO_MODULE := $(if $(DEMO_KWCTL),annotated-policy.wasm,policy.wasm)
+
+demo: $(DEMO_MODULE)
 	$(CARGO) run --quiet -p e2e-tests --bin evaluate -- \
-		$(if $(filter environment command line,$(origin KWCTL)),--kwctl $(KWCTL)) \
-		--settings examples/settings.yaml examples/requests/*.json
+		$(if $(DEMO_KWCTL),--kwctl $(KWCTL) --module $(DEMO_MODULE)) \
+		--plan examples/demo.yaml
 
 bench: policy.wasm
 	$(CARGO) bench -p e2e-tests

@@ -762,3 +762,28 @@ pub fn session_files() -> Vec<SessionFile> {
         },
     ]
 }
+
+/// Where `make demo` reads its fleet, relative to the repository root.
+pub const DEMO_SESSION_PATH: &str = "examples/cluster/fleet.yml";
+
+/// The fleet `make demo` replays ([`DEMO_SESSION_PATH`]): a cloud fleet
+/// where each example shows one outcome. Its 8-GPU nodes all align (p5 on
+/// restricted, HGX A100 on single-numa-node), so a pod whose GPUs span both
+/// NUMA nodes but whose CPUs fit one is refused by every kubelet; 4-GPU pods
+/// are steered away from the 1-GPU nodes and towards the shapes that align
+/// them (not the A100 PCIe, whose 2 GPUs per NUMA node best-effort admits
+/// unaligned).
+pub fn demo_session_file() -> SessionFile {
+    SessionFile {
+        name: "fleet",
+        about: "The fleet `make demo` replays: 2 p5.48xlarge (8 H100, 4+4 per NUMA node) whose kubelets run\nrestricted, 2 HGX A100 on premises (4+4) on single-numa-node, 3 g6.12xlarge (4 L4, one NUMA\nnode) with the kubelet's default managers, 2 Azure NC96ads A100 v4 (2+2 A100 PCIe) on best-effort\nand 2 g5.2xlarge (1 A10G). No fleet summary (404): the policy lists the Nodes.",
+        summary: SummaryAnswer::Absent,
+        list: ListAnswer::Nodes(vec![
+            nodes(p5(Kubelet::cpu_static(Restricted, Pod)), 2),
+            nodes(hgx_a100(Kubelet::cpu_static(SingleNumaNode, Pod)), 2),
+            nodes(four_pcie("g6.12xlarge", "NVIDIA-L4", Kubelet::NONE), 3),
+            nodes(a100_pcie(Kubelet::cpu_static(BestEffort, Pod)), 2),
+            nodes(g5_2xlarge(Kubelet::NONE), 2),
+        ]),
+    }
+}

@@ -63,23 +63,50 @@ pub fn outcome_from_output(request: &Value, stdout: &str) -> Result<Outcome> {
     })
 }
 
-/// Runs `kwctl run` on `module` for one request file.
-pub fn run(
-    kwctl: &Path,
-    module: &Path,
-    request_path: &Path,
-    request: &Value,
-    settings_path: &Path,
-) -> Result<Outcome> {
+/// What one `kwctl run` evaluates: the module, a request file, and
+/// optionally a settings file and a recorded cluster.
+#[derive(Debug, Clone, Copy)]
+pub struct Invocation<'a> {
+    pub module: &'a Path,
+    pub request_path: &'a Path,
+    /// `--settings-path`; without it kwctl passes the policy empty settings.
+    pub settings_path: Option<&'a Path>,
+    /// A kwctl session file replayed as the cluster.
+    pub session_path: Option<&'a Path>,
+}
+
+/// kwctl's arguments after `run` for `invocation` (kwctl `cli.rs`,
+/// `run_args`): with a session, `--replay-host-capabilities-interactions
+/// FILE` answers the host calls from the file, and `--allow-context-aware`
+/// grants the resources the annotated module's metadata lists (without it
+/// kwctl grants none); `extra` comes before the module.
+pub fn run_arguments(invocation: &Invocation, extra: &str) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        "--request-path".into(),
+        invocation.request_path.into(),
+    ];
+    if let Some(settings) = invocation.settings_path {
+        args.extend(["--settings-path".into(), settings.into()]);
+    }
+    if let Some(session) = invocation.session_path {
+        args.extend([
+            "--replay-host-capabilities-interactions".into(),
+            session.into(),
+            "--allow-context-aware".into(),
+        ]);
+    }
+    args.extend(extra.split_whitespace().map(Into::into));
+    args.push(invocation.module.into());
+    args
+}
+
+/// Runs `kwctl run` for one request (`request`, read from
+/// `invocation.request_path`).
+pub fn run(kwctl: &Path, invocation: &Invocation, request: &Value) -> Result<Outcome> {
     let extra = std::env::var(KWCTL_ARGS_ENV).unwrap_or_default();
     let output = Command::new(kwctl)
-        .arg("run")
-        .arg("--request-path")
-        .arg(request_path)
-        .arg("--settings-path")
-        .arg(settings_path)
-        .args(extra.split_whitespace())
-        .arg(module)
+        .args(run_arguments(invocation, &extra))
         .output()
         .map_err(|e| anyhow!("cannot run {}: {e}", kwctl.display()))?;
     if !output.status.success() {
@@ -95,6 +122,7 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rstest::rstest;
     use serde_json::json;
 
     #[test]
@@ -121,6 +149,44 @@ mod tests {
         assert_eq!(outcome.message.as_deref(), Some("no fit"));
         assert_eq!(outcome.code, Some(400));
         assert!(outcome.patch.is_none());
+    }
+
+    #[rstest]
+    #[case::settings_only(
+        Some("settings.yaml"),
+        None,
+        "",
+        "run --request-path pod.json --settings-path settings.yaml policy.wasm"
+    )]
+    #[case::replayed_cluster(
+        Some("settings.yaml"),
+        Some("fleet.yml"),
+        "--sigstore-trust-config trust.json",
+        "run --request-path pod.json --settings-path settings.yaml \
+         --replay-host-capabilities-interactions fleet.yml --allow-context-aware \
+         --sigstore-trust-config trust.json policy.wasm"
+    )]
+    #[case::defaults(None, None, "", "run --request-path pod.json policy.wasm")]
+    fn arguments(
+        #[case] settings: Option<&str>,
+        #[case] session: Option<&str>,
+        #[case] extra: &str,
+        #[case] expected: &str,
+    ) {
+        let invocation = Invocation {
+            module: Path::new("policy.wasm"),
+            request_path: Path::new("pod.json"),
+            settings_path: settings.map(Path::new),
+            session_path: session.map(Path::new),
+        };
+        let args: Vec<String> = run_arguments(&invocation, extra)
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            args.join(" "),
+            expected.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
     }
 
     #[test]

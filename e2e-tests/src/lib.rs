@@ -10,9 +10,11 @@
 //! - [`scenario`]: the scenario files shared with the kwctl bats suite;
 //! - [`readable`]: patches as `field: before -> after` lines for the demo;
 //! - [`kwctl`]: the same evaluation through a real `kwctl run`;
-//! - [`fleets`]: fleet descriptions and the session files built from them.
+//! - [`fleets`]: fleet descriptions and the session files built from them;
+//! - [`demo`]: the demo's plan file and its readable fleet and affinity lines.
 
 pub mod admission;
+pub mod demo;
 pub mod fleets;
 pub mod host;
 pub mod kwctl;

@@ -84,6 +84,17 @@ impl Default for SettingsSource {
     }
 }
 
+/// The `*.json` files directly in `dir`, sorted by name.
+pub fn json_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut paths = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot list {}", dir.display()))?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    paths.retain(|p| p.extension().is_some_and(|e| e == "json"));
+    paths.sort();
+    Ok(paths)
+}
+
 /// Reads a YAML (or JSON, a subset of YAML) settings file.
 pub fn load_settings(path: &Path) -> Result<Value> {
     let text = std::fs::read_to_string(path)
@@ -185,12 +196,7 @@ impl Scenario {
 
     /// Every `*.json` file directly in `dir`, sorted by name.
     pub fn load_all(dir: &Path) -> Result<Vec<Self>> {
-        let mut paths = std::fs::read_dir(dir)
-            .with_context(|| format!("cannot list scenarios in {}", dir.display()))?
-            .map(|entry| entry.map(|e| e.path()))
-            .collect::<std::io::Result<Vec<_>>>()?;
-        paths.retain(|p| p.extension().is_some_and(|e| e == "json"));
-        paths.sort();
+        let paths = json_files(dir)?;
         if paths.is_empty() {
             bail!("no scenario files (*.json) in {}", dir.display());
         }

@@ -1,17 +1,23 @@
-//! Writes the kwctl session files `e2e-tests/scenarios/sessions/*.yml` from
-//! the fleet descriptions in `src/fleets.rs`. With `--check`, writes nothing
-//! and fails when a checked-in file differs (what `tests/sessions.rs` checks).
+//! Writes the kwctl session files `e2e-tests/scenarios/sessions/*.yml` and
+//! the demo's fleet (`examples/cluster/fleet.yml`) from the fleet
+//! descriptions in `src/fleets.rs`. With `--check`, writes nothing and fails
+//! when a checked-in file differs (what `tests/sessions.rs` checks).
 
 use anyhow::{bail, Context, Result};
-use e2e_tests::fleets::{render, session_files};
+use e2e_tests::fleets::{demo_session_file, render, session_files, DEMO_SESSION_PATH};
+use e2e_tests::repo_root;
 use std::path::PathBuf;
 
 fn main() -> Result<()> {
     let check = std::env::args().skip(1).any(|arg| arg == "--check");
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/sessions");
+    let mut files: Vec<(PathBuf, _)> = session_files()
+        .into_iter()
+        .map(|file| (dir.join(format!("{}.yml", file.name)), file))
+        .collect();
+    files.push((repo_root().join(DEMO_SESSION_PATH), demo_session_file()));
     let mut differing = Vec::new();
-    for file in session_files() {
-        let path = dir.join(format!("{}.yml", file.name));
+    for (path, file) in files {
         let text = render(&file)?;
         if check {
             let current = std::fs::read_to_string(&path).unwrap_or_default();
