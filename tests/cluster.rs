@@ -553,7 +553,7 @@ fn sources_can_be_forced(
             // Neither answered: the summary's absence and the missing view.
             assert_eq!(decision.warnings.len(), 2, "{:?}", decision.warnings);
             assert!(decision.warnings[0]
-                .starts_with("GPU fit read from the Node list: the fleet summary"));
+                .starts_with("GPU fit not read from the fleet summary: the fleet summary"));
             assert!(decision.warnings[1]
                 .starts_with("GPU fit not checked: the cluster view (Node labels) is unavailable"));
         }

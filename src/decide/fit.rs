@@ -118,14 +118,24 @@ pub fn look(pinned_node: Option<&str>, config: &Config, cluster: &dyn ClusterRea
         };
     }
     let read = cluster::read(cluster, &config.sources, &config.label_prefix, pinned_node);
+    // Say the fit came from the Node list only when it did: with the list
+    // refused too, the next warning says the fit was not checked at all.
+    let listed = read.view.is_ok();
     let warnings = read
         .summary_passed_over
         .iter()
         .map(|problem| {
-            format!(
-                "GPU fit read from the Node list: {}; {SUMMARY_MISSING_COST}",
-                clause(problem)
-            )
+            if listed {
+                format!(
+                    "GPU fit read from the Node list: {}; {SUMMARY_MISSING_COST}",
+                    clause(problem)
+                )
+            } else {
+                format!(
+                    "GPU fit not read from the fleet summary: {}",
+                    clause(problem)
+                )
+            }
         })
         .collect();
     let sight = match read.view {
