@@ -182,7 +182,6 @@ fn the_labeler_preview_publishes_the_guides_kubelet_settings() {
         ("memory-manager-policy", "static"),
         // CPUs 0 and 104: one core of NUMA node 0.
         ("numa-reserved-cpus", "2.0"),
-        ("numa-reserved-cores", "1.0"),
         ("gpus", "8"),
     ] {
         let key = format!("gpu-topology.io/{label}");
