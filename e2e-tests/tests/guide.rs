@@ -457,9 +457,8 @@ fn named_keys(text: &str) -> BTreeSet<String> {
                 .strip_prefix(root)
                 .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_lowercase()))
         }) || TOP_LEVEL_SETTINGS.contains(&token)
+            || is_camel_case(token)
         {
-            keys.insert(token.to_owned());
-        } else if is_camel_case(token) {
             keys.insert(token.to_owned());
         }
     }
