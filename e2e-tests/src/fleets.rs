@@ -279,6 +279,34 @@ pub fn g5_2xlarge(kubelet: Kubelet) -> Machine {
     }
 }
 
+/// What a labeler older than the shape label (the first label contract,
+/// before commit 6e62a97) publishes for `machine`: the counts and the three
+/// manager policies, no per-NUMA-node lists, no options, no shape.
+pub fn old_labeler(machine: Machine) -> Machine {
+    Machine {
+        topology: first_contract(&machine.topology),
+        ..machine
+    }
+}
+
+/// The facts of `t` the first label contract had.
+pub fn first_contract(t: &NodeTopology) -> NodeTopology {
+    NodeTopology {
+        gpus: t.gpus,
+        gpus_per_numa_max: t.gpus_per_numa_max,
+        numa_nodes: t.numa_nodes,
+        nvlink_group_max: t.nvlink_group_max,
+        pcie_switch_group_max: t.pcie_switch_group_max,
+        cpus_per_numa: t.cpus_per_numa,
+        memory_per_numa_gib: t.memory_per_numa_gib,
+        interconnect: t.interconnect,
+        topology_manager_policy: t.topology_manager_policy,
+        topology_manager_scope: t.topology_manager_scope,
+        cpu_manager_policy: t.cpu_manager_policy,
+        ..NodeTopology::default()
+    }
+}
+
 /// Nodes of one machine type, and labels that differ on them.
 #[derive(Debug, Clone)]
 pub struct Nodes {
@@ -758,6 +786,24 @@ pub fn session_files() -> Vec<SessionFile> {
                 nodes(hgx_a100(Kubelet::cpu_static(SingleNumaNode, Pod)), 2),
                 nodes(a100_pcie(Kubelet::cpu_static(BestEffort, Pod)), 2),
                 nodes(g5_2xlarge(Kubelet::NONE), 3),
+            ]),
+        },
+        SessionFile {
+            name: "hgx-restricted-and-single-gpu-fleet",
+            about: "2 HGX A100 nodes (4 + 4 GPUs, 56 CPUs per NUMA node) whose kubelets run restricted, and 3\ng5.2xlarge nodes (1 A10G GPU, the kubelet's default managers). No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![
+                nodes(hgx_a100(Kubelet::cpu_static(Restricted, Pod)), 2),
+                nodes(g5_2xlarge(Kubelet::NONE), 3),
+            ]),
+        },
+        SessionFile {
+            name: "old-labeler-fleet",
+            about: "A fleet half upgraded: 2 p5 (HGX H100) nodes on best-effort labeled by the current labeler, and\n3 HGX A100 nodes on best-effort still labeled by a labeler older than the shape label (counts\nand manager policies only: no per-NUMA-node lists, no options, no shape). No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![
+                nodes(p5(Kubelet::cpu_static(BestEffort, Pod)), 2),
+                nodes(old_labeler(hgx_a100(Kubelet::cpu_static(BestEffort, Pod))), 3),
             ]),
         },
     ]
