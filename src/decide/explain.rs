@@ -157,6 +157,19 @@ fn plural(count: u64, word: &str) -> String {
     format!("{count} {word}{}", if count == 1 { "" } else { "s" })
 }
 
+/// GPUs and exclusive CPUs are counted; memory and hugepages are measured.
+fn countable(resource: Resource) -> bool {
+    matches!(resource, Resource::Gpu | Resource::Cpu)
+}
+
+/// `1 GPU`, `8 GPUs`, `1 exclusive CPU`; a measured resource as its name.
+fn amount(count: u64, resource: Resource) -> String {
+    match resource.name().strip_suffix('s') {
+        Some(singular) if count == 1 && countable(resource) => format!("1 {singular}"),
+        _ => format!("{count} {resource}"),
+    }
+}
+
 /// The pod needs more GPUs than any group has: the whole message, as the
 /// static check words it.
 fn too_few_gpus_everywhere(demand: &Demand, verdicts: &[GroupVerdict]) -> Option<String> {
@@ -287,8 +300,8 @@ fn refused(
             }
         }
         Refusal::Insufficient { resource, requested, capacity } => (
-            format!("the kubelet has {capacity} {resource} and the pod needs {requested}"),
-            format!("Request at most {capacity} {resource} per pod, or split the work across several pods"),
+            format!("the kubelet has {} and the pod needs {requested}", amount(capacity, resource)),
+            format!("Request at most {} per pod, or split the work across several pods", amount(capacity, resource)),
         ),
         Refusal::AllocationFailed { container, resource, failure } => (
             format!(
@@ -296,7 +309,7 @@ fn refused(
                 who(demand, Some(container)),
                 failure_words(failure, resource)
             ),
-            format!("Request less {resource}"),
+            format!("Request {} {resource}", if countable(resource) { "fewer" } else { "less" }),
         ),
         Refusal::KubeletNotStarted(error) => (
             format!("the kubelet does not start ({})", startup_words(error)),
@@ -680,5 +693,24 @@ pub fn unknown_words(unknown: &Unknown) -> String {
             "a huge page size is present on some NUMA nodes only".to_owned()
         }
         Unknown::Unsupported(Unsupported::UnevenSockets) => "its sockets differ in size".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::one_gpu(1, Resource::Gpu, "1 GPU")]
+    #[case::gpus(8, Resource::Gpu, "8 GPUs")]
+    #[case::one_cpu(1, Resource::Cpu, "1 exclusive CPU")]
+    #[case::cpus(0, Resource::Cpu, "0 exclusive CPUs")]
+    fn amounts_agree_in_number(
+        #[case] count: u64,
+        #[case] resource: Resource,
+        #[case] words: &str,
+    ) {
+        assert_eq!(amount(count, resource), words);
     }
 }

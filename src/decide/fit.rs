@@ -320,8 +320,9 @@ fn unknown_warning(verdicts: &[GroupVerdict], required: bool) -> Option<String> 
         "they stay eligible"
     };
     Some(format!(
-        "the kubelet model cannot tell whether {} admit the pod (nodes {shape}: {why}); {consequence}",
-        nodes(count)
+        "the kubelet model cannot tell whether {} {} the pod (nodes {shape}: {why}); {consequence}",
+        nodes(count),
+        if count == 1 { "admits" } else { "admit" }
     ))
 }
 
