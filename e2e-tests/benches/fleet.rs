@@ -24,7 +24,9 @@
 //!   (session `target/fleet-sessions/summary-<n>.yml`), and no Node is
 //!   listed. Its answer is checked to equal the one from the Node list.
 //!
-//! After criterion's report a summary table prints the means per size.
+//! After criterion's report a summary table prints the means per size, then
+//! per size the summary ConfigMap's bytes and groups and the host calls one
+//! admission makes on each path.
 
 use criterion::{BatchSize, Criterion};
 use e2e_tests::fleets;
@@ -100,6 +102,19 @@ fn summary_config_map(list: &[u8]) -> String {
     .to_string()
 }
 
+/// Bytes of the summary's `data` values for the fleet in `list`, and its groups.
+fn summary_size(list: &[u8]) -> (usize, usize) {
+    let view = parse_node_list(list, &LabelPrefix::default(), None).expect("generated list parses");
+    let groups = view.fleet.groups().len();
+    let summary = FleetSummary {
+        fleet: view.fleet,
+        malformed: view.malformed,
+        generated_at: 0,
+    };
+    let bytes = summary.to_data().values().map(String::len).sum();
+    (bytes, groups)
+}
+
 /// The summary request in the harness's (kwctl's) terms.
 fn recorded_summary_request(request: GetResourceRequest) -> HostRequest {
     HostRequest::KubernetesGetResource {
@@ -161,6 +176,9 @@ struct Fleet {
     size: usize,
     list: Vec<u8>,
     session_bytes: u64,
+    /// The summary ConfigMap's `data` as the summarizer writes it, and its groups.
+    summary_bytes: usize,
+    summary_groups: usize,
     with_nodes: Policy,
     refused: Policy,
     with_summary: Policy,
@@ -217,8 +235,11 @@ fn fleets(module: &PolicyModule) -> Vec<Fleet> {
                 Response::Error { message } => panic!("generated an error: {message}"),
             };
             let capabilities = HostCapabilities::new(node_access.clone(), Some(&session));
+            let (summary_bytes, summary_groups) = summary_size(&list);
             Fleet {
                 size,
+                summary_bytes,
+                summary_groups,
                 list,
                 session_bytes: std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
                 with_nodes: module
@@ -346,6 +367,7 @@ fn summary() {
         "native ms",
         "parse ms"
     );
+    let mut costs = Vec::new();
     for fleet in fleets(&module) {
         // Both views of the fleet give the same answer.
         let from_list = wasm_with_nodes(&fleet, &inputs.payload);
@@ -356,6 +378,23 @@ fn summary() {
             "{} nodes: the summary and the Node list disagree",
             fleet.size
         );
+        // What the host is asked per admission, and the summary's size.
+        let calls_with = |policy: &Policy| -> Vec<String> {
+            policy
+                .capabilities()
+                .calls()
+                .iter()
+                .map(|call| call.operation.clone())
+                .collect()
+        };
+        costs.push(format!(
+            "{:>6} nodes: summary {} bytes for {} groups; host calls: summary path {:?}, Node-list path {:?}",
+            fleet.size,
+            fleet.summary_bytes,
+            fleet.summary_groups,
+            calls_with(&fleet.with_summary),
+            calls_with(&fleet.with_nodes),
+        ));
         let wasm = mean(|| {
             fleet.with_nodes.capabilities().reset();
             black_box(fleet.with_nodes.call("validate", &inputs.payload)).expect("validate");
@@ -383,6 +422,10 @@ fn summary() {
             millis(native_time),
             millis(parse)
         );
+    }
+    println!();
+    for line in costs {
+        println!("{line}");
     }
 }
 
