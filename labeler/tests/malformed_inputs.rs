@@ -4,8 +4,8 @@
 mod common;
 
 use common::{nvidia_smi_fixture_names, topology_fixture, ROCM_SMI_FIXTURE};
+use gpu_topology::quantity::Quantity;
 use gpu_topology_labeler::model::ToolReport;
-use gpu_topology_labeler::parse::quantity::Quantity;
 use gpu_topology_labeler::parse::{kubelet, nvidia_smi, rocm_smi, sysfs, ParseError};
 use rstest::rstest;
 use std::collections::BTreeMap;
@@ -184,7 +184,7 @@ fn other_parsers_never_panic_on_garbage() {
         let _ = sysfs::parse_id_list(&garbage);
         let _ = sysfs::parse_hugepages_dir_name(&garbage);
         let _ = sysfs::parse_decimal_attribute(&garbage, "nr_hugepages");
-        let _ = Quantity::parse(&garbage).map(|q| (q.ceil(), q.as_int64()));
+        let _ = Quantity::parse(&garbage).map(|q| (q.ceil_whole_units(), q.whole_units()));
         let _ = kubelet::parse_file(&garbage);
     }
     for name in [

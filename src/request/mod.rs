@@ -10,7 +10,8 @@
 pub mod json_scan;
 pub mod pod;
 pub mod pod_text;
-pub mod quantity;
+/// Kubernetes quantities, shared with the labeler (it reads the kubelet's).
+pub use gpu_topology::quantity;
 
 use crate::request::json_scan::{Members, Scanner};
 use crate::request::pod_text::{PodFields, PodText};

@@ -13,6 +13,7 @@ pub mod fit;
 pub mod fleet;
 pub mod kubelet;
 pub mod labels;
+pub mod quantity;
 pub mod selector;
 pub mod summary;
 

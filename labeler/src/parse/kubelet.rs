@@ -27,10 +27,10 @@
 //! the labeler does not model) leaves only the facts read from it unknown,
 //! with the reason, so one odd option does not cost every kubelet label.
 
-use super::quantity::Quantity;
 use super::sysfs::parse_id_list;
 use super::ParseError;
 use crate::model::IdSet;
+use gpu_topology::quantity::Quantity;
 use gpu_topology::{
     CpuManagerPolicy, MemoryManagerPolicy, TopologyManagerPolicy, TopologyManagerScope,
 };
@@ -429,14 +429,11 @@ fn cpu_options(config: &MergedConfig) -> Result<CpuOptions, String> {
 /// The `cpu` of `kubeReserved` or `systemReserved`, zero when absent.
 fn reserved_cpu(config: &MergedConfig, key: &str) -> Result<Quantity, String> {
     let Some(value) = config.map(key)?.get("cpu").cloned() else {
-        return Ok(Quantity::ZERO);
+        return Ok(Quantity::from_units(0));
     };
     let value = text(&value).ok_or_else(|| format!("{key} cpu is not a quantity"))?;
-    let quantity = Quantity::parse(&value).map_err(|e| format!("{key} cpu: {}", e.message))?;
-    if quantity.is_negative() {
-        return Err(format!("{key} cpu {value:?} is negative"));
-    }
-    Ok(quantity)
+    // A negative reservation is refused, as by the kubelet's validation.
+    Quantity::parse(&value).map_err(|e| format!("{key} cpu {value:?} {e}"))
 }
 
 /// What the static CPU Manager reserves: `reservedSystemCPUs` when set, else
@@ -451,13 +448,13 @@ fn cpu_reservation(config: &MergedConfig) -> Result<CpuReservation, String> {
         }
     }
     let total = reserved_cpu(config, "kubeReserved")?
-        .checked_add(reserved_cpu(config, "systemReserved")?)
+        .checked_add(&reserved_cpu(config, "systemReserved")?)
         .ok_or("kubeReserved cpu + systemReserved cpu is too large")?;
-    total
-        .ceil()
-        .and_then(|count| u32::try_from(count).ok())
+    // `math.Ceil` of the sum, as the CPU Manager counts it (cpu_manager.go
+    // `NewManager`).
+    u32::try_from(total.ceil_whole_units())
         .map(CpuReservation::Count)
-        .ok_or_else(|| "kubeReserved cpu + systemReserved cpu is too large".to_owned())
+        .map_err(|_| "kubeReserved cpu + systemReserved cpu is too large".to_owned())
 }
 
 /// `reservedMemory`: a list of `{numaNode, limits}`; each limit an integer
@@ -489,10 +486,11 @@ fn memory_reservation(config: &MergedConfig) -> Result<MemoryReservation, String
             let bytes = text(value)
                 .ok_or_else(|| format!("{KEY} {resource} of NUMA node {node} is not a quantity"))
                 .and_then(|value| {
-                    Quantity::parse(&value).map_err(|e| format!("{KEY} {resource} of NUMA node {node}: {}", e.message))
+                    Quantity::parse(&value).map_err(|e| format!("{KEY} {resource} of NUMA node {node}: {value:?} {e}"))
                 })?
-                .as_int64()
-                .and_then(|bytes| u64::try_from(bytes).ok())
+                // Whole bytes only: the Memory Manager converts with
+                // `Quantity.AsInt64` (memory_manager.go `convertReserved`).
+                .whole_units()
                 .ok_or_else(|| format!("{KEY} {resource} of NUMA node {node} is not a whole, non-negative number of bytes"))?;
             reservation
                 .entry(node)
@@ -714,7 +712,7 @@ mod tests {
 
     #[rstest]
     #[case::fraction_of_a_byte("memory: 100m", "whole")]
-    #[case::negative("memory: -1Gi", "whole")]
+    #[case::negative("memory: -1Gi", "\"-1Gi\" is negative")]
     #[case::not_a_quantity("memory: lots", "lots")]
     fn malformed_memory_reservations_leave_it_unknown(#[case] limit: &str, #[case] expected: &str) {
         let settings = parse_all(&[&format!(

@@ -4,7 +4,6 @@
 
 pub mod kubelet;
 pub mod nvidia_smi;
-pub mod quantity;
 pub mod rocm_smi;
 pub mod sysfs;
 

@@ -1,5 +1,9 @@
 //! Kubernetes resource quantities (`"500m"`, `"2"`, `"32Gi"`, `"1e3"`), parsed
-//! into exact integers and written back in Kubernetes' canonical form.
+//! into exact integers and written back in Kubernetes' canonical form: the
+//! grammar of apimachinery's `resource.ParseQuantity`
+//! (pkg/api/resource/quantity.go). The policy reads pods' resources with it,
+//! the labeler the kubelet config's reservations (`kubeReserved`,
+//! `reservedMemory`), so both read a quantity alike.
 //!
 //! Values are held as nano-units in an `i128`: exact for every CPU and memory
 //! value Kubernetes accepts (it rounds anything finer than a nano up, and so do
@@ -623,5 +627,61 @@ mod tests {
         );
         assert_eq!(q.ceil_to_multiple(0), None);
         assert_eq!(Quantity::binary_units(1 << 30).canonical(), "1Gi");
+    }
+
+    /// The kubelet config's reservations, as the labeler reads them: whole
+    /// bytes as `Quantity.AsInt64` gives them (`reservedMemory`), CPUs
+    /// rounded up as `math.Ceil` (`kubeReserved` + `systemReserved`).
+    #[rstest]
+    #[case::plain_bytes("1024", Some(1024))]
+    #[case::mebibytes("1100Mi", Some(1100 * 1024 * 1024))]
+    #[case::fractional_gibibytes("1.5Gi", Some(1_610_612_736))]
+    #[case::kilo("2k", Some(2000))]
+    #[case::exponent("2e3", Some(2000))]
+    #[case::capital_exponent("5E2", Some(500))]
+    #[case::milli_bytes_are_no_integer("100m", None)]
+    #[case::fraction_of_a_byte("0.5", None)]
+    #[case::whole_milli("1000m", Some(1))]
+    #[case::leading_point(".5k", Some(500))]
+    #[case::trailing_point("5.", Some(5))]
+    fn kubelet_reserved_bytes(#[case] text: &str, #[case] expected: Option<u64>) {
+        assert_eq!(Quantity::parse(text).unwrap().whole_units(), expected);
+    }
+
+    #[rstest]
+    #[case::whole("2", 2)]
+    #[case::milli_rounds_up("100m", 1)]
+    #[case::fraction_rounds_up("1.5", 2)]
+    #[case::exact_milli("3000m", 3)]
+    #[case::zero("0", 0)]
+    #[case::tiny("1n", 1)]
+    fn kubelet_reserved_cpus_round_up(#[case] text: &str, #[case] expected: u64) {
+        assert_eq!(Quantity::parse(text).unwrap().ceil_whole_units(), expected);
+    }
+
+    #[test]
+    fn kubelet_reservations_add_exactly() {
+        let sum = Quantity::parse("300m")
+            .unwrap()
+            .checked_add(&Quantity::parse("0.7").unwrap())
+            .unwrap();
+        assert_eq!(sum.ceil_whole_units(), 1);
+        assert!(sum.is_whole());
+    }
+
+    #[rstest]
+    #[case::empty("")]
+    #[case::unit_only("Mi")]
+    #[case::unknown_suffix("5MB")]
+    #[case::lowercase_binary("5mi")]
+    #[case::space("5 Mi")]
+    #[case::two_points("1.2.3")]
+    #[case::exponent_without_digits("5e")]
+    #[case::huge_exponent("1e999")]
+    #[case::too_many_digits("1234567890123456789012345")]
+    #[case::sign_only("-")]
+    #[case::negative("-1Mi")]
+    fn kubelet_config_values_that_are_no_reservation(#[case] text: &str) {
+        assert!(Quantity::parse(text).is_err(), "{text:?}");
     }
 }
