@@ -84,35 +84,33 @@ fn recorded_request(request: ListAllResourcesRequest) -> HostRequest {
     }
 }
 
+/// What the summarizer makes of the fleet in `list`, dated `generated_at`.
+fn fleet_summary(list: &[u8], generated_at: u64) -> FleetSummary {
+    let view = parse_node_list(list, &LabelPrefix::default(), None).expect("generated list parses");
+    FleetSummary {
+        fleet: view.fleet,
+        malformed: view.malformed,
+        generated_at,
+    }
+}
+
 /// The summarizer's ConfigMap for the fleet in `list`, written now.
 fn summary_config_map(list: &[u8]) -> String {
-    let view = parse_node_list(list, &LabelPrefix::default(), None).expect("generated list parses");
     let generated_at = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock after 1970")
         .as_secs();
-    let summary = FleetSummary {
-        fleet: view.fleet,
-        malformed: view.malformed,
-        generated_at,
-    };
     json!({"apiVersion": "v1", "kind": "ConfigMap",
            "metadata": {"name": "gpu-topology-fleet", "namespace": "kube-system"},
-           "data": summary.to_data()})
+           "data": fleet_summary(list, generated_at).to_data()})
     .to_string()
 }
 
 /// Bytes of the summary's `data` values for the fleet in `list`, and its groups.
 fn summary_size(list: &[u8]) -> (usize, usize) {
-    let view = parse_node_list(list, &LabelPrefix::default(), None).expect("generated list parses");
-    let groups = view.fleet.groups().len();
-    let summary = FleetSummary {
-        fleet: view.fleet,
-        malformed: view.malformed,
-        generated_at: 0,
-    };
+    let summary = fleet_summary(list, 0);
     let bytes = summary.to_data().values().map(String::len).sum();
-    (bytes, groups)
+    (bytes, summary.fleet.groups().len())
 }
 
 /// The summary request in the harness's (kwctl's) terms.

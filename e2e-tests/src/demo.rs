@@ -17,7 +17,7 @@ use crate::host::ContextAwareResource;
 use crate::scenario::{json_files, load_settings};
 use crate::session::{HostRequest, Response, Session};
 use anyhow::{bail, Context, Result};
-use gpu_topology::{LabelKey, LabelPrefix};
+use gpu_topology::{parse_count_list, LabelKey, LabelPrefix};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -250,10 +250,16 @@ pub fn shape_groups(list: &Value, prefix: &LabelPrefix) -> Vec<ShapeGroup> {
             .collect::<Vec<_>>()
             .join(" ")];
         for (key, unit) in [(LabelKey::NumaGpus, "GPUs"), (LabelKey::NumaCpus, "CPUs")] {
-            // One NUMA node: the total already says it.
-            let counts = ours(key);
-            if counts.contains('.') || (key == LabelKey::NumaCpus && !counts.is_empty()) {
-                facts.push(format!("{} {unit} per NUMA node", counts.replace('.', "+")));
+            // Read as the contract encodes per-NUMA lists; one NUMA node's
+            // GPUs are the total already said.
+            let counts = parse_count_list(&ours(key)).unwrap_or_default();
+            let shown = match key {
+                LabelKey::NumaGpus => counts.len() > 1,
+                _ => !counts.is_empty(),
+            };
+            if shown {
+                let counts: Vec<String> = counts.iter().map(u32::to_string).collect();
+                facts.push(format!("{} {unit} per NUMA node", counts.join("+")));
             }
         }
         facts.push(format!("topologyManagerPolicy {policy}"));
