@@ -1,7 +1,9 @@
 # gpu-topology-policy: the Kubewarden policy (Wasm), the node labeler and their tests.
 #
 #   make demo        build the policy, evaluate the examples against a replayed fleet and without one
-#   make test        fmt check, clippy, unit tests and e2e tests (what .ci/run runs)
+#   make test        fmt check, clippy, unit tests, e2e tests and the manifests' schema
+#                    check (what .ci/run runs)
+#   make schema-venv the pinned Python packages of the schema check (target/schema-venv)
 #   make e2e-tests   the built module against e2e-tests/scenarios (harness; kwctl bats when available)
 #   make bench       criterion benchmarks (Wasm harness vs native); not part of `make test`
 #   make miri        the allocator's tests under Miri (nightly); not part of `make test`
@@ -18,7 +20,7 @@ BUILT_WASM := $(WASM_TARGET)/release/gpu_topology_policy.wasm
 # The generated bats suite: one @test per e2e-tests/scenarios/*.json (git-ignored).
 KWCTL_BATS := e2e-tests/kwctl.bats
 
-.PHONY: test unit-tests e2e-tests kwctl-e2e-tests $(KWCTL_BATS) demo bench miri fuzz fmt lint clean FORCE
+.PHONY: schema-venv test unit-tests e2e-tests kwctl-e2e-tests $(KWCTL_BATS) demo bench miri fuzz fmt lint clean FORCE
 
 # Cargo decides what is stale; the copy (and so the file's date) changes only
 # when the module does, so annotated-policy.wasm is rebuilt only then.
@@ -55,13 +57,28 @@ lint:
 	# The policy as it is shipped: code only built for Wasm (its allocator).
 	$(CARGO) clippy --target wasm32-wasip1 -p gpu-topology-policy -- -D warnings
 
+# The Python packages of the schema check (tests/support_matrix.rs runs
+# tests/schemas/validate.py): a venv inside the git-ignored target/, so no
+# system Python is changed (PEP 668 "externally managed" Pythons included).
+# Recreated when the pins change. PYTHON: the interpreter that makes the venv.
+PYTHON ?= python3
+SCHEMA_VENV := target/schema-venv
+schema-venv: $(SCHEMA_VENV)/installed
+
+$(SCHEMA_VENV)/installed: tests/schemas/requirements.txt
+	rm -rf $(SCHEMA_VENV)
+	$(PYTHON) -m venv $(SCHEMA_VENV)
+	$(SCHEMA_VENV)/bin/python3 -m pip install --quiet --disable-pip-version-check \
+		--no-input -r tests/schemas/requirements.txt
+	@touch $@
+
 # Native unit tests only (no module needed).
-unit-tests:
+unit-tests: schema-venv
 	$(CARGO) test --workspace --exclude e2e-tests
 
 # One `cargo test --workspace` runs the unit tests and the harness scenarios
 # together: a single native build, no second dependency resolution.
-test: lint policy.wasm
+test: lint policy.wasm schema-venv
 	$(CARGO) test --workspace
 	@echo "e2e: harness scenarios RAN (cargo test -p e2e-tests, module policy.wasm)"
 	@$(MAKE) --no-print-directory kwctl-e2e-tests
