@@ -59,7 +59,14 @@ fn ci_runs_the_ci_entry_point_on_every_change() {
 #[test]
 fn ci_entry_point_installs_its_tools_and_runs_make_test() {
     let script = std::fs::read_to_string(repo().join(".ci/run")).unwrap();
-    for needed in ["wasm32-wasip1", "rustfmt", "clippy", "(jq)", "(bats)"] {
+    for needed in [
+        "wasm32-wasip1",
+        "rustfmt",
+        "clippy",
+        "(jq)",
+        "(bats)",
+        "python3-venv",
+    ] {
         assert!(script.contains(needed), ".ci/run does not install {needed}");
     }
     assert_eq!(
@@ -161,5 +168,79 @@ fn third_party_actions_are_pinned_to_commits() {
             let uses = uses.split('#').next().unwrap().trim();
             assert!(is_pinned(uses), "{}: {uses} is not pinned", file.display());
         }
+    }
+}
+
+/// The release attaches the binaries of every package in the binaries job's
+/// BINARIES list (the labeler today; the gpu-topology CLI is one more line),
+/// built natively for x86_64 and aarch64, and one signed SHA256SUMS over all
+/// release assets.
+#[test]
+fn release_attaches_binaries_and_signed_checksums() {
+    let release = load(".github/workflows/release.yml");
+    let job = &release["jobs"]["binaries"];
+    let targets: BTreeSet<&str> = job["strategy"]["matrix"]["include"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        targets,
+        BTreeSet::from(["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"])
+    );
+    let binaries: Vec<Vec<&str>> = job["env"]["BINARIES"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .filter(|fields: &Vec<&str>| !fields.is_empty())
+        .collect();
+    assert!(
+        binaries.contains(&vec![
+            "gpu-topology-labeler",
+            "gpu-topology-labeler",
+            "nvml"
+        ]),
+        "{binaries:?}"
+    );
+    // Each listed package is a crate of the repository (its Cargo.toml at the
+    // root or one directory down) that names that binary.
+    let manifests: Vec<String> = std::iter::once(repo().join("Cargo.toml"))
+        .chain(
+            std::fs::read_dir(repo())
+                .unwrap()
+                .map(|e| e.unwrap().path().join("Cargo.toml")),
+        )
+        .filter(|p| p.is_file())
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    for fields in &binaries {
+        let [package, binary, _features] = fields.as_slice() else {
+            panic!("BINARIES line {fields:?} is not `package binary features`");
+        };
+        assert!(
+            manifests
+                .iter()
+                .any(|m| m.contains(&format!("name = \"{package}\""))
+                    && m.contains(&format!("name = \"{binary}\""))),
+            "no crate {package} with a binary {binary}"
+        );
+    }
+    let checksums = scripts(&release["jobs"]["checksums"]).join("\n");
+    for step in [
+        "sha256sum",
+        "cosign sign-blob",
+        "gh release download",
+        "gh release upload",
+    ] {
+        assert!(
+            checksums.contains(step),
+            "the checksums job never runs {step:?}"
+        );
+    }
+    let needs = release["jobs"]["checksums"]["needs"].as_sequence().unwrap();
+    for job in ["policy", "binaries"] {
+        assert!(needs.iter().any(|n| n == job), "checksums needs {job}");
     }
 }
