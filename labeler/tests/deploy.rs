@@ -196,12 +196,50 @@ const VARIANTS: &[Variant] = &[
     },
 ];
 
-/// OpenShift's SecurityContextConstraints each pod needs: the labeler mounts
-/// hostPath volumes (`hostmount-anyuid` allows them; the restricted SCCs do
-/// not), the summarizer runs as uid 65532 outside the namespace's uid range
-/// (`nonroot-v2` allows any non-root uid).
-const LABELER_SCC: &str = "hostmount-anyuid";
+/// OpenShift's SecurityContextConstraints each pod needs. The labeler mounts
+/// hostPath volumes, which only `hostmount-anyuid`, `hostaccess` and
+/// `privileged` of the built-in SCCs allow; the first two list no seccomp
+/// profiles, and an SCC without any refuses a pod that sets one ("seccomp may
+/// not be set", openshift/apiserver-library-go's seccomp strategy), as ours
+/// do (RuntimeDefault). So the OpenShift file creates its own SCC, which
+/// allows exactly what the labeler pod asks for ([`labeler_scc`]). The
+/// summarizer runs as uid 65532, outside a namespace's allocated range:
+/// `nonroot-v2` allows any non-root uid with RuntimeDefault seccomp and every
+/// capability dropped.
+const LABELER_SCC: &str = "gpu-topology-labeler";
 const SUMMARIZER_SCC: &str = "nonroot-v2";
+
+/// The labeler's own SCC on OpenShift: hostPath and the projected token,
+/// uid 65532 only, no capability, no privilege escalation, read-only root
+/// filesystem, RuntimeDefault seccomp; SELinux as the namespace assigns.
+/// Granted by RBAC (`use`), to no user or group directly.
+fn labeler_scc() -> Value {
+    json!({
+        "apiVersion": "security.openshift.io/v1",
+        "kind": "SecurityContextConstraints",
+        "metadata": {"name": LABELER_SCC},
+        "allowHostDirVolumePlugin": true,
+        "allowHostIPC": false,
+        "allowHostNetwork": false,
+        "allowHostPID": false,
+        "allowHostPorts": false,
+        "allowPrivilegeEscalation": false,
+        "allowPrivilegedContainer": false,
+        "allowedCapabilities": [],
+        "defaultAddCapabilities": [],
+        "requiredDropCapabilities": ["ALL"],
+        "fsGroup": {"type": "RunAsAny"},
+        "supplementalGroups": {"type": "RunAsAny"},
+        "runAsUser": {"type": "MustRunAs", "uid": 65532},
+        "seLinuxContext": {"type": "MustRunAs"},
+        "seccompProfiles": ["runtime/default"],
+        "readOnlyRootFilesystem": true,
+        "priority": null,
+        "users": [],
+        "groups": [],
+        "volumes": ["hostPath", "projected"],
+    })
+}
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -306,6 +344,10 @@ fn rendered_documents(variant: &Variant) -> Vec<Value> {
                 rules.push(scc_rule(SUMMARIZER_SCC));
             }
         }
+    }
+    if variant.openshift {
+        let namespace = docs.iter().position(|d| d["kind"] == "Namespace").unwrap();
+        docs.insert(namespace + 1, labeler_scc());
     }
     docs
 }
@@ -593,6 +635,11 @@ fn rendered_manifest_keeps_the_bases_rbac_and_labels_the_namespaces_it_creates(#
             })
             .collect()
     };
+    // OpenShift's adds the labeler's SCC (checked below).
+    let docs: Vec<Value> = docs
+        .into_iter()
+        .filter(|d| d["kind"] != "SecurityContextConstraints")
+        .collect();
     assert_eq!(names(&docs), names(&base));
     // A namespace a manifest creates says its Pod Security level: the
     // labeler's hostPath mounts need `privileged`.
@@ -637,4 +684,43 @@ fn rendered_manifest_keeps_the_bases_rbac_and_labels_the_namespaces_it_creates(#
         }
         assert_eq!(doc["rules"], expected, "{}", doc["metadata"]["name"]);
     }
+}
+
+/// On OpenShift, the labeler's SCC admits its pod and nothing more: the pod's
+/// uid, its volume types, its seccomp profile, no capability.
+#[test]
+fn openshift_scc_admits_exactly_the_labeler_pod() {
+    let docs = checked_in(variant("openshift.yaml"));
+    let scc = docs
+        .iter()
+        .find(|d| d["kind"] == "SecurityContextConstraints")
+        .expect("the labeler's SCC");
+    assert_eq!(*scc, labeler_scc());
+    let pod = &daemonset(&docs)["spec"]["template"]["spec"];
+    assert_eq!(pod["securityContext"]["runAsUser"], scc["runAsUser"]["uid"]);
+    assert_eq!(
+        pod["securityContext"]["seccompProfile"]["type"],
+        "RuntimeDefault"
+    );
+    for volume in pod["volumes"].as_array().unwrap() {
+        assert!(
+            volume["hostPath"].is_object(),
+            "{volume}: not allowed by the SCC"
+        );
+    }
+    let container = &pod["containers"][0]["securityContext"];
+    assert_eq!(container["capabilities"]["drop"], json!(["ALL"]));
+    assert_eq!(container["allowPrivilegeEscalation"], false);
+    assert_eq!(container["readOnlyRootFilesystem"], true);
+    // Only the labeler's ServiceAccount may use it, through its Role.
+    let role = docs
+        .iter()
+        .find(|d| d["kind"] == "Role" && d["metadata"]["name"] == "gpu-topology-labeler")
+        .unwrap();
+    assert!(role["rules"]
+        .as_array()
+        .unwrap()
+        .contains(&scc_rule(LABELER_SCC)));
+    assert_eq!(scc["users"], json!([]));
+    assert_eq!(scc["groups"], json!([]));
 }

@@ -60,6 +60,7 @@ NOT_API_OBJECTS = {
 # The CRDs objects are validated against, relative to the repository root.
 CRD_FILES = [
     "tests/schemas/crds/clusteradmissionpolicies.policies.kubewarden.io.yaml",
+    "tests/schemas/crds/securitycontextconstraints.security.openshift.io.yaml",
     "labeler/tests/fixtures/nfd/nodefeature-crd.yaml",
 ]
 
