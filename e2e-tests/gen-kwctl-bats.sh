@@ -39,6 +39,7 @@ trap 'rm -f "$staging"' EXIT
 #                  `--sigstore-trust-config FILE` here, or it tries to fetch
 #                  the Sigstore trust root when it starts
 #   POLICY_MODULE  module to run (default: annotated-policy.wasm at the repo root)
+# RUST_BACKTRACE is set to 1 for every test (setup_file).
 
 # `run --separate-stderr`: kwctl prints the response on stdout, logs on stderr.
 bats_require_minimum_version 1.5.0
@@ -47,6 +48,10 @@ load kwctl-helpers
 
 setup_file() {
   kwctl_setup_file
+  # kwctl's host errors then carry anyhow's causes and stack backtrace, as on
+  # many debugging hosts: the policy must quote only their first line, with
+  # its advice right after it (issue #26). Exported here so every run is so.
+  export RUST_BACKTRACE=1
 }
 HEADER
   for file in "${scenarios[@]}"; do

@@ -270,6 +270,18 @@ fn a_refusing_shape_is_left_out_by_its_shape() {
     "GPU fit checked against the static capacity settings"
 )]
 #[case::auto_falls_back_to_static_reject(r#"{"capacity": {"maxGpusPerNode": 4}}"#, false, "")]
+// Left over under a source that never reads them, the limits do nothing,
+// and the advice says which source would use them.
+#[case::cluster_ignores_static_limits(
+    r#"{"capacity": {"source": "cluster", "maxGpusPerNode": 4}}"#,
+    true,
+    "or configure capacity.maxGpusPerNode with capacity.source: auto"
+)]
+#[case::nodes_ignore_static_limits(
+    r#"{"capacity": {"source": "nodes", "maxGpusPerNode": 4, "singleNumaNode": true}}"#,
+    true,
+    "GPU fit not checked: the cluster view (Node labels) is unavailable: Policy has not been granted access"
+)]
 fn host_refused(#[case] settings: &str, #[case] accepted: bool, #[case] warning: &str) {
     let decision = decide(
         "eight-gpu-pod",
@@ -277,7 +289,11 @@ fn host_refused(#[case] settings: &str, #[case] accepted: bool, #[case] warning:
         &Refused,
     );
     if accepted {
-        assert!(decision.warnings.iter().any(|w| w.contains(warning)));
+        assert!(
+            decision.warnings.iter().any(|w| w.contains(warning)),
+            "{:?}",
+            decision.warnings
+        );
     } else {
         assert!(rejection(&decision).contains("capacity.maxGpusPerNode"));
     }

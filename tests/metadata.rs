@@ -9,6 +9,7 @@ use gpu_topology_policy::cluster::fleet_summary::summary_request;
 use gpu_topology_policy::cluster::nodes::node_list_request;
 use gpu_topology_policy::decide::workload::WORKLOADS;
 use gpu_topology_policy::settings::{settings_from_value, Config, FleetSummarySettings};
+use rstest::rstest;
 use serde_yaml::{Mapping, Value};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -217,29 +218,93 @@ fn versions_agree_with_the_crate() {
     assert_eq!(metadata["executionMode"].as_str(), Some("kubewarden-wapc"));
 }
 
-/// The deployment example runs the released module with the metadata's rules.
-#[test]
-fn cluster_admission_policy_example_matches_the_metadata() {
+/// The deployment examples, the quick start's and the one with every
+/// setting, run the released module with the metadata's rules and grant
+/// the resources it reads.
+#[rstest]
+#[case::quick_start("examples/gpu-topology.yaml")]
+#[case::every_setting("examples/policy.yaml")]
+fn cluster_admission_policy_examples_match_the_metadata(#[case] file: &str) {
     let metadata = load("policy-metadata.yml");
-    let policy = load("examples/policy.yaml");
+    let policy = load(file);
     let annotations = &metadata["annotations"];
     let module = format!(
         "registry://{}:v{}",
         annotations["io.kubewarden.policy.ociUrl"].as_str().unwrap(),
         env!("CARGO_PKG_VERSION")
     );
+    assert_eq!(policy["kind"].as_str(), Some("ClusterAdmissionPolicy"));
     assert_eq!(policy["spec"]["module"].as_str(), Some(module.as_str()));
     assert_eq!(policy["spec"]["rules"], metadata["rules"]);
     assert_eq!(policy["spec"]["mutating"], metadata["mutating"]);
-    for key in [
-        "io.kubewarden.policy.category",
-        "io.kubewarden.policy.severity",
-    ] {
-        assert_eq!(
-            policy["metadata"]["annotations"][key], annotations[key],
-            "{key}"
+    assert_eq!(
+        policy["spec"]["contextAwareResources"],
+        metadata["contextAwareResources"]
+    );
+    // The Artifact Hub annotations, where the example carries them.
+    if !policy["metadata"]["annotations"].is_null() {
+        for key in [
+            "io.kubewarden.policy.category",
+            "io.kubewarden.policy.severity",
+        ] {
+            assert_eq!(
+                policy["metadata"]["annotations"][key], annotations[key],
+                "{key}"
+            );
+        }
+    }
+}
+
+/// The dotted keys of a settings mapping, depth first (`qos`, `qos.mode`).
+fn dotted_keys(value: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+    let Some(mapping) = value.as_mapping() else {
+        return;
+    };
+    for (key, value) in mapping {
+        let key = format!("{prefix}{}", key.as_str().unwrap());
+        dotted_keys(value, &format!("{key}."), out);
+        out.insert(key);
+    }
+}
+
+/// The settings keys without a default: absent unless the operator knows
+/// the value (README, Settings reference), so shown in a comment only.
+const KEYS_WITHOUT_DEFAULT: [&str; 2] = ["capacity.maxGpusPerNode", "capacity.maxGpusPerNumaNode"];
+
+/// examples/policy.yaml (whose settings are examples/settings.yaml, by
+/// e2e-tests/tests/scenarios.rs) writes out every key the settings
+/// reference documents, with its default but the exempt namespaces.
+#[test]
+fn the_every_setting_example_has_every_key_at_its_default() {
+    let settings = &load("examples/policy.yaml")["spec"]["settings"];
+    let mut written = BTreeSet::new();
+    dotted_keys(settings, "", &mut written);
+    let mut asked = Vec::new();
+    questions(&load("questions-ui.yml")["questions"], &mut asked);
+    let documented: BTreeSet<String> = asked
+        .into_iter()
+        .map(|(key, _)| key)
+        .filter(|key| key != DESCRIPTION_VARIABLE)
+        .filter(|key| !KEYS_WITHOUT_DEFAULT.contains(&key.as_str()))
+        .collect();
+    assert_eq!(written, documented, "written (left) and documented (right)");
+    let text = repo_file("examples/policy.yaml");
+    for key in KEYS_WITHOUT_DEFAULT {
+        let name = key.rsplit('.').next().unwrap();
+        assert!(
+            text.lines()
+                .any(|line| line.trim_start().starts_with(&format!("# {name}:"))),
+            "examples/policy.yaml shows {key} in a comment"
         );
     }
+    let config = settings_from_value(serde_json::to_value(settings).unwrap())
+        .and_then(|settings| settings.config())
+        .unwrap();
+    let defaults = Config {
+        exempt_namespaces: ["kube-system", "gpu-operator"].map(str::to_owned).into(),
+        ..Config::default()
+    };
+    assert_eq!(config, defaults);
 }
 
 /// The rules send the policy exactly what it evaluates: Pod CREATE, and

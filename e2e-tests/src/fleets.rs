@@ -573,6 +573,16 @@ fn exchange(request: &HostRequest, response: Result<&Value, &str>) -> Result<Str
             out.push_str("    type: Success\n    payload: |\n");
             out.push_str(&indent(&serde_json::to_string_pretty(payload)?, 6));
         }
+        // Single-quoted YAML folds line breaks into spaces: a message of
+        // several lines is written double-quoted, as a JSON string (valid
+        // YAML), so that its line breaks reach the policy.
+        Err(message) if message.contains('\n') => {
+            out.push_str("    type: Error\n");
+            out.push_str(&format!(
+                "    message: {}\n",
+                serde_json::to_string(message)?
+            ));
+        }
         Err(message) => {
             out.push_str("    type: Error\n");
             out.push_str(&format!("    message: '{}'\n", message.replace('\'', "''")));
@@ -629,6 +639,35 @@ pub fn render(file: &SessionFile) -> Result<String> {
 const CONNECTION_REFUSED_SUMMARY: &str = "Cannot get v1/ConfigMap kube-system/gpu-topology-fleet: error trying to connect: tcp connect error: Connection refused (os error 111)";
 const CONNECTION_REFUSED_LIST: &str =
     "Cannot list v1/Node resources: error trying to connect: tcp connect error: Connection refused (os error 111)";
+/// The host's errors as kwctl hands them over under `RUST_BACKTRACE=1`: an
+/// anyhow error's `{:?}`, its causes and a stack backtrace after the first
+/// line (issue #26). The summary's first line is the API server's RBAC
+/// refusal, longer than a warning quotes (`host::HOST_ERROR_MAX_CHARS`).
+const FORBIDDEN_SUMMARY_WITH_BACKTRACE: &str = "configmaps \"gpu-topology-fleet\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"kube-system\": RBAC: role.rbac.authorization.k8s.io \"gpu-topology-fleet-reader\" not found
+
+Caused by:
+    ApiError: configmaps \"gpu-topology-fleet\" is forbidden: Forbidden (ErrorResponse { status: \"Failure\", reason: \"Forbidden\", code: 403 })
+
+Stack backtrace:
+   0: anyhow::error::<impl anyhow::Error>::msg
+             at /usr/local/cargo/registry/src/index.crates.io-6f17d22bba15001f/anyhow-1.0.86/src/error.rs:83:36
+   1: policy_evaluator::callback_handler::kubernetes::get_resource::{{closure}}
+             at /usr/local/cargo/registry/src/index.crates.io-6f17d22bba15001f/policy-evaluator-0.19.0/src/callback_handler/kubernetes.rs:163:9
+   2: tokio::runtime::task::core::Core<T,S>::poll
+";
+const CONNECTION_REFUSED_LIST_WITH_BACKTRACE: &str = "Cannot list v1/Node resources: error trying to connect: tcp connect error: Connection refused (os error 111)
+
+Caused by:
+    0: error trying to connect: tcp connect error: Connection refused (os error 111)
+    1: tcp connect error: Connection refused (os error 111)
+    2: Connection refused (os error 111)
+
+Stack backtrace:
+   0: anyhow::error::<impl anyhow::Error>::msg
+             at /usr/local/cargo/registry/src/index.crates.io-6f17d22bba15001f/anyhow-1.0.86/src/error.rs:83:36
+   1: policy_evaluator::callback_handler::kubernetes::list_all_resources::{{closure}}
+   2: tokio::runtime::task::core::Core<T,S>::poll
+";
 const CONFIG_MAP_REFUSED: &str =
     "Policy has not been granted access to Kubernetes v1/ConfigMap resources.";
 
@@ -728,6 +767,12 @@ pub fn session_files() -> Vec<SessionFile> {
             about: "The host reaches neither the fleet summary nor the Node list (API server unreachable from\nthe policy-server).",
             summary: S::Error(CONNECTION_REFUSED_SUMMARY),
             list: L::Error(CONNECTION_REFUSED_LIST),
+        },
+        SessionFile {
+            name: "host-error-backtrace",
+            about: "As host-error, with the host's errors as kwctl hands them over under RUST_BACKTRACE=1: each goes\non after its first line with its causes and a stack backtrace. The summary is refused by RBAC.",
+            summary: S::Error(FORBIDDEN_SUMMARY_WITH_BACKTRACE),
+            list: L::Error(CONNECTION_REFUSED_LIST_WITH_BACKTRACE),
         },
         SessionFile {
             name: "no-labeled-nodes",

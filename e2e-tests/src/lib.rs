@@ -11,10 +11,12 @@
 //! - [`readable`]: patches as `field: before -> after` lines for the demo;
 //! - [`kwctl`]: the same evaluation through a real `kwctl run`;
 //! - [`fleets`]: fleet descriptions and the session files built from them;
-//! - [`demo`]: the demo's plan file and its readable fleet and affinity lines.
+//! - [`demo`]: the demo's plan file and its readable fleet and affinity lines;
+//! - [`documented_settings`]: every settings block the docs and examples show.
 
 pub mod admission;
 pub mod demo;
+pub mod documented_settings;
 pub mod fleets;
 pub mod host;
 pub mod kwctl;

@@ -112,13 +112,20 @@ pub enum Fragments {
 }
 
 impl Fragments {
-    /// The fragments `text` lacks.
-    pub fn missing_from<'a>(&'a self, text: &str) -> Vec<&'a str> {
-        let all: Vec<&str> = match self {
+    /// Every fragment.
+    pub fn all(&self) -> Vec<&str> {
+        match self {
             Fragments::One(one) => vec![one],
             Fragments::All(all) => all.iter().map(String::as_str).collect(),
-        };
-        all.into_iter().filter(|f| !text.contains(f)).collect()
+        }
+    }
+
+    /// The fragments `text` lacks.
+    pub fn missing_from<'a>(&'a self, text: &str) -> Vec<&'a str> {
+        self.all()
+            .into_iter()
+            .filter(|f| !text.contains(f))
+            .collect()
     }
 }
 
@@ -134,7 +141,8 @@ pub struct Expectation {
     pub settings_valid: bool,
     pub allowed: Option<bool>,
     pub message: Option<Fragments>,
-    pub warning: Option<String>,
+    /// Each fragment is in some warning (as kwctl-check.jq checks).
+    pub warning: Option<Fragments>,
     /// The response carries no warning at all.
     #[serde(default)]
     pub no_warnings: bool,
@@ -321,16 +329,14 @@ pub fn check_outcome(request: &Value, outcome: &Outcome, expect: &Expectation) -
             failures.push(format!("message {message:?} does not contain {missing:?}"));
         }
     }
-    if let Some(fragment) = &expect.warning {
-        if !outcome
-            .warnings
-            .iter()
-            .any(|w| w.contains(fragment.as_str()))
-        {
-            failures.push(format!(
-                "no warning contains {fragment:?} (warnings: {:?})",
-                outcome.warnings
-            ));
+    if let Some(fragments) = &expect.warning {
+        for fragment in fragments.all() {
+            if !outcome.warnings.iter().any(|w| w.contains(fragment)) {
+                failures.push(format!(
+                    "no warning contains {fragment:?} (warnings: {:?})",
+                    outcome.warnings
+                ));
+            }
         }
     }
     if expect.no_warnings && !outcome.warnings.is_empty() {

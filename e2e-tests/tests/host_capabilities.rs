@@ -231,3 +231,96 @@ fn the_scanner_reads_data_segments_and_prefers_the_longer_name() {
     assert!(!uses(&data, "kubernetes", "get_resource"));
     assert!(data_segments(&module[..module.len() - 1]).is_err());
 }
+
+/// How many characters of a host error a warning quotes (src/cluster/host.rs,
+/// `HOST_ERROR_MAX_CHARS`).
+const HOST_ERROR_MAX_CHARS: usize = 200;
+
+/// A host error reaches a warning or message as one bounded line (issue
+/// #26): on every scenario whose session answers an error, through the
+/// built module, no answer has a line break, none quotes a line of the
+/// error after its first, and none quotes more of a longer first line than
+/// the bound.
+#[test]
+fn host_errors_reach_answers_as_one_bounded_line() {
+    use e2e_tests::session::Response;
+    let module = shared_module().unwrap_or_else(|e| panic!("{e:#}"));
+    let (mut multi_line, mut long) = (0, 0);
+    for scenario in Scenario::load_all(&scenario_dir()).unwrap_or_else(|e| panic!("{e:#}")) {
+        let Some(session) = &scenario.session else {
+            continue;
+        };
+        let errors: Vec<&str> = session
+            .exchanges()
+            .iter()
+            .filter_map(|exchange| match &exchange.response {
+                Response::Error { message } => Some(message.as_str()),
+                Response::Success { .. } => None,
+            })
+            .collect();
+        if errors.is_empty() {
+            continue;
+        }
+        let capabilities = e2e_tests::HostCapabilities::new(
+            scenario.file.context_aware_resources.clone(),
+            Some(session),
+        );
+        let policy = module
+            .instantiate(std::sync::Arc::new(capabilities))
+            .unwrap();
+        if !policy.validate_settings(&scenario.settings).unwrap().valid {
+            continue;
+        }
+        let outcome = policy
+            .validate(&scenario.request, &scenario.settings)
+            .unwrap_or_else(|e| panic!("{}: {e:#}", scenario.name));
+        let answers: Vec<&str> = outcome
+            .warnings
+            .iter()
+            .map(String::as_str)
+            .chain(outcome.message.as_deref())
+            .collect();
+        for answer in &answers {
+            assert!(
+                !answer.contains(['\n', '\r']),
+                "{}: an answer of several lines: {answer:?}",
+                scenario.name
+            );
+        }
+        for error in errors {
+            let mut lines = error.lines().map(str::trim).filter(|l| !l.is_empty());
+            let first = lines.next().unwrap_or_default();
+            for later in lines {
+                multi_line += 1;
+                assert!(
+                    answers.iter().all(|answer| !answer.contains(later)),
+                    "{}: an answer quotes {later:?}, past the host error's first line: {answers:?}",
+                    scenario.name
+                );
+            }
+            if first.chars().count() > HOST_ERROR_MAX_CHARS {
+                long += 1;
+                // The guest may put words before the host's (wapc-guest's
+                // `Host error: `): the quote is found by its start, and
+                // must end in the ellipsis within the bound.
+                let start: String = first.chars().take(40).collect();
+                let quoted = answers
+                    .iter()
+                    .find_map(|answer| answer.find(&start).map(|at| &answer[at..]))
+                    .unwrap_or_else(|| {
+                        panic!("{}: no answer quotes {start:?}: {answers:?}", scenario.name)
+                    });
+                let cut = quoted.find('…').map(|at| quoted[..at].chars().count());
+                assert!(
+                    cut.is_some_and(|chars| chars < HOST_ERROR_MAX_CHARS),
+                    "{}: the first line of a long host error is not cut within {HOST_ERROR_MAX_CHARS} characters: {quoted:?}",
+                    scenario.name
+                );
+            }
+        }
+    }
+    assert!(
+        multi_line > 0 && long > 0,
+        "no scenario replays a host error of several lines ({multi_line}) or a long one ({long})"
+    );
+}

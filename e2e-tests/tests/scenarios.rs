@@ -75,3 +75,32 @@ fn policy_manifest_carries_the_example_settings() {
         Some(&serde_json::Value::Bool(true))
     );
 }
+
+/// The generated kwctl bats suite has one test per scenario plus the demo's,
+/// and runs kwctl under RUST_BACKTRACE=1, whose host errors carry causes and
+/// a backtrace after their first line (issue #26).
+#[test]
+fn the_kwctl_bats_suite_runs_every_scenario_under_rust_backtrace() {
+    let output = std::env::temp_dir().join(format!("kwctl-{}.bats", std::process::id()));
+    let status = std::process::Command::new("bash")
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("gen-kwctl-bats.sh"))
+        .arg(&output)
+        .status()
+        .unwrap();
+    assert!(status.success(), "gen-kwctl-bats.sh: {status}");
+    let suite = std::fs::read_to_string(&output).unwrap();
+    std::fs::remove_file(&output).unwrap();
+    let setup = suite
+        .split_once("setup_file() {")
+        .and_then(|(_, rest)| rest.split_once("\n}"))
+        .map(|(body, _)| body)
+        .expect("a setup_file function");
+    assert!(
+        setup
+            .lines()
+            .any(|line| line.trim() == "export RUST_BACKTRACE=1"),
+        "setup_file does not export RUST_BACKTRACE=1:{setup}"
+    );
+    let scenarios = Scenario::load_all(&scenario_dir()).unwrap().len();
+    assert_eq!(suite.matches("\n@test \"scenario ").count(), scenarios);
+}

@@ -21,11 +21,13 @@ const CASES: u32 = 96;
 /// Corpus inputs replayed through both builds.
 const CORPUS_INPUTS: usize = 200;
 /// How the harness's host (policy-evaluator's wording) refuses a cluster
-/// read to a policy without context access; the trailing full stop is
-/// trimmed by the policy's message.
+/// read to a policy without context access, after wapc-guest's `Host
+/// error:`; the trailing full stop is trimmed by the policy's message.
+/// Natively the host's error is empty, and the policy quotes it trimmed
+/// (`host::quote_host_error`): the space before the words goes with them.
 const HOST_REFUSALS: [&str; 2] = [
-    "Policy has not been granted access to Kubernetes v1/ConfigMap resources. The violation has been reported",
-    "Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported",
+    " Policy has not been granted access to Kubernetes v1/ConfigMap resources. The violation has been reported",
+    " Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported",
 ];
 
 /// The answer with the host's refusals taken out.

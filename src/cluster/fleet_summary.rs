@@ -8,7 +8,7 @@
 //! so a stopped summarizer makes the policy list Nodes again rather than
 //! decide on a stale fleet.
 
-use crate::cluster::host::ClusterReader;
+use crate::cluster::host::{quote_host_error, ClusterReader};
 use crate::cluster::ClusterView;
 use crate::settings::FleetSummarySettings;
 use gpu_topology::FleetSummary;
@@ -53,7 +53,7 @@ pub fn read_summary(
         .map_err(|problem| {
             format!(
                 "the fleet summary ConfigMap {namespace}/{name} is unavailable: {}",
-                problem.trim_end_matches('.')
+                quote_host_error(&problem).trim_end_matches('.')
             )
         })?;
     let summary = parse_summary(&answer).map_err(|problem| {
@@ -181,6 +181,8 @@ mod tests {
     #[rstest]
     #[case::refused(Err("Policy has not been granted access to Kubernetes v1/ConfigMap resources.".into()), Some(WRITTEN_AT),
         "the fleet summary ConfigMap kube-system/gpu-topology-fleet is unavailable: Policy has not been granted access to Kubernetes v1/ConfigMap resources")]
+    #[case::refused_with_a_backtrace(Err("Cannot get v1/ConfigMap kube-system/gpu-topology-fleet: not found.\n\nStack backtrace:\n   0: anyhow::error::<impl anyhow::Error>::msg\n".into()), Some(WRITTEN_AT),
+        "the fleet summary ConfigMap kube-system/gpu-topology-fleet is unavailable: Cannot get v1/ConfigMap kube-system/gpu-topology-fleet: not found")]
     #[case::stale(Ok(config_map(&summary())), Some(WRITTEN_AT + 301),
         "is 301 s old, more than capacity.fleetSummary.maxAgeSeconds (300): is the summarizer running?")]
     #[case::no_clock(Ok(config_map(&summary())), None, "cannot be dated: the clock is unavailable")]
@@ -197,6 +199,7 @@ mod tests {
         let error =
             read_summary(&Host(answer), &FleetSummarySettings::default(), || now).unwrap_err();
         assert!(error.contains(expected), "{error}");
+        assert!(!error.contains('\n'), "one line: {error:?}");
     }
 
     #[test]

@@ -43,6 +43,44 @@ impl ClusterReader for KubewardenHost {
     }
 }
 
+/// The most characters of a host error that a warning quotes: room for the
+/// API server's reasons (`configmaps "gpu-topology-fleet" is forbidden: User
+/// "system:serviceaccount:kubewarden:policy-server-default" cannot get
+/// resource ...`), and short enough that the policy's advice after it is
+/// still read.
+pub const HOST_ERROR_MAX_CHARS: usize = 200;
+
+/// What a warning says of an empty host error.
+const NO_REASON: &str = "the host gave no reason";
+
+/// A host capability's error as a warning quotes it: its first line that is
+/// not blank, control characters as spaces, cut to [`HOST_ERROR_MAX_CHARS`]
+/// characters (the last one an ellipsis) on a character boundary.
+///
+/// kwctl and policy-server hand the policy the host's error text, and under
+/// `RUST_BACKTRACE=1` an anyhow error's text goes on with `Caused by:` and a
+/// `Stack backtrace:` of dozens of lines. Quoted whole, it would push the
+/// policy's advice off the end of a warning, and bloat every admission
+/// response; its first line is the reason.
+pub fn quote_host_error(error: &str) -> String {
+    let line = error
+        .split(['\n', '\r'])
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or(NO_REASON);
+    let printable = |c: char| if c.is_control() { ' ' } else { c };
+    if line.chars().nth(HOST_ERROR_MAX_CHARS).is_none() {
+        return line.chars().map(printable).collect();
+    }
+    let mut quoted: String = line
+        .chars()
+        .take(HOST_ERROR_MAX_CHARS - 1)
+        .map(printable)
+        .collect();
+    quoted.push('…');
+    quoted
+}
+
 /// Room for a request's JSON: both requests the policy makes fit.
 const PAYLOAD_CAPACITY: usize = 192;
 
@@ -116,6 +154,41 @@ mod tests {
     use crate::settings::FleetSummarySettings;
     use gpu_topology::LabelPrefix;
     use rstest::rstest;
+
+    /// What kwctl hands the policy under `RUST_BACKTRACE=1`: an anyhow
+    /// error's `{:?}`, with its causes and backtrace.
+    const BACKTRACE_ERROR: &str = "Cannot list v1/Node resources: error trying to connect: tcp connect error: Connection refused (os error 111)\n\nCaused by:\n    0: error trying to connect\n    1: Connection refused (os error 111)\n\nStack backtrace:\n   0: anyhow::error::<impl anyhow::Error>::msg\n             at /cargo/registry/src/anyhow-1.0.86/src/error.rs:83:36\n   1: policy_evaluator::runtimes::callback::host_callback\n";
+
+    #[rstest]
+    #[case::one_line(
+        "Policy has not been granted access to Kubernetes v1/ConfigMap resources.",
+        "Policy has not been granted access to Kubernetes v1/ConfigMap resources."
+    )]
+    #[case::anyhow_backtrace(BACKTRACE_ERROR,
+        "Cannot list v1/Node resources: error trying to connect: tcp connect error: Connection refused (os error 111)")]
+    #[case::leading_blank_lines("\n  \r\n  nodes is forbidden  \nmore", "nodes is forbidden")]
+    #[case::carriage_return("refused\rStack backtrace:", "refused")]
+    #[case::control_characters("a\tb\u{1b}[31mc", "a b [31mc")]
+    #[case::empty("", NO_REASON)]
+    #[case::blank("\n \n", NO_REASON)]
+    fn host_errors_are_quoted_by_their_first_line(#[case] error: &str, #[case] quoted: &str) {
+        assert_eq!(quote_host_error(error), quoted);
+    }
+
+    /// (error, characters quoted): cut on a character boundary, the last
+    /// quoted character an ellipsis, whatever the bytes per character.
+    #[rstest]
+    #[case::at_the_limit("x".repeat(HOST_ERROR_MAX_CHARS), HOST_ERROR_MAX_CHARS, false)]
+    #[case::one_over("x".repeat(HOST_ERROR_MAX_CHARS + 1), HOST_ERROR_MAX_CHARS, true)]
+    #[case::multibyte("µs ".repeat(HOST_ERROR_MAX_CHARS), HOST_ERROR_MAX_CHARS, true)]
+    #[case::four_byte_characters("🙂".repeat(3 * HOST_ERROR_MAX_CHARS), HOST_ERROR_MAX_CHARS, true)]
+    fn long_host_errors_are_cut(#[case] error: String, #[case] chars: usize, #[case] cut: bool) {
+        let quoted = quote_host_error(&error);
+        assert_eq!(quoted.chars().count(), chars);
+        assert_eq!(quoted.ends_with('…'), cut);
+        let kept = quoted.trim_end_matches('…');
+        assert!(error.starts_with(kept.trim_end()), "{quoted:?}");
+    }
 
     fn masks(masks: &[&str]) -> Option<BTreeSet<String>> {
         Some(masks.iter().map(|mask| (*mask).to_owned()).collect())

@@ -10,7 +10,7 @@
 //! Node names are compared, never kept: only the pinned node's, when asked
 //! for, is looked for.
 
-use crate::cluster::host::ClusterReader;
+use crate::cluster::host::{quote_host_error, ClusterReader};
 use gpu_topology::{Fleet, LabelError, LabelKey, LabelPrefix, NodeTopology};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -79,7 +79,9 @@ pub fn read_cluster(
     prefix: &LabelPrefix,
     pinned_node: Option<&str>,
 ) -> Result<ClusterView, String> {
-    let list = cluster.list_all_resources(&node_list_request(prefix))?;
+    let list = cluster
+        .list_all_resources(&node_list_request(prefix))
+        .map_err(|error| quote_host_error(&error))?;
     parse_node_list(&list, prefix, pinned_node)
 }
 
@@ -492,19 +494,30 @@ mod tests {
         );
     }
 
-    struct Refusing;
+    /// A host that answers the Node list with this error.
+    struct Refusing(&'static str);
     impl ClusterReader for Refusing {
         fn list_all_resources(&self, _: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
-            Err("Policy has not been granted access to Kubernetes v1/Node resources".to_owned())
+            Err(self.0.to_owned())
         }
         fn get_resource(&self, _: &GetResourceRequest) -> Result<Vec<u8>, String> {
             unreachable!("only Nodes are listed here")
         }
     }
 
-    #[test]
-    fn a_refusing_host_is_an_error_naming_the_reason() {
-        let error = read_cluster(&Refusing, &prefix(), None).unwrap_err();
-        assert!(error.contains("not been granted access"), "{error}");
+    /// The reason is the host's first line (`host::quote_host_error`).
+    #[rstest]
+    #[case::not_granted(
+        "Policy has not been granted access to Kubernetes v1/Node resources",
+        "Policy has not been granted access to Kubernetes v1/Node resources"
+    )]
+    #[case::with_a_backtrace("Cannot list v1/Node resources: Connection refused (os error 111)\n\nStack backtrace:\n   0: anyhow::error::<impl anyhow::Error>::msg\n",
+        "Cannot list v1/Node resources: Connection refused (os error 111)")]
+    fn a_refusing_host_is_an_error_naming_the_reason(
+        #[case] host_error: &'static str,
+        #[case] expected: &str,
+    ) {
+        let error = read_cluster(&Refusing(host_error), &prefix(), None).unwrap_err();
+        assert_eq!(error, expected);
     }
 }

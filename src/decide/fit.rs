@@ -173,9 +173,18 @@ pub fn check_without_view(
                         "GPU fit checked against the static capacity settings: {unavailable}"
                     )]
                 }),
-                _ => Ok(vec![format!(
-                    "GPU fit not checked: {unavailable}. Grant the policy read access to v1 Nodes (contextAwareResources), or configure capacity.maxGpusPerNode"
-                )]),
+                // Static limits help only where the source falls back on
+                // them: the advice names the source too where it ignores them.
+                (source, _) => {
+                    let with_source = if source.uses_static_limits() {
+                        ""
+                    } else {
+                        " with capacity.source: auto"
+                    };
+                    Ok(vec![format!(
+                        "GPU fit not checked: {unavailable}. Grant the policy read access to v1 Nodes (contextAwareResources), or configure capacity.maxGpusPerNode{with_source}"
+                    )])
+                }
             }
         }
     }

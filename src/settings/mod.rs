@@ -3,6 +3,30 @@
 //!
 //! Every validation error names the key it is about, e.g.
 //! `qos.cpuPerGpu: "abc" is not a Kubernetes quantity`.
+//!
+//! **What is refused, and what is only ignored.** policy-server validates the
+//! settings when it starts, and a policy whose settings are refused is not
+//! initialised; without `--continue-on-errors` the whole policy-server
+//! refuses to start (policy-server `evaluation_environment.rs`), which takes
+//! every policy's enforcement down. So a refusal is kept for settings that
+//! cannot mean anything: a value invalid in itself (an unknown word, a bad
+//! quantity or name, a weight outside 1..100), values that contradict each
+//! other (`maxGpusPerNumaNode` above `maxGpusPerNode`), or a choice that
+//! cannot work as written (`source: static` without any static limit). A
+//! key that merely has no effect under another key's value, as is left over
+//! when an operator changes that other key, is accepted and ignored, and
+//! [`Config`] does not carry it (see [`CapacitySource::uses_static_limits`]):
+//! `topology.preferredWeight` outside `affinity: preferred`,
+//! `topology.alignment` under `affinity: off`, the static limits and
+//! `singleNumaNode` under `source: nodes`, `summary` or `cluster`, and
+//! `capacity.fleetSummary` under `source: static` or `nodes`. Its own value
+//! is still checked, so that it is valid once the other key changes back.
+//!
+//! Nothing warns about an ignored key: `validate_settings` has no warnings
+//! (policy-server reads `message` only from an invalid answer), and a
+//! warning in every admission response would reach every pod author, on
+//! every GPU pod, about a choice only the operator makes. The settings
+//! reference says where each key is ignored.
 
 pub mod config_cache;
 pub mod names;
@@ -83,6 +107,7 @@ pub enum QosMode {
     bound(deserialize = "Q: Deserialize<'de>, Qos<Q>: Default")
 )]
 pub struct Qos<Q> {
+    #[serde(deserialize_with = "off_word")]
     pub mode: QosMode,
     /// `null` means no default: such containers are rejected with what to set.
     pub cpu_per_gpu: Option<Q>,
@@ -171,6 +196,7 @@ pub struct TopologySettings {
     /// `None` when not written; [`Alignment::Numa`] applies then.
     #[serde(deserialize_with = "optional_word")]
     pub alignment: Option<Alignment>,
+    #[serde(deserialize_with = "off_word")]
     pub affinity: AffinityMode,
     /// `None` when not written; [`DEFAULT_PREFERRED_WEIGHT`] applies then.
     pub preferred_weight: Option<i64>,
@@ -183,6 +209,28 @@ impl Default for TopologySettings {
             alignment: None,
             affinity: AffinityMode::Preferred,
             preferred_weight: None,
+        }
+    }
+}
+
+impl TopologySettings {
+    /// The evaluation view: a key that `affinity` ignores is read as not
+    /// written, so that it cannot change an answer.
+    fn config(&self) -> TopologyConfig {
+        let affinity = self.affinity;
+        let alignment = match affinity {
+            AffinityMode::Off => None,
+            AffinityMode::Required | AffinityMode::Preferred => self.alignment,
+        };
+        let preferred_weight = match affinity {
+            AffinityMode::Preferred => self.preferred_weight,
+            AffinityMode::Required | AffinityMode::Off => None,
+        };
+        TopologyConfig {
+            scope: self.scope,
+            alignment: alignment.unwrap_or_default(),
+            affinity,
+            preferred_weight: preferred_weight.unwrap_or(DEFAULT_PREFERRED_WEIGHT),
         }
     }
 }
@@ -226,15 +274,30 @@ impl CapacitySource {
         }
     }
 
+    /// Whether the static limits (`maxGpusPerNode`, `maxGpusPerNumaNode`,
+    /// `singleNumaNode`) are ever used: as the only view (`static`) or as
+    /// the fallback when the host answers nothing (`auto`). Under the other
+    /// sources they are ignored.
+    pub const fn uses_static_limits(self) -> bool {
+        matches!(self, CapacitySource::Auto | CapacitySource::Static)
+    }
+
+    /// Whether `capacity.fleetSummary` is ever read (`auto`, `summary`, and
+    /// `cluster`, the older spelling of `auto`); ignored under the others.
+    pub const fn reads_summary(self) -> bool {
+        !matches!(self, CapacitySource::Static | CapacitySource::Nodes)
+    }
+
     /// Where this source reads the fleet, given the summary's location.
     fn sources(self, summary: &FleetSummarySettings) -> FleetSources {
-        let (summary, node_list) = match self {
-            CapacitySource::Auto | CapacitySource::Cluster => (Some(summary.clone()), true),
-            CapacitySource::Nodes => (None, true),
-            CapacitySource::Summary => (Some(summary.clone()), false),
-            CapacitySource::Static => (None, false),
+        let node_list = match self {
+            CapacitySource::Auto | CapacitySource::Cluster | CapacitySource::Nodes => true,
+            CapacitySource::Summary | CapacitySource::Static => false,
         };
-        FleetSources { summary, node_list }
+        FleetSources {
+            summary: self.reads_summary().then(|| summary.clone()),
+            node_list,
+        }
     }
 }
 
@@ -325,6 +388,27 @@ impl<'de> Deserialize<'de> for QuantityText {
     }
 }
 
+/// The word of a setting whose words include `off` (`qos.mode`,
+/// `topology.affinity`), also read from the boolean `false`. kubectl reads
+/// manifests as YAML 1.1 (sigs.k8s.io/yaml, its goyaml.v2 `resolve.go`), where
+/// an unquoted `off` is the boolean false: `affinity: off` in a
+/// ClusterAdmissionPolicy reaches the policy as `"affinity": false`. Refusing
+/// it would stop the policy-server over a value that means what it says.
+fn off_word<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let value = match serde_json::Value::deserialize(deserializer)? {
+        serde_json::Value::Bool(false) => serde_json::Value::from(OFF),
+        other => other,
+    };
+    T::deserialize(value).map_err(serde::de::Error::custom)
+}
+
+/// The word `off` of [`QosMode::Off`] and [`AffinityMode::Off`].
+const OFF: &str = "off";
+
 /// A setting spelled as one word from a fixed list.
 pub trait Word: FromStr<Err = ()> {
     /// The accepted words, for the error message.
@@ -360,7 +444,9 @@ pub struct Config {
     pub topology: TopologyConfig,
     /// Where the fit check reads the fleet from.
     pub capacity_source: CapacitySource,
-    /// The static limits, when any is configured.
+    /// The static limits, when any is configured and `capacity_source`
+    /// uses them ([`CapacitySource::uses_static_limits`]); the summary's
+    /// location is in `sources` only.
     pub capacity: Option<CapacitySettings>,
     /// Where the cluster view comes from (`capacity.source`, `capacity.fleetSummary`).
     pub sources: FleetSources,
@@ -486,20 +572,17 @@ impl Settings {
                 label_prefix,
                 exempt_namespaces: self.exempt_namespaces.iter().cloned().collect(),
                 qos: qos_config,
-                topology: TopologyConfig {
-                    scope: self.topology.scope,
-                    alignment: self.topology.alignment.unwrap_or_default(),
-                    affinity: self.topology.affinity,
-                    preferred_weight: self
-                        .topology
-                        .preferred_weight
-                        .unwrap_or(DEFAULT_PREFERRED_WEIGHT),
-                },
+                topology: self.topology.config(),
                 capacity_source: source,
                 capacity: self
                     .capacity
-                    .clone()
-                    .filter(CapacitySettings::has_static_limits),
+                    .as_ref()
+                    .filter(|c| c.has_static_limits() && source.uses_static_limits())
+                    .map(|c| CapacitySettings {
+                        // Read from `sources`, where the source reads it.
+                        fleet_summary: None,
+                        ..c.clone()
+                    }),
                 sources: source.sources(&summary),
                 unlabeled_nodes: self
                     .capacity
@@ -530,24 +613,16 @@ impl Settings {
         }
     }
 
+    /// `preferredWeight` is checked under every `affinity`, and ignored
+    /// outside `preferred`; `alignment` is ignored under `off` (the module's
+    /// comment says why neither is refused there).
     fn check_topology(&self, errors: &mut Vec<String>) {
-        let topology = &self.topology;
-        if let Some(weight) = topology.preferred_weight {
+        if let Some(weight) = self.topology.preferred_weight {
             if !(MIN_PREFERRED_WEIGHT..=MAX_PREFERRED_WEIGHT).contains(&weight) {
                 errors.push(format!(
                     "topology.preferredWeight: {weight} is out of range: node-affinity weights are {MIN_PREFERRED_WEIGHT} to {MAX_PREFERRED_WEIGHT}"
                 ));
-            } else if topology.affinity != AffinityMode::Preferred {
-                errors.push(format!(
-                    "topology.preferredWeight: {weight} has no effect unless topology.affinity is preferred; remove it"
-                ));
             }
-        }
-        if let (Some(alignment), AffinityMode::Off) = (topology.alignment, topology.affinity) {
-            errors.push(format!(
-                "topology.alignment: {alignment:?} has no effect with topology.affinity: off; remove it or set topology.affinity to required or preferred",
-                alignment = alignment.as_str()
-            ));
         }
     }
 }
@@ -573,43 +648,32 @@ fn check_capacity(capacity: &CapacitySettings, errors: &mut Vec<String>) {
             ));
         }
     }
-    if capacity.single_numa_node && capacity.max_gpus_per_numa_node.is_none() {
+    // Incomplete only where the static check runs: under the other sources
+    // the static limits are ignored, `singleNumaNode` with them.
+    if capacity.single_numa_node
+        && capacity.max_gpus_per_numa_node.is_none()
+        && capacity.source.uses_static_limits()
+    {
         errors.push(
             "capacity.singleNumaNode: true needs capacity.maxGpusPerNumaNode to know what fits on one NUMA node"
                 .to_owned(),
         );
     }
-    match capacity.source {
-        CapacitySource::Static if !capacity.has_static_limits() => errors.push(
-            "capacity.source: static needs capacity.maxGpusPerNode or capacity.maxGpusPerNumaNode; set one, or use source auto or cluster to read the nodes' labels"
+    // `static` reads nothing else: without a limit it could check nothing.
+    if capacity.source == CapacitySource::Static && !capacity.has_static_limits() {
+        errors.push(
+            "capacity.source: static needs capacity.maxGpusPerNode or capacity.maxGpusPerNumaNode; set one, or use source auto to read the fleet summary and the nodes' labels"
                 .to_owned(),
-        ),
-        source @ (CapacitySource::Cluster | CapacitySource::Nodes | CapacitySource::Summary)
-            if capacity.has_static_limits() || capacity.single_numa_node =>
-        {
-            errors.push(format!(
-                "capacity.source: {} never uses the static limits (maxGpusPerNode, maxGpusPerNumaNode, singleNumaNode); remove them, or use source auto to fall back to them when the cluster view is unavailable",
-                source.as_str()
-            ))
-        }
-        _ => {}
+        );
     }
     if let Some(summary) = &capacity.fleet_summary {
-        check_fleet_summary(summary, capacity.source, errors);
+        check_fleet_summary(summary, errors);
     }
 }
 
-fn check_fleet_summary(
-    summary: &FleetSummarySettings,
-    source: CapacitySource,
-    errors: &mut Vec<String>,
-) {
-    if let source @ (CapacitySource::Static | CapacitySource::Nodes) = source {
-        errors.push(format!(
-            "capacity.fleetSummary: has no effect with capacity.source: {}; remove it, or use source auto or summary",
-            source.as_str()
-        ));
-    }
+/// Checked under every source, read only where
+/// [`CapacitySource::reads_summary`].
+fn check_fleet_summary(summary: &FleetSummarySettings, errors: &mut Vec<String>) {
     if !is_dns_label(&summary.namespace) {
         errors.push(format!(
             "capacity.fleetSummary.namespace: {:?} is not a valid namespace name (lowercase letters, digits and '-', at most 63 characters)",
@@ -739,6 +803,8 @@ mod tests {
     #[case::summary_elsewhere(json!({"capacity": {"source": "summary", "fleetSummary": {"namespace": "gpu"}}}), true, false, false)]
     #[case::static_never_reads_the_cluster(json!({"capacity": {"source": "static", "maxGpusPerNode": 8}}), false, false, true)]
     #[case::cluster_as_before_auto_without_limits(json!({"capacity": {"source": "cluster"}}), true, true, false)]
+    #[case::nodes_ignore_static_limits(json!({"capacity": {"source": "nodes", "maxGpusPerNode": 8}}), false, true, false)]
+    #[case::static_ignores_the_summary(json!({"capacity": {"source": "static", "maxGpusPerNode": 8, "fleetSummary": {}}}), false, false, true)]
     fn sources_follow_capacity_source(
         #[case] settings: serde_json::Value,
         #[case] summary: bool,
@@ -802,26 +868,18 @@ mod tests {
     #[case::weight_zero(json!({"topology": {"preferredWeight": 0}}), "topology.preferredWeight: 0 is out of range")]
     #[case::weight_too_high(json!({"topology": {"preferredWeight": 101}}), "topology.preferredWeight: 101 is out of range")]
     #[case::weight_not_a_number(json!({"topology": {"preferredWeight": "high"}}), "topology.preferredWeight: invalid type")]
-    #[case::weight_without_preferred(json!({"topology": {"affinity": "required", "preferredWeight": 10}}), "topology.preferredWeight: 10 has no effect unless topology.affinity is preferred")]
-    #[case::summary_with_static_source(json!({"capacity": {"source": "static", "maxGpusPerNode": 8, "fleetSummary": {}}}), "capacity.fleetSummary: has no effect with capacity.source: static")]
     #[case::summary_namespace_invalid(json!({"capacity": {"fleetSummary": {"namespace": "Kube"}}}), "capacity.fleetSummary.namespace: \"Kube\" is not a valid namespace name")]
     #[case::summary_name_invalid(json!({"capacity": {"fleetSummary": {"name": "fleet/x"}}}), "capacity.fleetSummary.name: \"fleet/x\" is not a valid ConfigMap name")]
     #[case::summary_max_age_zero(json!({"capacity": {"fleetSummary": {"maxAgeSeconds": 0}}}), "capacity.fleetSummary.maxAgeSeconds: must be at least 1")]
     #[case::summary_max_age_negative(json!({"capacity": {"fleetSummary": {"maxAgeSeconds": -5}}}), "capacity.fleetSummary.maxAgeSeconds: invalid value")]
     #[case::summary_unknown_key(json!({"capacity": {"fleetSummary": {"ttl": 5}}}), "capacity.fleetSummary.ttl: unknown field `ttl`")]
-    #[case::alignment_with_affinity_off(json!({"topology": {"affinity": "off", "alignment": "nvlink"}}), "topology.alignment: \"nvlink\" has no effect with topology.affinity: off")]
     #[case::max_per_node_zero(json!({"capacity": {"maxGpusPerNode": 0}}), "capacity.maxGpusPerNode: must be at least 1")]
     #[case::max_per_numa_zero(json!({"capacity": {"maxGpusPerNumaNode": 0}}), "capacity.maxGpusPerNumaNode: must be at least 1")]
     #[case::max_negative(json!({"capacity": {"maxGpusPerNode": -1}}), "capacity.maxGpusPerNode: invalid value: integer `-1`")]
     #[case::numa_above_node(json!({"capacity": {"maxGpusPerNode": 4, "maxGpusPerNumaNode": 8}}), "capacity.maxGpusPerNumaNode: 8 is more than capacity.maxGpusPerNode 4")]
     #[case::single_numa_without_numa_size(json!({"capacity": {"singleNumaNode": true}}), "capacity.singleNumaNode: true needs capacity.maxGpusPerNumaNode")]
     #[case::static_without_limits(json!({"capacity": {"source": "static"}}), "capacity.source: static needs capacity.maxGpusPerNode or capacity.maxGpusPerNumaNode")]
-    #[case::cluster_with_static_limits(json!({"capacity": {"source": "cluster", "maxGpusPerNode": 8}}), "capacity.source: cluster never uses the static limits")]
-    #[case::cluster_with_single_numa_node(json!({"capacity": {"source": "cluster", "maxGpusPerNumaNode": 4, "singleNumaNode": true}}), "capacity.source: cluster never uses the static limits")]
     #[case::source_unknown(json!({"capacity": {"source": "cluster-view"}}), "capacity.source: unknown variant `cluster-view`")]
-    #[case::nodes_with_static_limits(json!({"capacity": {"source": "nodes", "maxGpusPerNode": 8}}), "capacity.source: nodes never uses the static limits")]
-    #[case::summary_with_single_numa_node(json!({"capacity": {"source": "summary", "maxGpusPerNumaNode": 4, "singleNumaNode": true}}), "capacity.source: summary never uses the static limits")]
-    #[case::summary_settings_with_nodes(json!({"capacity": {"source": "nodes", "fleetSummary": {}}}), "capacity.fleetSummary: has no effect with capacity.source: nodes")]
     #[case::unlabeled_nodes_unknown(json!({"capacity": {"unlabeledNodes": "maybe"}}), "capacity.unlabeledNodes: unknown variant `maybe`, expected `deny` or `allow`")]
     #[case::init_container_word_unknown(json!({"qos": {"initContainer": "fit"}}), "qos.initContainer: \"fit\" is not valid: expected fitApp, or fixed values")]
     #[case::init_container_not_an_object(json!({"qos": {"initContainer": 2}}), "qos.initContainer: 2 is not valid: expected fitApp")]
@@ -830,9 +888,87 @@ mod tests {
     #[case::init_container_memory_millibytes(json!({"qos": {"initContainer": {"memory": "100m"}}}), "qos.initContainer.memory: \"100m\" is not a whole number of bytes")]
     #[case::init_container_cpu_zero(json!({"qos": {"initContainer": {"cpu": "0"}}}), "qos.initContainer.cpu: \"0\" must be more than zero")]
     #[case::unknown_capacity_key(json!({"capacity": {"maxGpus": 8}}), "capacity.maxGpus: unknown field `maxGpus`")]
+    // A key that another key's value ignores is still checked in itself, and
+    // values that contradict each other are refused under every source.
+    #[case::weight_out_of_range_under_required(json!({"topology": {"affinity": "required", "preferredWeight": 0}}), "topology.preferredWeight: 0 is out of range")]
+    #[case::alignment_unknown_under_off(json!({"topology": {"affinity": "off", "alignment": "socket"}}), "topology.alignment: \"socket\" is not valid")]
+    #[case::numa_above_node_under_nodes(json!({"capacity": {"source": "nodes", "maxGpusPerNode": 4, "maxGpusPerNumaNode": 8}}), "capacity.maxGpusPerNumaNode: 8 is more than capacity.maxGpusPerNode 4")]
+    #[case::max_zero_under_summary(json!({"capacity": {"source": "summary", "maxGpusPerNode": 0}}), "capacity.maxGpusPerNode: must be at least 1")]
+    #[case::summary_namespace_invalid_under_static(json!({"capacity": {"source": "static", "maxGpusPerNode": 8, "fleetSummary": {"namespace": "Kube"}}}), "capacity.fleetSummary.namespace: \"Kube\" is not a valid namespace name")]
+    #[case::single_numa_without_numa_size_under_static(json!({"capacity": {"source": "static", "maxGpusPerNode": 8, "singleNumaNode": true}}), "capacity.singleNumaNode: true needs capacity.maxGpusPerNumaNode")]
+    #[case::qos_mode_true(json!({"qos": {"mode": true}}), "qos.mode: invalid type: boolean `true`")]
+    #[case::affinity_true(json!({"topology": {"affinity": true}}), "topology.affinity: invalid type: boolean `true`")]
     fn invalid_settings_name_the_key(#[case] settings: serde_json::Value, #[case] expected: &str) {
         let message = validate(settings).unwrap_err();
         assert!(message.contains(expected), "{message:?} lacks {expected:?}");
+    }
+
+    /// (settings with a key that another key's value ignores, the same
+    /// settings without it): accepted, and read exactly as without it, so
+    /// the key left over cannot change an answer. A refusal would stop the
+    /// policy-server (the module's comment).
+    #[rstest]
+    #[case::weight_under_required(
+        json!({"topology": {"affinity": "required", "preferredWeight": 10}}),
+        json!({"topology": {"affinity": "required"}}))]
+    #[case::weight_under_off(
+        json!({"topology": {"affinity": "off", "preferredWeight": 100}}),
+        json!({"topology": {"affinity": "off"}}))]
+    #[case::alignment_under_off(
+        json!({"topology": {"affinity": "off", "alignment": "nvlink"}}),
+        json!({"topology": {"affinity": "off"}}))]
+    #[case::static_limits_under_nodes(
+        json!({"capacity": {"source": "nodes", "maxGpusPerNode": 8, "maxGpusPerNumaNode": 4, "singleNumaNode": true}}),
+        json!({"capacity": {"source": "nodes"}}))]
+    #[case::static_limits_under_summary(
+        json!({"capacity": {"source": "summary", "maxGpusPerNumaNode": 4, "singleNumaNode": true}}),
+        json!({"capacity": {"source": "summary"}}))]
+    #[case::static_limits_under_cluster(
+        json!({"capacity": {"source": "cluster", "maxGpusPerNode": 8}}),
+        json!({"capacity": {"source": "cluster"}}))]
+    #[case::single_numa_node_alone_under_nodes(
+        json!({"capacity": {"source": "nodes", "singleNumaNode": true}}),
+        json!({"capacity": {"source": "nodes"}}))]
+    #[case::fleet_summary_under_static(
+        json!({"capacity": {"source": "static", "maxGpusPerNode": 8, "fleetSummary": {"namespace": "gpu"}}}),
+        json!({"capacity": {"source": "static", "maxGpusPerNode": 8}}))]
+    #[case::fleet_summary_under_nodes(
+        json!({"capacity": {"source": "nodes", "fleetSummary": {}}}),
+        json!({"capacity": {"source": "nodes"}}))]
+    // The guide's "move to required", from examples/policy.yaml's settings.
+    #[case::the_guides_move_to_required(
+        json!({"topology": {"scope": "pod", "alignment": "numa", "affinity": "required", "preferredWeight": 100}}),
+        json!({"topology": {"scope": "pod", "alignment": "numa", "affinity": "required"}}))]
+    // The MIG and time-slicing advice on top of the quick start's settings.
+    #[case::the_readmes_shared_gpu_advice(
+        json!({"topology": {"alignment": "numa", "affinity": "off"},
+               "capacity": {"source": "static", "maxGpusPerNode": 56, "fleetSummary": {}}}),
+        json!({"topology": {"affinity": "off"},
+               "capacity": {"source": "static", "maxGpusPerNode": 56}}))]
+    fn keys_without_effect_are_accepted_and_ignored(
+        #[case] with_leftover: serde_json::Value,
+        #[case] without: serde_json::Value,
+    ) {
+        let read = validate(with_leftover.clone())
+            .unwrap_or_else(|message| panic!("{with_leftover} refused: {message}"));
+        assert_eq!(read, validate(without).unwrap());
+        let response = validation_response(with_leftover.to_string().as_bytes());
+        assert!(response.valid, "{response:?}");
+    }
+
+    /// kubectl reads an unquoted `off` as YAML 1.1's boolean false (the
+    /// comment of `off_word`): it means `off`.
+    #[rstest]
+    #[case::qos_mode(json!({"qos": {"mode": false}}), json!({"qos": {"mode": "off"}}))]
+    #[case::affinity(json!({"topology": {"affinity": false, "alignment": "node"}}), json!({"topology": {"affinity": "off"}}))]
+    fn false_is_read_as_off(
+        #[case] as_kubectl_sends_it: serde_json::Value,
+        #[case] as_written: serde_json::Value,
+    ) {
+        assert_eq!(
+            validate(as_kubectl_sends_it).unwrap(),
+            validate(as_written).unwrap()
+        );
     }
 
     /// (settings, source, static limits kept)

@@ -297,9 +297,10 @@ pub fn settings(host_sources: bool) -> impl Strategy<Value = Value> {
     )
         .prop_map(
             |(qos, alignment, affinity, scope, whole_cpus, (weight, source, max), other_prefix)| {
-                // The settings refuse what would have no effect: a weight
-                // without `preferred`, an alignment without affinity, static
-                // limits with a source that never reads them.
+                // Keys that another key's value ignores (a weight without
+                // `preferred`, an alignment without affinity, static limits
+                // under `nodes`) are left out: the settings read them as not
+                // written (src/settings, `keys_without_effect_are_accepted_and_ignored`).
                 let mut topology = json!({"affinity": affinity, "scope": scope});
                 if affinity == "preferred" {
                     topology["preferredWeight"] = json!(weight);
