@@ -11,13 +11,16 @@
 //! - [`readable`]: patches as `field: before -> after` lines for the demo;
 //! - [`kwctl`]: the same evaluation through a real `kwctl run`;
 //! - [`fleets`]: fleet descriptions and the session files built from them;
-//! - [`demo`]: the demo's plan file and its readable fleet and affinity lines.
+//! - [`demo`]: the demo's plan file and its readable fleet and affinity lines;
+//! - [`markdown`]: the documents' code blocks, headings, links and keys, which
+//!   the documentation tests check.
 
 pub mod admission;
 pub mod demo;
 pub mod fleets;
 pub mod host;
 pub mod kwctl;
+pub mod markdown;
 pub mod policy;
 pub mod readable;
 pub mod scenario;
