@@ -2,7 +2,7 @@
 //! Rancher UI say the same thing as the policy itself: policy-metadata.yml
 //! (rules, host capabilities, resources), artifacthub-pkg.yml (derived from
 //! the metadata the way `kwctl scaffold artifacthub` derives it),
-//! questions-ui.yml (every settings key of the README's Settings reference)
+//! questions-ui.yml (every settings key of the Settings reference, docs/settings.md)
 //! and the deployment example.
 
 use gpu_topology_policy::cluster::fleet_summary::summary_request;
@@ -444,12 +444,15 @@ fn host_capabilities_declare_exactly_what_the_sources_call() {
     );
 }
 
-/// The settings keys of the README's Settings reference table, in order.
-fn readme_settings_keys() -> Vec<String> {
-    let readme = repo_file("README.md");
-    let section = readme
-        .split_once("## Settings reference")
-        .expect("README has a Settings reference")
+/// Every settings key, its default and meaning, for operators.
+const SETTINGS_REFERENCE: &str = "docs/settings.md";
+
+/// The settings keys of the Settings reference table, in order.
+fn reference_settings_keys() -> Vec<String> {
+    let reference = repo_file(SETTINGS_REFERENCE);
+    let section = reference
+        .split_once("# Settings reference")
+        .expect("docs/settings.md is the Settings reference")
         .1;
     section
         .lines()
@@ -478,9 +481,12 @@ fn questions(list: &Value, out: &mut Vec<(String, bool)>) {
 const DESCRIPTION_VARIABLE: &str = "description";
 
 #[test]
-fn questions_ui_asks_every_setting_of_the_readme_and_nothing_else() {
-    let table = readme_settings_keys();
-    assert!(table.len() > 10, "README table not found: {table:?}");
+fn questions_ui_asks_every_setting_of_the_reference_and_nothing_else() {
+    let table = reference_settings_keys();
+    assert!(
+        table.len() > 10,
+        "{SETTINGS_REFERENCE} table not found: {table:?}"
+    );
     let mut asked = Vec::new();
     questions(&load("questions-ui.yml")["questions"], &mut asked);
     let asked_keys: BTreeSet<&str> = asked.iter().map(|(key, _)| key.as_str()).collect();
@@ -489,14 +495,17 @@ fn questions_ui_asks_every_setting_of_the_readme_and_nothing_else() {
         .filter(|key| !asked_keys.contains(key.as_str()))
         .collect();
     assert!(missing.is_empty(), "not in questions-ui.yml: {missing:?}");
-    // A question that is not a README key must be the form's description or
+    // A question that is not a reference key must be the form's description or
     // a group (qos, topology) whose subquestions are.
     let extra: Vec<&String> = asked
         .iter()
         .filter(|(key, groups)| !table.contains(key) && key != DESCRIPTION_VARIABLE && !groups)
         .map(|(key, _)| key)
         .collect();
-    assert!(extra.is_empty(), "not in the README table: {extra:?}");
+    assert!(
+        extra.is_empty(),
+        "not in the {SETTINGS_REFERENCE} table: {extra:?}"
+    );
     assert_eq!(
         asked_keys.len(),
         asked.len(),

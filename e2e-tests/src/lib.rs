@@ -13,6 +13,8 @@
 //! - [`fleets`]: fleet descriptions and the session files built from them;
 //! - [`demo`]: the demo's plan file and its readable fleet and affinity lines;
 //! - [`documented_settings`]: every settings block the docs and examples show.
+//! - [`markdown`]: the documents' code blocks, headings, links and keys, which
+//!   the documentation tests check.
 
 pub mod admission;
 pub mod demo;
@@ -20,6 +22,7 @@ pub mod documented_settings;
 pub mod fleets;
 pub mod host;
 pub mod kwctl;
+pub mod markdown;
 pub mod policy;
 pub mod readable;
 pub mod scenario;

@@ -1,5 +1,5 @@
 //! Keeps the operator's guide (docs/guide.md) and its Chinese edition
-//! (README.zh-CN.md) true to the code:
+//! (docs/guide.zh-CN.md) true to the code:
 //!
 //! - every shell block is marked as needing a cluster, or is run here;
 //! - every policy message the troubleshooting table quotes is what the
@@ -10,6 +10,7 @@
 //!
 //! Needs `make policy.wasm` (or POLICY_WASM), as the scenario runner does.
 
+use e2e_tests::markdown::{code_blocks, first_line, named_keys, shell_blocks, Block};
 use e2e_tests::{repo_root, shared_module, HostCapabilities, Scenario};
 use rstest::rstest;
 use serde_json::Value;
@@ -19,7 +20,7 @@ use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
 const GUIDE: &str = "docs/guide.md";
-const CHINESE: &str = "README.zh-CN.md";
+const CHINESE: &str = "docs/guide.zh-CN.md";
 /// The first line of a shell block that cannot run without a cluster.
 const NEEDS_CLUSTER: &str = "# needs a cluster";
 /// The first line of a shell block that a test below runs.
@@ -37,51 +38,6 @@ const MIN_LITERAL: usize = 12;
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(repo_root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-/// A fenced code block: its info string, body and first line number.
-#[derive(Debug, Clone)]
-struct Block {
-    lang: String,
-    body: String,
-    line: usize,
-}
-
-fn code_blocks(text: &str) -> Vec<Block> {
-    let mut blocks = Vec::new();
-    let mut open: Option<Block> = None;
-    for (i, line) in text.lines().enumerate() {
-        let fence = line.trim_start().strip_prefix("```");
-        match (&mut open, fence) {
-            (None, Some(lang)) => {
-                open = Some(Block {
-                    lang: lang.trim().to_owned(),
-                    body: String::new(),
-                    line: i + 1,
-                })
-            }
-            (Some(_), Some(_)) => blocks.extend(open.take()),
-            (Some(block), None) => {
-                block.body.push_str(line);
-                block.body.push('\n');
-            }
-            (None, None) => {}
-        }
-    }
-    assert!(open.is_none(), "an unclosed code block");
-    blocks
-}
-
-fn is_shell(block: &Block) -> bool {
-    matches!(block.lang.as_str(), "sh" | "bash" | "shell" | "console")
-}
-
-fn shell_blocks(text: &str) -> Vec<Block> {
-    code_blocks(text).into_iter().filter(is_shell).collect()
-}
-
-fn first_line(block: &Block) -> &str {
-    block.body.lines().next().unwrap_or_default().trim()
 }
 
 /// The shell blocks a test runs, by what they run.
@@ -441,49 +397,12 @@ fn both_languages_quote_the_same_messages() {
     assert_eq!(quoted_messages(GUIDE), quoted_messages(CHINESE));
 }
 
-/// The words both languages must name alike: labels, settings keys, and
-/// camelCase keys (kubelet configuration, Kubernetes fields).
-fn named_keys(text: &str) -> BTreeSet<String> {
-    const SETTINGS_ROOTS: [&str; 3] = ["qos.", "topology.", "capacity."];
-    const TOP_LEVEL_SETTINGS: [&str; 3] = ["gpuResources", "labelPrefix", "exemptNamespaces"];
-    let is_word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '/' | '-' | '_');
-    let mut keys = BTreeSet::new();
-    for token in text.split(|c: char| !is_word(c)) {
-        let token = token.trim_end_matches(['.', '-', '/']);
-        if let Some(at) = token.find("gpu-topology.io/") {
-            keys.insert(token[at..].to_owned());
-        } else if SETTINGS_ROOTS.iter().any(|root| {
-            token
-                .strip_prefix(root)
-                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_lowercase()))
-        }) || TOP_LEVEL_SETTINGS.contains(&token)
-            || is_camel_case(token)
-        {
-            keys.insert(token.to_owned());
-        }
-    }
-    keys
-}
-
-/// `topologyManagerPolicy`, `reservedSystemCPUs`: a lowercase start, then
-/// an uppercase letter; letters and digits only.
-fn is_camel_case(token: &str) -> bool {
-    token.starts_with(|c: char| c.is_ascii_lowercase())
-        && token.chars().all(|c| c.is_ascii_alphanumeric())
-        && token.chars().any(|c| c.is_ascii_uppercase())
-}
-
 #[test]
 fn both_languages_name_the_same_keys_and_labels() {
     let english = named_keys(&read(GUIDE));
-    // The Chinese file also holds the quick start, which the README has.
     let chinese = named_keys(&read(CHINESE));
-    let readme = named_keys(&read("README.md"));
     let only_english: Vec<&String> = english.difference(&chinese).collect();
-    let only_chinese: Vec<&String> = chinese
-        .difference(&english)
-        .filter(|k| !readme.contains(*k))
-        .collect();
+    let only_chinese: Vec<&String> = chinese.difference(&english).collect();
     assert!(
         only_english.is_empty() && only_chinese.is_empty(),
         "named only in {GUIDE}: {only_english:?}; only in {CHINESE}: {only_chinese:?}"
