@@ -145,7 +145,7 @@ pub mod memory;
 pub mod merge;
 pub mod outcome;
 
-pub use admit::{admit, DEFAULT_MAX_ALLOWABLE_NUMA_NODES};
+pub use admit::{admit, admit_by_the_managers, DEFAULT_MAX_ALLOWABLE_NUMA_NODES};
 pub use facts::{
     ContainerDemand, ContainerKind, CpuManagerConfig, Fact, HugePages, InputError,
     MemoryManagerPolicy, NodeFacts, NumaNodeFacts, PodDemand, TopologyManagerConfig,
