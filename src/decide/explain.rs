@@ -583,8 +583,17 @@ impl NumaFigures {
                     .saturating_mul(size)
             })
         };
+        // Without the per-NUMA lists (an old labeler), the GPUs as the
+        // node's counts give them: NUMA nodes of `gpus-per-numa-max`.
+        let gpus = match (numas.is_empty(), facts.gpus_per_numa_max) {
+            (true, Some(most)) if most > 0 => {
+                let numa_nodes = facts.gpus.unwrap_or(most).div_ceil(most);
+                vec![u64::from(most); numa_nodes as usize]
+            }
+            _ => list(&|n| u64::from(n.gpus.unwrap_or(0))),
+        };
         NumaFigures {
-            gpus: list(&|n| u64::from(n.gpus.unwrap_or(0))),
+            gpus,
             cpus: list(&|n| u64::from(n.cpus.unwrap_or(0))),
             free_cpus: list(&|n| {
                 u64::from(
