@@ -843,6 +843,18 @@ pub fn session_files() -> Vec<SessionFile> {
             ]),
         },
         SessionFile {
+            name: "old-labeler-single-numa-node-fleet",
+            about: "3 p5 (HGX H100) nodes whose kubelets run single-numa-node, still labeled by a labeler older\nthan the shape label: gpus 8, gpus-per-numa-max 4 and the manager policies, no per-NUMA-node\nlists, no options, no shape. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![nodes(old_labeler(p5(Kubelet::cpu_static(SingleNumaNode, Pod))), 3)]),
+        },
+        SessionFile {
+            name: "one-hgx-restricted-node",
+            about: "A one-node GPU fleet: 1 HGX A100 node (4 + 4 GPUs, 56 CPUs per NUMA node) whose kubelet runs\nrestricted, scope pod, the static CPU Manager. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![nodes(hgx_a100(Kubelet::cpu_static(Restricted, Pod)), 1)]),
+        },
+        SessionFile {
             name: "old-labeler-fleet",
             about: "A fleet half upgraded: 2 p5 (HGX H100) nodes on best-effort labeled by the current labeler, and\n3 HGX A100 nodes on best-effort still labeled by a labeler older than the shape label (counts\nand manager policies only: no per-NUMA-node lists, no options, no shape). No fleet summary (404).",
             summary: S::Absent,

@@ -10,8 +10,8 @@ use crate::decide::model::{Answer, GroupVerdict};
 use crate::request::quantity::Quantity;
 use crate::settings::TopologyConfig;
 use gpu_topology::kubelet::{
-    AllocationFailure, HintReport, Indeterminate, NodeFacts, Refusal, Resource, ResourceReport,
-    StartupError, UnitReport, Unknown, Unsupported,
+    AllocationFailure, Fact, HintReport, Indeterminate, NodeFacts, Refusal, Resource,
+    ResourceReport, StartupError, UnitReport, Unknown, Unsupported,
 };
 use gpu_topology::{Alignment, NodeTopology, TopologyManagerPolicy, TopologyManagerScope};
 
@@ -32,15 +32,15 @@ pub fn no_group_takes_it(
     let nodes: u32 = verdicts.iter().map(GroupVerdict::nodes).sum();
     let lead = match need {
         Need::Admit => format!(
-            "it needs {}, but the kubelet of {} admits it",
+            "it needs {}, but {}",
             demand.describe_total(),
-            nobody(nodes)
+            no_kubelet_admits(nodes)
         ),
         Need::Host(alignment) => format!(
-            "it needs {} {} (topology.affinity: required), but {} hosts it so",
+            "it needs {} {} (topology.affinity: required), but {}",
             demand.describe_unit(),
             alignment.describe(),
-            nobody(nodes)
+            no_node_hosts(nodes)
         ),
     };
     format!(
@@ -49,11 +49,23 @@ pub fn no_group_takes_it(
     )
 }
 
-/// `no labeled GPU node` / `none of the 5 labeled GPU nodes`
-fn nobody(nodes: u32) -> String {
+/// That no labeled node's kubelet admits the pod, in the number of the
+/// fleet: the negation is in every form (`does not`, `no`, `none`).
+fn no_kubelet_admits(nodes: u32) -> String {
     match nodes {
-        1 => "the only labeled GPU node".to_owned(),
-        n => format!("none of the {n} labeled GPU nodes"),
+        0 => "the kubelet of no labeled GPU node admits it".to_owned(),
+        1 => "the kubelet of the only labeled GPU node does not admit it".to_owned(),
+        n => format!("the kubelet of none of the {n} labeled GPU nodes admits it"),
+    }
+}
+
+/// That no labeled node hosts the pod as `required` asks, in the number
+/// of the fleet.
+fn no_node_hosts(nodes: u32) -> String {
+    match nodes {
+        0 => "no labeled GPU node hosts it so".to_owned(),
+        1 => "the only labeled GPU node does not host it so".to_owned(),
+        n => format!("none of the {n} labeled GPU nodes hosts it so"),
     }
 }
 
@@ -69,7 +81,10 @@ pub fn groups_explained(
     // Groups that are no GPU match for the pod at all say the least.
     ranked.sort_by_key(|v| {
         (
-            matches!(v.answer, Answer::Refuse(Refusal::Insufficient { .. })),
+            matches!(
+                v.answer,
+                Answer::Refuse(Refusal::Insufficient { .. } | Refusal::NodeTooSmall { .. })
+            ),
             std::cmp::Reverse(v.nodes()),
         )
     });
@@ -303,6 +318,9 @@ fn refused(
             format!("the kubelet has {} and the pod needs {requested}", amount(capacity, resource)),
             format!("Request at most {} per pod, or split the work across several pods", amount(capacity, resource)),
         ),
+        Refusal::NodeTooSmall { resource, requested, capacity, reserved } => {
+            node_too_small(resource, requested, capacity, reserved)
+        }
         Refusal::AllocationFailed { container, resource, failure } => (
             format!(
                 "the kubelet cannot allocate {}'s {resource} ({}): it refuses it with UnexpectedAdmissionError",
@@ -316,6 +334,62 @@ fn refused(
             "Fix the kubelet configuration of those nodes".to_owned(),
         ),
     }
+}
+
+/// The scheduler's `Insufficient <resource>`: the request against the
+/// node's size, as the model bounds the allocatable.
+fn node_too_small(
+    resource: Resource,
+    requested: u64,
+    capacity: u64,
+    reserved: u64,
+) -> (String, String) {
+    let (name, asked, has, most) = match resource {
+        Resource::Cpu => {
+            let whole = (capacity - reserved.min(capacity)) / 1000;
+            let has = match reserved / 1000 {
+                0 => plural(capacity / 1000, "CPU"),
+                r => format!(
+                    "{}, {r} of them reserved by the kubelet",
+                    plural(capacity / 1000, "CPU")
+                ),
+            };
+            ("cpu", cpu_words(requested), has, plural(whole, "CPU"))
+        }
+        other => {
+            let most = format!("{} of {other}", rounded(capacity));
+            (
+                other.name(),
+                format!(
+                    "{} of {other}",
+                    Quantity::binary_units(requested).canonical()
+                ),
+                format!("at most {most}"),
+                most,
+            )
+        }
+    };
+    (
+        format!("the pod requests {asked}, more than a node there can allocate ({has}): the scheduler never places it there (Insufficient {name})"),
+        format!("Request at most {most} per pod, or split the work across several pods"),
+    )
+}
+
+/// `80 CPUs`, `1500m CPU`
+fn cpu_words(millis: u64) -> String {
+    if millis.is_multiple_of(1000) {
+        plural(millis / 1000, "CPU")
+    } else {
+        format!("{millis}m CPU")
+    }
+}
+
+/// Bytes rounded down to GiB (to MiB below one GiB): the labels' MiB
+/// rounding is not worth a message's digits.
+fn rounded(value: u64) -> String {
+    const GIB: u64 = 1 << 30;
+    let unit = if value >= GIB { GIB } else { MIB };
+    Quantity::binary_units(value / unit * unit).canonical()
 }
 
 /// A resource's request and narrowest NUMA masks, from its report.
@@ -509,8 +583,17 @@ impl NumaFigures {
                     .saturating_mul(size)
             })
         };
+        // Without the per-NUMA lists (an old labeler), the GPUs as the
+        // node's counts give them: NUMA nodes of `gpus-per-numa-max`.
+        let gpus = match (numas.is_empty(), facts.gpus_per_numa_max) {
+            (true, Some(most)) if most > 0 => {
+                let numa_nodes = facts.gpus.unwrap_or(most).div_ceil(most);
+                vec![u64::from(most); numa_nodes as usize]
+            }
+            _ => list(&|n| u64::from(n.gpus.unwrap_or(0))),
+        };
         NumaFigures {
-            gpus: list(&|n| u64::from(n.gpus.unwrap_or(0))),
+            gpus,
             cpus: list(&|n| u64::from(n.cpus.unwrap_or(0))),
             free_cpus: list(&|n| {
                 u64::from(
@@ -665,6 +748,7 @@ fn startup_words(error: StartupError) -> String {
 /// Why the model cannot answer, in words.
 pub fn unknown_words(unknown: &Unknown) -> String {
     match unknown {
+        Unknown::Missing(Fact::NumaNodes) => "the per-NUMA-node lists are not published".to_owned(),
         Unknown::Missing(fact) => format!("{fact} is not published"),
         Unknown::Indeterminate(Indeterminate::GpuPick { .. }) => {
             "it depends on which GPUs the device plugin picks".to_owned()
@@ -700,6 +784,61 @@ pub fn unknown_words(unknown: &Unknown) -> String {
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    /// Every number of nodes keeps the negation (issue #23 item 5: the
+    /// singular once read "the kubelet of the only labeled GPU node admits it").
+    #[rstest]
+    #[case::no_node(
+        0,
+        "the kubelet of no labeled GPU node admits it",
+        "no labeled GPU node hosts it so"
+    )]
+    #[case::one_node(
+        1,
+        "the kubelet of the only labeled GPU node does not admit it",
+        "the only labeled GPU node does not host it so"
+    )]
+    #[case::several_nodes(
+        5,
+        "the kubelet of none of the 5 labeled GPU nodes admits it",
+        "none of the 5 labeled GPU nodes hosts it so"
+    )]
+    fn no_node_takes_it_in_every_number(
+        #[case] nodes: u32,
+        #[case] admits: &str,
+        #[case] hosts: &str,
+    ) {
+        assert_eq!(no_kubelet_admits(nodes), admits);
+        assert_eq!(no_node_hosts(nodes), hosts);
+    }
+
+    /// (resource, requested, capacity, reserved, why, fix)
+    #[rstest]
+    #[case::cpus_none_reserved(Resource::Cpu, 80_000, 64_000, 0,
+        "the pod requests 80 CPUs, more than a node there can allocate (64 CPUs): the scheduler never places it there (Insufficient cpu)",
+        "Request at most 64 CPUs per pod, or split the work across several pods")]
+    #[case::cpus_one_reserved(Resource::Cpu, 1500, 1_000, 1_000,
+        "the pod requests 1500m CPU, more than a node there can allocate (1 CPU, 1 of them reserved by the kubelet): the scheduler never places it there (Insufficient cpu)",
+        "Request at most 0 CPUs per pod, or split the work across several pods")]
+    #[case::cpus_several_reserved(Resource::Cpu, 112_000, 112_000, 2_000,
+        "the pod requests 112 CPUs, more than a node there can allocate (112 CPUs, 2 of them reserved by the kubelet): the scheduler never places it there (Insufficient cpu)",
+        "Request at most 110 CPUs per pod, or split the work across several pods")]
+    #[case::memory(Resource::Memory, 600 << 30, (512 << 30) + (2 << 20), 0,
+        "the pod requests 600Gi of memory, more than a node there can allocate (at most 512Gi of memory): the scheduler never places it there (Insufficient memory)",
+        "Request at most 512Gi of memory per pod, or split the work across several pods")]
+    fn node_size_refusals_say_the_numbers(
+        #[case] resource: Resource,
+        #[case] requested: u64,
+        #[case] capacity: u64,
+        #[case] reserved: u64,
+        #[case] why: &str,
+        #[case] fix: &str,
+    ) {
+        assert_eq!(
+            node_too_small(resource, requested, capacity, reserved),
+            (why.to_owned(), fix.to_owned())
+        );
+    }
 
     #[rstest]
     #[case::one_gpu(1, Resource::Gpu, "1 GPU")]

@@ -105,6 +105,7 @@ fn node() -> impl Strategy<Value = NodeFacts> {
             known(any::<bool>()),
         ),
         known(memory),
+        (known(any::<u32>()), known(any::<u32>())),
     )
         .prop_map(
             |(
@@ -113,7 +114,10 @@ fn node() -> impl Strategy<Value = NodeFacts> {
                 (policy, scope, closest, max),
                 (cpu, full, distribute, align),
                 memory,
+                (gpus, gpus_per_numa_max),
             )| NodeFacts {
+                gpus,
+                gpus_per_numa_max,
                 numa_nodes,
                 threads_per_core,
                 topology_manager: TopologyManagerConfig {

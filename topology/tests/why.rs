@@ -5,8 +5,7 @@
 mod support;
 
 use gpu_topology::kubelet::{
-    admit, AllocationFailure, ContainerKind, MemoryManagerPolicy, NodeFacts, PodDemand, Refusal,
-    Resource, Verdict,
+    admit, ContainerKind, MemoryManagerPolicy, NodeFacts, PodDemand, Refusal, Resource, Verdict,
 };
 use gpu_topology::{TopologyManagerPolicy as Tm, TopologyManagerScope as Scope};
 use rstest::rstest;
@@ -92,14 +91,16 @@ fn burstable(pod: PodDemand) -> PodDemand {
     })
 )]
 // The whole node less the reserved core: 112 - 2 = 110 physical CPUs.
+// Every CPU, reserved ones too: more than the allocatable, so the
+// scheduler never places it (before the CPU Manager's SMTAlignmentError).
 #[case::all_cpus_full_pcpus_only(
     full_pcpus_only(Tm::BestEffort),
     guaranteed(vec![app(1, 112, 8)]),
-    Verdict::Refuse(Refusal::SmtAlignment {
-        container: 0,
-        requested: 112,
-        cpus_per_core: 2,
-        available_physical_cpus: Some(110)
+    Verdict::Refuse(Refusal::NodeTooSmall {
+        resource: Resource::Cpu,
+        requested: 112_000,
+        capacity: 112_000,
+        reserved: 2_000
     })
 )]
 #[case::four_cpus_full_pcpus_only(
@@ -148,13 +149,16 @@ fn burstable(pod: PodDemand) -> PodDemand {
 )]
 // More memory than the whole node: the Memory Manager finds no hint (no
 // preference to the Topology Manager) and fails to allocate.
+// More than the node's memory: the scheduler never places it (the
+// Memory Manager would fail it with NoExtendedMemoryAffinity).
 #[case::memory_larger_than_the_node_best_effort(
     memory_static(Tm::BestEffort),
     guaranteed(vec![app(4, 16, 2000)]),
-    Verdict::Refuse(Refusal::AllocationFailed {
-        container: 0,
+    Verdict::Refuse(Refusal::NodeTooSmall {
         resource: Resource::Memory,
-        failure: AllocationFailure::NoExtendedMemoryAffinity
+        requested: 2000 << 30,
+        capacity: 1_097_366_241_280,
+        reserved: 0
     })
 )]
 fn kubelet_answers_why_cases(

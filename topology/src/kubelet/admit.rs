@@ -14,8 +14,8 @@
 use super::cpu::{guaranteed_cpus, CpuAllocError, CpuOptions, CpuState};
 use super::device::{allocate_gpus, gpu_hints, pod_gpu_request, GpuState};
 use super::facts::{
-    numa_nodes, validate, ContainerDemand, Fact, InputError, MemoryManagerPolicy, NodeFacts,
-    PodDemand,
+    numa_nodes, validate, ContainerDemand, Fact, HugePages, InputError, MemoryManagerPolicy,
+    NodeFacts, NumaNodeFacts, PodDemand, HUGE_PAGE_1GI_BYTES, HUGE_PAGE_2MI_BYTES, MIB,
 };
 use super::hint::{ProviderHints, TopologyHint};
 use super::mask::MAX_NUMA_NODES;
@@ -24,8 +24,8 @@ use super::memory::{
 };
 use super::merge::{policy_merge, NumaInfo, PolicyMerge};
 use super::outcome::{
-    Admission, AllocationFailure, Indeterminate, Refusal, Remaining, Resource, ResourceReport,
-    StartupError, UnitReport, Unknown, Verdict,
+    Admission, AllocationFailure, HintReport, Indeterminate, Refusal, Remaining, Resource,
+    ResourceReport, StartupError, UnitReport, Unknown, Verdict,
 };
 use crate::labels::{CpuManagerPolicy, TopologyManagerPolicy, TopologyManagerScope};
 
@@ -66,13 +66,41 @@ type Step<T> = Result<T, Stop>;
 /// an empty one (see the module documentation for what that means on a busy
 /// node).
 pub fn admit(node: &NodeFacts, pod: &PodDemand) -> Result<Admission, InputError> {
+    admit_with(node, pod, NodeFit::Checked)
+}
+
+/// [`admit`] by the kubelet's managers alone: the node's size against the
+/// pod's requests (the scheduler's and the predicate handler's check,
+/// [`node_fit`]) is left out, GPUs excepted, as the Device Manager's own
+/// `Allocate` checks them. For comparing the managers with a brute-force
+/// kubelet that has no scheduler (`tests/model_vs_brute.rs`).
+pub fn admit_by_the_managers(node: &NodeFacts, pod: &PodDemand) -> Result<Admission, InputError> {
+    admit_with(node, pod, NodeFit::GpusOnly)
+}
+
+/// Which node-size checks run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NodeFit {
+    Checked,
+    GpusOnly,
+}
+
+fn admit_with(node: &NodeFacts, pod: &PodDemand, fit: NodeFit) -> Result<Admission, InputError> {
     validate(node, pod)?;
     let mut units = Vec::new();
     let mut remaining = Remaining::default();
-    let verdict = match evaluate(node, pod, &mut units, &mut remaining) {
+    let mut behind = None;
+    let verdict = match evaluate(node, pod, fit, &mut units, &mut remaining) {
         Ok(aligned) => Verdict::Admit { aligned },
         Err(Stop::Refuse(r)) => Verdict::Refuse(r),
-        Err(Stop::Unknown(u)) => Verdict::Unknown(u),
+        Err(Stop::Unknown(u)) => match refusal_whatever_is_unknown(node, pod) {
+            Some((refusal, unit)) => {
+                behind = Some(u);
+                units = unit.into_iter().collect();
+                Verdict::Refuse(refusal)
+            }
+            None => Verdict::Unknown(u),
+        },
         Err(Stop::Input(e)) => return Err(e),
     };
     if !matches!(verdict, Verdict::Admit { .. }) {
@@ -81,6 +109,7 @@ pub fn admit(node: &NodeFacts, pod: &PodDemand) -> Result<Admission, InputError>
     Ok(Admission {
         verdict,
         units,
+        behind,
         remaining,
     })
 }
@@ -100,7 +129,10 @@ struct Admitter<'a> {
     numa: NumaInfo,
     prefer_closest: Option<bool>,
     first_without_distances: usize,
+    /// The CPU Manager may pin CPUs (`static`, or its policy unknown: then
+    /// `cpu` is that unknown).
     cpu_static: bool,
+    /// The Memory Manager may pin memory, as `cpu_static`.
     memory_static: bool,
     gpu: Option<GpuState>,
     cpu: Result<CpuState, Unknown>,
@@ -140,7 +172,7 @@ fn startup(node: &NodeFacts) -> Step<()> {
     Ok(())
 }
 
-fn cpu_options(node: &NodeFacts) -> Step<CpuOptions> {
+fn cpu_options(node: &NodeFacts) -> Result<CpuOptions, Fact> {
     let cm = &node.cpu_manager;
     Ok(CpuOptions {
         full_pcpus_only: cm.full_pcpus_only.ok_or(Fact::FullPcpusOnly)?,
@@ -151,15 +183,353 @@ fn cpu_options(node: &NodeFacts) -> Step<CpuOptions> {
     })
 }
 
+/// The node's size against the pod's requests: the scheduler's
+/// `NodeResourcesFit` (and the kubelet's `PredicateAdmitHandler`, which runs
+/// the same `noderesources.Fits` on `status.allocatable`) refuses a pod that
+/// requests more than the node's allocatable. Every bound here is the most
+/// the allocatable can be on the facts known, so a refusal holds whatever
+/// the missing facts are. A resource the pod requests whose size is not
+/// known leaves an admission unknown (the refusals found stand).
+///
+/// - GPUs: the per-NUMA counts' sum, else the node's `gpus` count. The pod's
+///   request is its effective one (`getPodDeviceRequest`, as the scheduler
+///   sums it).
+/// - CPUs: the NUMA nodes' online CPUs (the node's `capacity`), less the
+///   kubelet's reserved CPUs where known: `ceil(kubeReserved +
+///   systemReserved)` (or `reservedSystemCPUs`), so the allocatable is
+///   below `capacity - reserved + 1`. The static CPU Manager always
+///   reserves some: unpublished, they leave the size unknown.
+/// - Memory and hugepages: the NUMA nodes' allocatable amounts, as the
+///   labels give them (net of hugepages and `reservedMemory`, which the
+///   static Memory Manager requires to equal `kubeReserved + systemReserved +
+///   evictionHard`), each plus the MiB the labels round down.
+///
+/// Pod-level `spec.resources` replace the containers' requests in the
+/// scheduler's sum: CPU and memory are then not checked here.
+fn node_fit(node: &NodeFacts, pod: &PodDemand, fit: NodeFit) -> Step<Option<Unknown>> {
+    if pod.containers.iter().any(|c| c.gpus.is_some()) {
+        if let Some(capacity) = node_gpus(node) {
+            let requested = u64::from(pod_gpu_request(&pod.containers).unwrap_or(0));
+            if requested > capacity {
+                return Err(Stop::Refuse(Refusal::Insufficient {
+                    resource: Resource::Gpu,
+                    requested,
+                    capacity,
+                }));
+            }
+        }
+    }
+    if pod.pod_level_resources || fit == NodeFit::GpusOnly {
+        return Ok(None);
+    }
+    let numas = node.numa_nodes.as_deref();
+    // The sum over the NUMA nodes, or the first NUMA node (by index) where
+    // the fact is missing; every machine has a NUMA node 0.
+    let sum = |f: &dyn Fn(&NumaNodeFacts) -> Option<u64>| -> Result<u64, usize> {
+        let numas = numas.ok_or(0usize)?;
+        numas.iter().enumerate().try_fold(0u64, |total, (numa, n)| {
+            Ok(total.saturating_add(f(n).ok_or(numa)?))
+        })
+    };
+    let requested = |f: &dyn Fn(&ContainerDemand) -> u64| {
+        super::pod_effective(pod.containers.iter().map(|c| (c.kind, f(c))))
+    };
+    let huge = |pages: Option<HugePages>, size: u64| {
+        pages.map(|p| {
+            p.pages
+                .saturating_sub(p.reserved_pages)
+                .saturating_mul(size)
+        })
+    };
+    let static_cpu = node.cpu_manager.policy == Some(CpuManagerPolicy::Static);
+    let cpu_size = sum(&|n| n.cpus.map(u64::from))
+        .map_err(|numa| Fact::Cpus { numa })
+        .and_then(|cpus| {
+            // Reserved CPUs are kept from the allocatable under any CPU
+            // Manager policy; the static one always has some.
+            let reserved = match sum(&|n| n.reserved_cpus.map(u64::from)) {
+                Ok(reserved) => reserved,
+                Err(numa) if static_cpu => return Err(Fact::ReservedCpus { numa }),
+                Err(_) => 0,
+            };
+            Ok((
+                cpus.saturating_mul(1000),
+                reserved.min(cpus).saturating_mul(1000),
+            ))
+        });
+    let memory_size = sum(&|n| {
+        let pages = huge(n.hugepages_2mi, HUGE_PAGE_2MI_BYTES).unwrap_or(0)
+            + huge(n.hugepages_1gi, HUGE_PAGE_1GI_BYTES).unwrap_or(0);
+        let total = n.memory_mib?.saturating_sub(n.reserved_memory_mib?);
+        Some(
+            total
+                .saturating_add(1)
+                .saturating_mul(MIB)
+                .saturating_sub(pages),
+        )
+    })
+    .map(|bytes| (bytes, 0))
+    .map_err(|numa| Fact::Memory { numa });
+    let pages_size = |size, fact: fn(usize) -> Fact| {
+        sum(&|n| {
+            let pages = if size == HUGE_PAGE_2MI_BYTES {
+                n.hugepages_2mi
+            } else {
+                n.hugepages_1gi
+            };
+            huge(pages, size)
+        })
+        .map(|bytes| (bytes, 0))
+        .map_err(fact)
+    };
+    let sizes = [
+        (Resource::Cpu, requested(&|c| c.cpu_millis), cpu_size),
+        (
+            Resource::Memory,
+            requested(&|c| c.memory_bytes),
+            memory_size,
+        ),
+        (
+            Resource::HugePages2Mi,
+            requested(&|c| c.hugepages_2mi_bytes),
+            pages_size(HUGE_PAGE_2MI_BYTES, |numa| Fact::HugePages2Mi { numa }),
+        ),
+        (
+            Resource::HugePages1Gi,
+            requested(&|c| c.hugepages_1gi_bytes),
+            pages_size(HUGE_PAGE_1GI_BYTES, |numa| Fact::HugePages1Gi { numa }),
+        ),
+    ];
+    let mut unknown = None;
+    for (resource, requested, size) in sizes {
+        if requested == 0 {
+            continue;
+        }
+        let (capacity, reserved) = match size {
+            Ok(size) => size,
+            Err(fact) => {
+                unknown.get_or_insert(Unknown::Missing(fact));
+                continue;
+            }
+        };
+        // A reservation rounded up to whole CPUs leaves less than one CPU
+        // more allocatable than `capacity - reserved`.
+        let slack = if reserved > 0 { 999 } else { 0 };
+        let most = capacity.saturating_sub(reserved).saturating_add(slack);
+        if requested > most {
+            return Err(Stop::Refuse(Refusal::NodeTooSmall {
+                resource,
+                requested,
+                capacity,
+                reserved,
+            }));
+        }
+    }
+    Ok(unknown)
+}
+
+/// The node's GPUs: the per-NUMA counts' sum when all are known, else the
+/// node's count.
+fn node_gpus(node: &NodeFacts) -> Option<u64> {
+    let listed = node.numa_nodes.as_deref().and_then(|numas| {
+        numas
+            .iter()
+            .try_fold(0u64, |total, n| Some(total + u64::from(n.gpus?)))
+    });
+    listed.or(node.gpus.map(u64::from))
+}
+
+/// The GPUs on the NUMA node that has the most: from the per-NUMA counts
+/// when all are known, else the node's `gpus-per-numa-max`.
+fn largest_numa_gpus(node: &NodeFacts) -> Option<u32> {
+    let listed = node.numa_nodes.as_deref().and_then(|numas| {
+        numas
+            .iter()
+            .try_fold(0u32, |most, n| Some(most.max(n.gpus?)))
+    });
+    listed.or(node.gpus_per_numa_max)
+}
+
+/// After the evaluation in the kubelet's order stopped at an unknown: a
+/// rule that refuses the pod on the facts it reads, whatever the unknown
+/// is, with the unit report its explanation reads. Each rule depends on
+/// nothing an earlier stage allocates:
+///
+/// - `single-numa-node` and a unit whose GPUs no NUMA node holds: the
+///   Device Manager's preferred hints have the fewest NUMA nodes whose GPUs
+///   (free or not) hold the request (`generateDeviceTopologyHints`), so none
+///   is of one NUMA node, whatever the other providers say and whatever an
+///   earlier container took; `single-numa-node` admits only a preferred
+///   hint of one NUMA node (`policy_single_numa_node.go`). Under scope
+///   `pod` the unit is the pod's GPUs, under `container` each container's;
+///   with the scope unknown, a container too large for one NUMA node is
+///   refused under both.
+/// - `full-pcpus-only` and a container's exclusive CPUs that are not a
+///   multiple of the threads per core: the static policy's `Allocate`
+///   refuses it before it looks at any free CPU (`SMTAlignmentError`),
+///   whatever the Topology Manager chose and whatever was allocated before.
+///
+/// The kubelet starting is not in doubt here: with `startup` unknown the
+/// node may never run the pod for another reason, so no rule is applied.
+fn refusal_whatever_is_unknown(
+    node: &NodeFacts,
+    pod: &PodDemand,
+) -> Option<(Refusal, Option<UnitReport>)> {
+    if startup(node).is_err() {
+        return None;
+    }
+    let tm = &node.topology_manager;
+    let single_numa_node = tm.policy == Some(TopologyManagerPolicy::SingleNumaNode);
+    let largest = largest_numa_gpus(node);
+    let too_wide = |gpus: u32| single_numa_node && gpus > 0 && largest.is_some_and(|m| gpus > m);
+    let refused_unit = |container: Option<usize>, gpus: u32| {
+        let report = ResourceReport {
+            resource: Resource::Gpu,
+            request: u64::from(gpus),
+            hints: numa_span(node, gpus),
+        };
+        (
+            Refusal::TopologyAffinity { container },
+            Some(UnitReport {
+                container,
+                resources: vec![report],
+                hint: None,
+                aligned: false,
+            }),
+        )
+    };
+    let scope = if pod.containers.len() > 1 {
+        tm.scope
+    } else {
+        Some(TopologyManagerScope::Container)
+    };
+    let gpus_of = |c: &ContainerDemand| c.gpus.unwrap_or(0);
+    match scope {
+        Some(TopologyManagerScope::Pod) => {
+            let gpus = pod_gpu_request(&pod.containers).unwrap_or(0);
+            if too_wide(gpus) {
+                return Some(refused_unit(None, gpus));
+            }
+        }
+        Some(TopologyManagerScope::Container) => {
+            if let Some(i) = pod.containers.iter().position(|c| too_wide(gpus_of(c))) {
+                return Some(refused_unit(Some(i), gpus_of(&pod.containers[i])));
+            }
+        }
+        None => {
+            let widest = (0..pod.containers.len()).max_by_key(|&i| gpus_of(&pod.containers[i]));
+            if let Some(i) = widest.filter(|&i| too_wide(gpus_of(&pod.containers[i]))) {
+                return Some(refused_unit(Some(i), gpus_of(&pod.containers[i])));
+            }
+        }
+    }
+    let cm = &node.cpu_manager;
+    let smt = cm.policy == Some(CpuManagerPolicy::Static) && cm.full_pcpus_only == Some(true);
+    let threads = node.threads_per_core.filter(|&t| t > 1)?;
+    if !(smt && pod.guaranteed && !pod.pod_level_resources) {
+        return None;
+    }
+    pod.containers.iter().enumerate().find_map(|(i, c)| {
+        let cpus = guaranteed_cpus(true, c.cpu_millis);
+        (cpus > 0 && !cpus.is_multiple_of(threads)).then_some((
+            Refusal::SmtAlignment {
+                container: i,
+                requested: cpus,
+                cpus_per_core: threads,
+                available_physical_cpus: None,
+            },
+            None,
+        ))
+    })
+}
+
+/// The Device Manager's report for `gpus` on `node` with nothing taken:
+/// the fewest NUMA nodes whose GPUs hold them, from the per-NUMA counts
+/// when known, else from `gpus-per-numa-max` (exact when every NUMA node
+/// with GPUs has that many, as on the machines labelers publish, and
+/// otherwise the least it can be).
+fn numa_span(node: &NodeFacts, gpus: u32) -> HintReport {
+    let listed: Option<Vec<u32>> = node
+        .numa_nodes
+        .as_deref()
+        .and_then(|numas| numas.iter().map(|n| n.gpus).collect());
+    let span = match (listed, largest_numa_gpus(node)) {
+        (Some(mut counts), _) => {
+            counts.sort_unstable_by(|a, b| b.cmp(a));
+            let mut held = 0u64;
+            counts
+                .iter()
+                .position(|&c| {
+                    held += u64::from(c);
+                    held >= u64::from(gpus)
+                })
+                .map(|i| i as u32 + 1)
+        }
+        (None, Some(most)) if most > 0 => Some(gpus.div_ceil(most)),
+        _ => None,
+    };
+    match span {
+        Some(n) => HintReport::Hints {
+            narrowest_capacity: n,
+            narrowest_available: n,
+            preferred_masks: 0,
+        },
+        None => HintReport::NoFit,
+    }
+}
+
 fn evaluate(
     node: &NodeFacts,
     pod: &PodDemand,
+    fit: NodeFit,
     units: &mut Vec<UnitReport>,
     remaining: &mut Remaining,
 ) -> Step<bool> {
-    startup(node)?;
+    // A kubelet that does not start decides first; one that may not start
+    // (an unknown) still leaves the node-size refusals true.
+    let started = startup(node);
+    if let Err(Stop::Refuse(refusal)) = started {
+        return Err(Stop::Refuse(refusal));
+    }
+    let size_unknown = node_fit(node, pod, fit)?;
+    started?;
+    // The managers' answer stands, but an admission needs the node's size.
+    // Unknown, it names the first fact missing in the kubelet's order: a
+    // manager's policy before what that manager then reads.
+    let aligned = evaluate_managers(node, pod, units, remaining).map_err(|stop| match stop {
+        Stop::Unknown(later) => Stop::Unknown(pinning(node, pod).unknown().unwrap_or(later)),
+        other => other,
+    })?;
+    match size_unknown {
+        Some(unknown) => Err(Stop::Unknown(unknown)),
+        None => Ok(aligned),
+    }
+}
+
+/// Whether the CPU and Memory Managers pin something of the pod: `None`
+/// where the manager's policy is not published. Its hints and its
+/// `Allocate` are then unknown, but the evaluation goes on: under
+/// `restricted` and `single-numa-node` a hint provider more only removes
+/// preferred hints, so a refusal by the others stands
+/// ([`Admitter::merge_unit`]).
+struct Pinning {
+    cpu_static: Option<bool>,
+    memory_static: Option<bool>,
+}
+
+impl Pinning {
+    /// The policy that is not published, CPU Manager first.
+    fn unknown(&self) -> Option<Unknown> {
+        match (self.cpu_static, self.memory_static) {
+            (None, _) => Some(Unknown::Missing(Fact::CpuManagerPolicy)),
+            (_, None) => Some(Unknown::Missing(Fact::MemoryManagerPolicy)),
+            _ => None,
+        }
+    }
+}
+
+fn pinning(node: &NodeFacts, pod: &PodDemand) -> Pinning {
     let pinned = pod.guaranteed && !pod.pod_level_resources;
-    let wants_gpus = pod.containers.iter().any(|c| c.gpus.is_some());
     let wants_cpus = pinned
         && pod
             .containers
@@ -170,15 +540,43 @@ fn evaluate(
             .containers
             .iter()
             .any(|c| container_request(c) != [0; 3]);
-    let cpu_static = wants_cpus
-        && node.cpu_manager.policy.ok_or(Fact::CpuManagerPolicy)? == CpuManagerPolicy::Static;
-    let memory_static = wants_memory
-        && node.memory_manager.ok_or(Fact::MemoryManagerPolicy)? == MemoryManagerPolicy::Static;
-    if !(wants_gpus || cpu_static || memory_static) {
+    Pinning {
+        cpu_static: if wants_cpus {
+            node.cpu_manager
+                .policy
+                .map(|policy| policy == CpuManagerPolicy::Static)
+        } else {
+            Some(false)
+        },
+        memory_static: if wants_memory {
+            node.memory_manager
+                .map(|policy| policy == MemoryManagerPolicy::Static)
+        } else {
+            Some(false)
+        },
+    }
+}
+
+/// The Topology Manager's scopes over the hint providers, on a node known
+/// to start and to be large enough.
+fn evaluate_managers(
+    node: &NodeFacts,
+    pod: &PodDemand,
+    units: &mut Vec<UnitReport>,
+    remaining: &mut Remaining,
+) -> Step<bool> {
+    let wants_gpus = pod.containers.iter().any(|c| c.gpus.is_some());
+    let Pinning {
+        cpu_static,
+        memory_static,
+    } = pinning(node, pod);
+    let may_pin_cpus = cpu_static != Some(false);
+    let may_pin_memory = memory_static != Some(false);
+    if !(wants_gpus || may_pin_cpus || may_pin_memory) {
         // No provider gives a hint and no manager pins anything.
         return Ok(true);
     }
-    if memory_static {
+    if memory_static == Some(true) {
         if let Some(i) = pod.containers.iter().position(|c| c.memory_bytes == 0) {
             return Err(InputError::GuaranteedWithoutMemory { container: i }.into());
         }
@@ -202,32 +600,21 @@ fn evaluate(
         for (numa, n) in numas.iter().enumerate() {
             total.push(n.gpus.ok_or(Fact::Gpus { numa })?);
         }
-        let state = GpuState::new(total);
-        let requested = u64::from(pod_gpu_request(&pod.containers).unwrap_or(0));
-        if requested > state.total_gpus() {
-            return Err(Stop::Refuse(Refusal::Insufficient {
-                resource: Resource::Gpu,
-                requested,
-                capacity: state.total_gpus(),
-            }));
-        }
-        Some(state)
+        Some(GpuState::new(total))
     } else {
         None
     };
-    let cpu = if cpu_static {
-        let options = cpu_options(node)?;
-        match node.threads_per_core {
-            Some(t) => CpuState::new(numas, t, options)?,
-            None => Err(Unknown::Missing(Fact::ThreadsPerCore)),
-        }
-    } else {
-        Err(Unknown::Missing(Fact::CpuManagerPolicy))
+    let cpu = match cpu_static {
+        Some(true) => match (cpu_options(node), node.threads_per_core) {
+            (Ok(options), Some(t)) => CpuState::new(numas, t, options)?,
+            (Err(fact), _) => Err(Unknown::Missing(fact)),
+            (_, None) => Err(Unknown::Missing(Fact::ThreadsPerCore)),
+        },
+        _ => Err(Unknown::Missing(Fact::CpuManagerPolicy)),
     };
-    let memory = if memory_static {
-        MemoryState::new(numas)?
-    } else {
-        Err(Unknown::Missing(Fact::MemoryManagerPolicy))
+    let memory = match memory_static {
+        Some(true) => MemoryState::new(numas)?,
+        _ => Err(Unknown::Missing(Fact::MemoryManagerPolicy)),
     };
     let distances: Option<Vec<Vec<u32>>> = numas.iter().map(|n| n.distances.clone()).collect();
     let mut admitter = Admitter {
@@ -242,8 +629,8 @@ fn evaluate(
             .iter()
             .position(|n| n.distances.is_none())
             .unwrap_or(0),
-        cpu_static,
-        memory_static,
+        cpu_static: may_pin_cpus,
+        memory_static: may_pin_memory,
         gpu,
         cpu,
         memory,
@@ -592,6 +979,7 @@ fn memory_stop(failure: AllocationFailure, container: usize) -> Stop {
 mod tests {
     use super::*;
     use crate::kubelet::facts::{CpuManagerConfig, NumaNodeFacts, TopologyManagerConfig};
+    use rstest::rstest;
 
     fn node(policy: TopologyManagerPolicy, gpus: &[u32]) -> NodeFacts {
         NodeFacts {
@@ -599,6 +987,7 @@ mod tests {
                 gpus.iter()
                     .map(|&g| NumaNodeFacts {
                         gpus: Some(g),
+                        cpus: Some(64),
                         ..NumaNodeFacts::default()
                     })
                     .collect(),
@@ -694,19 +1083,184 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_pod_without_alignable_resources_needs_no_facts() {
+    /// A pod no manager aligns needs only the node's size (the scheduler's
+    /// fit): no kubelet settings.
+    #[rstest]
+    #[case::size_known(Some(64), Verdict::Admit { aligned: true })]
+    #[case::size_unknown(None, Verdict::Unknown(Unknown::Missing(Fact::Cpus { numa: 0 })))]
+    fn a_pod_without_alignable_resources_needs_only_the_nodes_size(
+        #[case] cpus: Option<u32>,
+        #[case] expected: Verdict,
+    ) {
         let pod = PodDemand {
             containers: vec![ContainerDemand {
                 cpu_millis: 500,
-                memory_bytes: 1 << 30,
                 ..ContainerDemand::default()
             }],
             guaranteed: false,
             pod_level_resources: false,
         };
-        let answer = admit(&NodeFacts::default(), &pod).unwrap();
-        assert_eq!(answer.verdict, Verdict::Admit { aligned: true });
+        let node = NodeFacts {
+            numa_nodes: Some(vec![NumaNodeFacts {
+                cpus,
+                ..NumaNodeFacts::default()
+            }]),
+            ..NodeFacts::default()
+        };
+        assert_eq!(admit(&node, &pod).unwrap().verdict, expected);
+    }
+
+    /// What a labeler older than the per-NUMA lists publishes: counts and
+    /// the Topology Manager policy.
+    fn counts_only(policy: TopologyManagerPolicy) -> NodeFacts {
+        NodeFacts {
+            gpus: Some(8),
+            gpus_per_numa_max: Some(4),
+            topology_manager: TopologyManagerConfig {
+                policy: Some(policy),
+                ..TopologyManagerConfig::default()
+            },
+            ..NodeFacts::default()
+        }
+    }
+
+    /// A node with its per-NUMA lists whose CPU Manager policy is not
+    /// published.
+    fn cpu_policy_unknown(policy: TopologyManagerPolicy) -> NodeFacts {
+        let mut n = node(policy, &[4, 4]);
+        n.cpu_manager.policy = None;
+        n
+    }
+
+    fn guaranteed(gpus: u32, cpus: u64, memory_gib: u64) -> PodDemand {
+        PodDemand {
+            containers: vec![ContainerDemand {
+                gpus: Some(gpus),
+                cpu_millis: cpus * 1000,
+                memory_bytes: memory_gib << 30,
+                ..ContainerDemand::default()
+            }],
+            guaranteed: true,
+            pod_level_resources: false,
+        }
+    }
+
+    /// Refusals come before unknowns (issue #23 item 0): each rule refuses
+    /// on the facts it has, whatever the missing ones are. (node, pod, the
+    /// verdict, refused behind an unknown)
+    #[rstest]
+    #[case::sixteen_gpus_on_a_node_counting_8(
+        counts_only(TopologyManagerPolicy::BestEffort), guaranteed(16, 8, 64),
+        Verdict::Refuse(Refusal::Insufficient { resource: Resource::Gpu, requested: 16, capacity: 8 }), false)]
+    #[case::six_gpus_on_single_numa_node_counting_4_per_numa_node(
+        counts_only(TopologyManagerPolicy::SingleNumaNode), guaranteed(6, 8, 64),
+        Verdict::Refuse(Refusal::TopologyAffinity { container: Some(0) }), true)]
+    #[case::four_gpus_on_single_numa_node_counting_4_per_numa_node_is_unknown(
+        counts_only(TopologyManagerPolicy::SingleNumaNode),
+        guaranteed(4, 8, 64),
+        Verdict::Unknown(Unknown::Missing(Fact::CpuManagerPolicy)),
+        false
+    )]
+    #[case::six_gpus_on_single_numa_node_without_the_cpu_policy(
+        cpu_policy_unknown(TopologyManagerPolicy::SingleNumaNode), guaranteed(6, 8, 64),
+        Verdict::Refuse(Refusal::TopologyAffinity { container: Some(0) }), false)]
+    #[case::six_gpus_on_restricted_without_the_cpu_policy_is_unknown(
+        cpu_policy_unknown(TopologyManagerPolicy::Restricted),
+        guaranteed(6, 8, 64),
+        Verdict::Unknown(Unknown::Missing(Fact::CpuManagerPolicy)),
+        false
+    )]
+    fn refusals_come_before_unknowns(
+        #[case] node: NodeFacts,
+        #[case] pod: PodDemand,
+        #[case] expected: Verdict,
+        #[case] behind: bool,
+    ) {
+        let answer = admit(&node, &pod).unwrap();
+        assert_eq!(answer.verdict, expected);
+        assert_eq!(answer.behind.is_some(), behind, "{:?}", answer.behind);
+    }
+
+    /// `full-pcpus-only` refuses a count that is no multiple of the threads
+    /// per core before it looks at anything else: also with the Topology
+    /// Manager unknown.
+    #[rstest]
+    #[case::three_cpus(3, true)]
+    #[case::four_cpus(4, false)]
+    fn full_pcpus_only_refuses_odd_counts_whatever_the_topology_manager(
+        #[case] cpus: u64,
+        #[case] refused: bool,
+    ) {
+        let mut n = node(TopologyManagerPolicy::BestEffort, &[4, 4]);
+        n.topology_manager.policy = None;
+        n.threads_per_core = Some(2);
+        n.cpu_manager = CpuManagerConfig {
+            policy: Some(CpuManagerPolicy::Static),
+            full_pcpus_only: Some(true),
+            distribute_cpus_across_numa: Some(false),
+            align_by_socket: Some(false),
+        };
+        let answer = admit(&n, &guaranteed(1, cpus, 0)).unwrap();
+        let expected = if refused {
+            Verdict::Refuse(Refusal::SmtAlignment {
+                container: 0,
+                requested: 3,
+                cpus_per_core: 2,
+                available_physical_cpus: None,
+            })
+        } else {
+            Verdict::Unknown(Unknown::Missing(Fact::TopologyManagerPolicy))
+        };
+        assert_eq!(answer.verdict, expected);
+    }
+
+    /// The node's size (issue #23 item 3): more than its allocatable is
+    /// never scheduled there. 2 NUMA nodes of 64 CPUs (2 reserved under the
+    /// static CPU Manager) and 256 GiB.
+    #[rstest]
+    #[case::cpus_of_the_node(128, 64, CpuManagerPolicy::None, None)]
+    #[case::cpus_above_the_node(129, 64, CpuManagerPolicy::None, Some((Resource::Cpu, 129_000, 128_000, 0)))]
+    #[case::cpus_above_the_allocatable(127, 64, CpuManagerPolicy::Static, Some((Resource::Cpu, 127_000, 128_000, 2_000)))]
+    #[case::cpus_of_the_allocatable(126, 64, CpuManagerPolicy::Static, None)]
+    #[case::memory_above_the_node(8, 600, CpuManagerPolicy::None, Some((Resource::Memory, 600 << 30, (512 << 30) + (2 << 20), 0)))]
+    #[case::memory_of_the_node(8, 512, CpuManagerPolicy::None, None)]
+    fn the_nodes_size_refuses_what_it_cannot_hold(
+        #[case] cpus: u64,
+        #[case] memory_gib: u64,
+        #[case] cpu_policy: CpuManagerPolicy,
+        #[case] refused: Option<(Resource, u64, u64, u64)>,
+    ) {
+        // The labeler publishes reserved CPUs under the static CPU Manager.
+        let numa = NumaNodeFacts {
+            gpus: Some(4),
+            cpus: Some(64),
+            reserved_cpus: (cpu_policy == CpuManagerPolicy::Static).then_some(1),
+            memory_mib: Some(256 << 10),
+            reserved_memory_mib: Some(0),
+            ..NumaNodeFacts::default()
+        };
+        let mut n = node(TopologyManagerPolicy::BestEffort, &[4, 4]);
+        n.numa_nodes = Some(vec![numa.clone(), numa]);
+        n.cpu_manager.policy = Some(cpu_policy);
+        // Not Guaranteed: no manager pins anything, only the size decides.
+        let mut pod = guaranteed(1, cpus, memory_gib);
+        pod.guaranteed = false;
+        let verdict = admit(&n, &pod).unwrap().verdict;
+        match refused {
+            Some((resource, requested, capacity, reserved)) => assert_eq!(
+                verdict,
+                Verdict::Refuse(Refusal::NodeTooSmall {
+                    resource,
+                    requested,
+                    capacity,
+                    reserved
+                })
+            ),
+            None => assert!(
+                !matches!(verdict, Verdict::Refuse(Refusal::NodeTooSmall { .. })),
+                "{verdict:?}"
+            ),
+        }
     }
 
     #[test]

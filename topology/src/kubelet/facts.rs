@@ -79,6 +79,13 @@ pub struct NumaNodeFacts {
 /// What is known about a node.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeFacts {
+    /// GPUs on the node (the `gpus` label): what the scheduler's and the
+    /// kubelet's resource fit count when the per-NUMA lists are not known.
+    pub gpus: Option<u32>,
+    /// GPUs on the NUMA node that has the most (the `gpus-per-numa-max`
+    /// label): decides `single-numa-node` refusals when the per-NUMA lists
+    /// are not known.
+    pub gpus_per_numa_max: Option<u32>,
     /// Every NUMA node of the machine in id order, also those without GPUs or
     /// CPUs: the kubelet's masks range over all of them.
     pub numa_nodes: Option<Vec<NumaNodeFacts>>,

@@ -29,6 +29,10 @@
 //!   option out only when it could not read the config or does not model an
 //!   option set there. An absent option is therefore unknown, and the model
 //!   says so where it matters.
+//! - **Node counts** (`gpus`, `gpus-per-numa-max`) are passed on as they
+//!   are: the model refuses on them where the per-NUMA lists are not known
+//!   (a labeler older than the lists), so that the refusals they decide
+//!   are not lost.
 //! - **Topology Manager scope**: the node's label, else `assumed_scope`
 //!   (the policy's `topology.scope` setting).
 //! - **NUMA distances** are not published: the model answers unknown where a
@@ -60,6 +64,8 @@ pub fn facts_from_topology(
     assumed_scope: TopologyManagerScope,
 ) -> NodeFacts {
     NodeFacts {
+        gpus: topology.gpus,
+        gpus_per_numa_max: topology.gpus_per_numa_max,
         numa_nodes: numa_nodes(topology),
         threads_per_core: topology.threads_per_core,
         topology_manager: TopologyManagerConfig {

@@ -84,15 +84,24 @@
 //!   memory and 2Mi / 1Gi huge pages; Guaranteed pods only, none with
 //!   pod-level resources.
 //! - Before all of it, the node-level check that the pod's GPUs fit the
-//!   node ([`Refusal::Insufficient`]): the scheduler's and the kubelet's
-//!   resource fit.
+//!   node ([`Refusal::Insufficient`]) and that its CPU, memory and
+//!   hugepages requests fit the most the node's allocatable can be
+//!   ([`Refusal::NodeTooSmall`]): the scheduler's `NodeResourcesFit` and
+//!   the kubelet's `PredicateAdmitHandler`.
+//! - Refusals before unknowns: a missing fact stops nothing it cannot
+//!   change. A manager whose policy is not published gives unknown hints,
+//!   which cannot lift a `restricted` or `single-numa-node` refusal by the
+//!   others; after an unknown, rules that read nothing an earlier stage
+//!   allocates still refuse ([`Admission::behind`] names the unknown).
 //!
 //! # Left out, and which way the answer errs
 //!
 //! - Other pods and unhealthy GPUs: the node is taken empty and healthy.
 //!   Errs toward admitting.
-//! - The kubelet's other admission checks (CPU and memory allocatable,
-//!   eviction, node affinity): not checked. Errs toward admitting.
+//! - The kubelet's other admission checks (eviction, node affinity), and
+//!   the exact allocatable: reservations not published (`kubeReserved`
+//!   under the `none` CPU Manager) are taken as none. Errs toward
+//!   admitting.
 //! - Which GPUs the device plugin picks inside a multi-NUMA mask
 //!   (`GetPreferredAllocation`, Go's map order), which CPUs the CPU Manager
 //!   picks among cores alike but for their ids: never guessed. When a later
@@ -145,7 +154,7 @@ pub mod memory;
 pub mod merge;
 pub mod outcome;
 
-pub use admit::{admit, DEFAULT_MAX_ALLOWABLE_NUMA_NODES};
+pub use admit::{admit, admit_by_the_managers, DEFAULT_MAX_ALLOWABLE_NUMA_NODES};
 pub use facts::{
     ContainerDemand, ContainerKind, CpuManagerConfig, Fact, HugePages, InputError,
     MemoryManagerPolicy, NodeFacts, NumaNodeFacts, PodDemand, TopologyManagerConfig,

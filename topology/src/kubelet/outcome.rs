@@ -124,6 +124,21 @@ pub enum Refusal {
         requested: u64,
         capacity: u64,
     },
+    /// The pod requests more CPU, memory or hugepages than the node can have
+    /// allocatable: the scheduler's `NodeResourcesFit` never places it there
+    /// (`Insufficient cpu`), and the kubelet's own `PredicateAdmitHandler`,
+    /// which runs the same `noderesources.Fits`, refuses it (`OutOfcpu`).
+    /// In the resource's unit (CPU in millicores, the rest in bytes):
+    /// `capacity` is the node's, `reserved` what the kubelet is known to
+    /// keep back from it (its reserved CPUs; the labels' memory is already
+    /// net of `reservedMemory`), so that `requested` exceeds the most the
+    /// node's `status.allocatable` can be.
+    NodeTooSmall {
+        resource: Resource,
+        requested: u64,
+        capacity: u64,
+        reserved: u64,
+    },
     /// A manager fails to allocate for a container (`UnexpectedAdmissionError`).
     AllocationFailed {
         container: usize,
@@ -214,6 +229,11 @@ pub struct Remaining {
 pub struct Admission {
     pub verdict: Verdict,
     pub units: Vec<UnitReport>,
+    /// On a refusal found by a later check while an earlier one was
+    /// unknown: that unknown. The node refuses the pod whatever the missing
+    /// fact is, and the refusal's reason is true, but the kubelet may name
+    /// an earlier one (the check that is unknown here may fail first).
+    pub behind: Option<Unknown>,
     /// After an admission: what is left on the node.
     pub remaining: Remaining,
 }

@@ -56,6 +56,8 @@ impl Kubelet {
 
 pub fn node(numas: Vec<NumaNodeFacts>, threads_per_core: u32, kubelet: Kubelet) -> NodeFacts {
     NodeFacts {
+        gpus: None,
+        gpus_per_numa_max: None,
         numa_nodes: Some(numas),
         threads_per_core: Some(threads_per_core),
         topology_manager: TopologyManagerConfig {
