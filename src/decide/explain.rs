@@ -159,12 +159,16 @@ fn plural(count: u64, word: &str) -> String {
 
 /// GPUs and exclusive CPUs are counted; memory and hugepages are measured.
 fn countable(resource: Resource) -> bool {
-    matches!(resource, Resource::Gpu | Resource::Cpu)
+    matches!(
+        resource,
+        Resource::Gpu | Resource::Cpu | Resource::Device(_)
+    )
 }
 
-/// `1 GPU`, `8 GPUs`, `1 exclusive CPU`; a measured resource as its name.
+/// `1 GPU`, `8 GPUs`, `1 exclusive CPU`, `4 rdma/ib`; a measured resource as its name.
 fn amount(count: u64, resource: Resource) -> String {
     match resource.name().strip_suffix('s') {
+        Some(_) if matches!(resource, Resource::Device(_)) => format!("{count} {resource}"),
         Some(singular) if count == 1 && countable(resource) => format!("1 {singular}"),
         _ => format!("{count} {resource}"),
     }
@@ -358,6 +362,7 @@ fn request_words(resource: Resource, request: u64) -> String {
     match resource {
         Resource::Gpu => format!("the {}", plural(request, "GPU")),
         Resource::Cpu => format!("the {request} exclusive CPUs"),
+        Resource::Device(name) => format!("the {request} {name}"),
         other => format!(
             "the {} of {other}",
             Quantity::binary_units(request).canonical()
@@ -494,6 +499,8 @@ struct NumaFigures {
     free_cpus: Vec<u64>,
     /// Allocatable bytes of memory, hugepages-2Mi, hugepages-1Gi.
     memory: [Vec<u64>; 3],
+    /// Devices of each other device resource the node publishes.
+    devices: std::collections::BTreeMap<String, Vec<u64>>,
 }
 
 impl NumaFigures {
@@ -531,6 +538,13 @@ impl NumaFigures {
                 list(&|n| huge(n.hugepages_2mi, 2 * MIB)),
                 list(&|n| huge(n.hugepages_1gi, 1024 * MIB)),
             ],
+            devices: facts
+                .devices
+                .iter()
+                .map(|(name, counts)| {
+                    (name.clone(), counts.iter().map(|&c| u64::from(c)).collect())
+                })
+                .collect(),
         }
     }
 
@@ -569,6 +583,13 @@ impl NumaFigures {
                 "at most {} of hugepages-1Gi",
                 bytes(self.largest(&self.memory[2], span))
             ),
+            Resource::Device(name) => {
+                let counts = self
+                    .devices
+                    .get(name.as_str())
+                    .map_or(&[][..], Vec::as_slice);
+                format!("at most {} {name}", self.largest(counts, span))
+            }
         }
     }
 
@@ -632,7 +653,9 @@ fn failure_words(failure: AllocationFailure, resource: Resource) -> String {
             requested,
             available,
         } => match resource {
-            Resource::Gpu | Resource::Cpu => format!("{requested} asked, {available} free"),
+            Resource::Gpu | Resource::Cpu | Resource::Device(_) => {
+                format!("{requested} asked, {available} free")
+            }
             _ => format!("{} asked, {} free", bytes(requested), bytes(available)),
         },
         AllocationFailure::NoMemoryAffinity => "no NUMA nodes with enough memory".to_owned(),
@@ -668,6 +691,9 @@ pub fn unknown_words(unknown: &Unknown) -> String {
         Unknown::Missing(fact) => format!("{fact} is not published"),
         Unknown::Indeterminate(Indeterminate::GpuPick { .. }) => {
             "it depends on which GPUs the device plugin picks".to_owned()
+        }
+        Unknown::Indeterminate(Indeterminate::DevicePick { resource, .. }) => {
+            format!("it depends on which {resource} devices the device plugin picks")
         }
         Unknown::Indeterminate(Indeterminate::CpuIds { .. }) => {
             "it depends on which CPUs the CPU Manager picks".to_owned()

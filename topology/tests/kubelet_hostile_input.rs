@@ -105,6 +105,12 @@ fn node() -> impl Strategy<Value = NodeFacts> {
             known(any::<bool>()),
         ),
         known(memory),
+        // Device lists of any length and counts, some names the pod asks for.
+        proptest::collection::btree_map(
+            prop_oneof![Just("rdma/ib".to_owned()), Just("x/y".to_owned())],
+            proptest::collection::vec(count(), 0..=20),
+            0..=2,
+        ),
     )
         .prop_map(
             |(
@@ -113,6 +119,7 @@ fn node() -> impl Strategy<Value = NodeFacts> {
                 (policy, scope, closest, max),
                 (cpu, full, distribute, align),
                 memory,
+                devices,
             )| NodeFacts {
                 numa_nodes,
                 threads_per_core,
@@ -129,6 +136,7 @@ fn node() -> impl Strategy<Value = NodeFacts> {
                     align_by_socket: align,
                 },
                 memory_manager: memory,
+                devices,
             },
         )
 }
@@ -139,28 +147,55 @@ fn pod() -> impl Strategy<Value = PodDemand> {
         Just(ContainerKind::Sidecar),
         Just(ContainerKind::App)
     ];
-    let container = (kind, known(count()), bytes(), bytes(), bytes(), bytes()).prop_map(
-        |(kind, gpus, cpu_millis, memory_bytes, hugepages_2mi_bytes, hugepages_1gi_bytes)| {
-            ContainerDemand {
+    // Device limits of any length: more or fewer entries than the pod's
+    // device resources.
+    let devices = proptest::collection::vec(known(count()), 0..=3);
+    let container = (
+        kind,
+        known(count()),
+        bytes(),
+        bytes(),
+        (bytes(), bytes()),
+        devices,
+    )
+        .prop_map(
+            |(
                 kind,
                 gpus,
                 cpu_millis,
                 memory_bytes,
-                hugepages_2mi_bytes,
-                hugepages_1gi_bytes,
-            }
-        },
+                (hugepages_2mi_bytes, hugepages_1gi_bytes),
+                devices,
+            )| {
+                ContainerDemand {
+                    kind,
+                    gpus,
+                    cpu_millis,
+                    memory_bytes,
+                    hugepages_2mi_bytes,
+                    hugepages_1gi_bytes,
+                    devices,
+                }
+            },
+        );
+    let resources = proptest::collection::vec(
+        prop_oneof![Just("rdma/ib".to_owned()), Just("z/w".to_owned())],
+        0..=2,
     );
     (
         proptest::collection::vec(container, 0..=5),
         any::<bool>(),
         any::<bool>(),
+        resources,
     )
-        .prop_map(|(containers, guaranteed, pod_level_resources)| PodDemand {
-            containers,
-            guaranteed,
-            pod_level_resources,
-        })
+        .prop_map(
+            |(containers, guaranteed, pod_level_resources, devices)| PodDemand {
+                containers,
+                guaranteed,
+                pod_level_resources,
+                devices,
+            },
+        )
 }
 
 proptest! {

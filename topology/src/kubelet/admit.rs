@@ -12,10 +12,12 @@
 //! does not start above `max-allowable-numa-nodes`).
 
 use super::cpu::{guaranteed_cpus, CpuAllocError, CpuOptions, CpuState};
-use super::device::{allocate_gpus, gpu_hints, pod_gpu_request, GpuState};
+use super::device::{
+    allocate_gpus, gpu_hints, pod_device_request, pod_gpu_request, DeviceState, GpuState,
+};
 use super::facts::{
-    numa_nodes, validate, ContainerDemand, Fact, InputError, MemoryManagerPolicy, NodeFacts,
-    PodDemand,
+    numa_nodes, validate, ContainerDemand, DeviceName, Fact, InputError, MemoryManagerPolicy,
+    NodeFacts, NumaNodeFacts, PodDemand,
 };
 use super::hint::{ProviderHints, TopologyHint};
 use super::mask::MAX_NUMA_NODES;
@@ -86,9 +88,11 @@ pub fn admit(node: &NodeFacts, pod: &PodDemand) -> Result<Admission, InputError>
 }
 
 /// One alignment unit's demand.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct UnitDemand {
     gpus: Option<u32>,
+    /// Per device resource of the pod ([`PodDemand::devices`]).
+    devices: Vec<Option<u32>>,
     cpus: u32,
     memory: MemoryAmounts,
 }
@@ -103,6 +107,8 @@ struct Admitter<'a> {
     cpu_static: bool,
     memory_static: bool,
     gpu: Option<GpuState>,
+    /// Per device resource of the pod: its devices, or why they are unknown.
+    devices: Vec<DeviceProvider>,
     cpu: Result<CpuState, Unknown>,
     memory: Result<MemoryState, Unknown>,
 }
@@ -140,6 +146,45 @@ fn startup(node: &NodeFacts) -> Step<()> {
     Ok(())
 }
 
+/// One device resource of the pod on the node.
+struct DeviceProvider {
+    name: DeviceName,
+    /// `Err`: the node does not publish the resource (unknown, not absent).
+    state: Result<DeviceState, Unknown>,
+}
+
+/// The devices of each device resource the pod lists, as the node publishes
+/// them; a resource the node does not publish (or not for every NUMA node)
+/// is unknown for that resource alone, so that the other providers can
+/// still refuse. More requested than the node has at all is refused.
+fn device_providers(
+    node: &NodeFacts,
+    pod: &PodDemand,
+    numas: &[NumaNodeFacts],
+) -> Step<Vec<DeviceProvider>> {
+    let mut providers = Vec::with_capacity(pod.devices.len());
+    for (index, resource) in pod.devices.iter().enumerate() {
+        let name = DeviceName::new(resource);
+        let state = match node.devices.get(resource) {
+            Some(counts) if counts.len() == numas.len() => {
+                let state = DeviceState::new(counts.clone());
+                let requested = u64::from(pod_device_request(&pod.containers, index).unwrap_or(0));
+                if requested > state.total_gpus() {
+                    return Err(Stop::Refuse(Refusal::Insufficient {
+                        resource: Resource::Device(name),
+                        requested,
+                        capacity: state.total_gpus(),
+                    }));
+                }
+                Ok(state)
+            }
+            _ => Err(Unknown::Missing(Fact::Devices { resource: name })),
+        };
+        providers.push(DeviceProvider { name, state });
+    }
+    Ok(providers)
+}
+
 fn cpu_options(node: &NodeFacts) -> Step<CpuOptions> {
     let cm = &node.cpu_manager;
     Ok(CpuOptions {
@@ -174,7 +219,8 @@ fn evaluate(
         && node.cpu_manager.policy.ok_or(Fact::CpuManagerPolicy)? == CpuManagerPolicy::Static;
     let memory_static = wants_memory
         && node.memory_manager.ok_or(Fact::MemoryManagerPolicy)? == MemoryManagerPolicy::Static;
-    if !(wants_gpus || cpu_static || memory_static) {
+    let wants_devices = !pod.devices.is_empty();
+    if !(wants_gpus || wants_devices || cpu_static || memory_static) {
         // No provider gives a hint and no manager pins anything.
         return Ok(true);
     }
@@ -215,6 +261,7 @@ fn evaluate(
     } else {
         None
     };
+    let devices = device_providers(node, pod, numas)?;
     let cpu = if cpu_static {
         let options = cpu_options(node)?;
         match node.threads_per_core {
@@ -245,6 +292,7 @@ fn evaluate(
         cpu_static,
         memory_static,
         gpu,
+        devices,
         cpu,
         memory,
     };
@@ -283,6 +331,7 @@ impl Admitter<'_> {
     fn container_demand(&self, c: &ContainerDemand) -> UnitDemand {
         UnitDemand {
             gpus: c.gpus,
+            devices: (0..self.devices.len()).map(|i| c.device(i)).collect(),
             cpus: if self.cpu_static {
                 guaranteed_cpus(self.pod.guaranteed, c.cpu_millis)
             } else {
@@ -300,6 +349,9 @@ impl Admitter<'_> {
         let containers = &self.pod.containers;
         UnitDemand {
             gpus: pod_gpu_request(containers),
+            devices: (0..self.devices.len())
+                .map(|i| pod_device_request(containers, i))
+                .collect(),
             cpus: if self.cpu_static {
                 let requests = containers.iter().map(|c| {
                     (
@@ -321,7 +373,10 @@ impl Admitter<'_> {
 
     /// Whether the unit has anything the kubelet aligns.
     fn alignable(&self, demand: &UnitDemand) -> bool {
-        demand.gpus.unwrap_or(0) > 0 || demand.cpus > 0 || demand.memory != [0; 3]
+        demand.gpus.unwrap_or(0) > 0
+            || demand.devices.iter().any(|d| d.unwrap_or(0) > 0)
+            || demand.cpus > 0
+            || demand.memory != [0; 3]
     }
 
     /// The providers' hints for a unit: the Device, CPU and Memory Managers'.
@@ -333,7 +388,9 @@ impl Admitter<'_> {
         let with_reusable = container.is_some();
         let mut providers = Vec::with_capacity(3);
         let mut reports = Vec::new();
-        // Device Manager.
+        // Device Manager: one hint list per device resource the unit lists
+        // (`GetTopologyHints` answers a map by resource, and the Topology
+        // Manager's `filterProvidersHints` takes each as its own list).
         providers.push(match (demand.gpus, &self.gpu) {
             (Some(gpus), Some(state)) => match gpu_hints(state, gpus, with_reusable) {
                 Ok(Some((hints, report))) => {
@@ -349,6 +406,24 @@ impl Admitter<'_> {
             },
             _ => Ok(Vec::new()),
         });
+        for (provider, request) in self.devices.iter().zip(&demand.devices) {
+            let Some(request) = *request else { continue };
+            providers.push(match &provider.state {
+                Ok(state) => match gpu_hints(state, request, with_reusable) {
+                    Ok(Some((hints, report))) => {
+                        reports.push(ResourceReport {
+                            resource: Resource::Device(provider.name),
+                            request: u64::from(request),
+                            hints: report,
+                        });
+                        Ok(vec![hints])
+                    }
+                    Ok(None) => Ok(Vec::new()),
+                    Err(u) => Err(with_container(u, container)),
+                },
+                Err(u) => Err(*u),
+            });
+        }
         // CPU Manager.
         providers.push(if demand.cpus == 0 {
             Ok(Vec::new())
@@ -492,6 +567,9 @@ impl Admitter<'_> {
                 }
             }
         }
+        // The Device Manager allocates every device resource of the
+        // container before the CPU Manager runs.
+        self.allocate_devices(i, &c, mask, ambiguity)?;
         if demand.cpus > 0 {
             let state = self.cpu.as_mut().map_err(|u| Stop::Unknown(*u))?;
             state
@@ -509,6 +587,44 @@ impl Admitter<'_> {
             state
                 .allocate(c.kind, &demand.memory, hint)
                 .map_err(|failure| memory_stop(failure, i))?;
+        }
+        Ok(())
+    }
+
+    /// `allocateContainerResources` for each device resource besides the
+    /// GPUs: `devicesToAllocate` per resource under the same hint.
+    fn allocate_devices(
+        &mut self,
+        i: usize,
+        c: &ContainerDemand,
+        mask: Option<super::mask::NumaMask>,
+        ambiguity: Option<Unknown>,
+    ) -> Step<()> {
+        for (index, provider) in self.devices.iter_mut().enumerate() {
+            let needed = c.device(index).unwrap_or(0);
+            if needed == 0 {
+                continue;
+            }
+            let state = provider.state.as_mut().map_err(|u| Stop::Unknown(*u))?;
+            if state.total_gpus() == 0 {
+                continue;
+            }
+            let forced = allocate_gpus(state, c.kind, needed, mask).map_err(|failure| {
+                Stop::Refuse(Refusal::AllocationFailed {
+                    container: i,
+                    resource: Resource::Device(provider.name),
+                    failure,
+                })
+            })?;
+            let why = ambiguity.or((!forced).then_some(Unknown::Indeterminate(
+                Indeterminate::DevicePick {
+                    container: i,
+                    resource: provider.name,
+                },
+            )));
+            if let (Some(why), Ok(())) = (why, state.split) {
+                state.split = Err(why);
+            }
         }
         Ok(())
     }
@@ -548,6 +664,12 @@ fn with_container(u: Unknown, container: Option<usize>) -> Unknown {
     match (u, container) {
         (Unknown::Indeterminate(Indeterminate::GpuPick { .. }), Some(c)) => {
             Unknown::Indeterminate(Indeterminate::GpuPick { container: c })
+        }
+        (Unknown::Indeterminate(Indeterminate::DevicePick { resource, .. }), Some(c)) => {
+            Unknown::Indeterminate(Indeterminate::DevicePick {
+                container: c,
+                resource,
+            })
         }
         (other, _) => other,
     }
@@ -626,6 +748,7 @@ mod tests {
             }],
             guaranteed: false,
             pod_level_resources: false,
+            devices: Vec::new(),
         }
     }
 
@@ -704,6 +827,7 @@ mod tests {
             }],
             guaranteed: false,
             pod_level_resources: false,
+            devices: Vec::new(),
         };
         let answer = admit(&NodeFacts::default(), &pod).unwrap();
         assert_eq!(answer.verdict, Verdict::Admit { aligned: true });

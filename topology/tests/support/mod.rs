@@ -71,6 +71,7 @@ pub fn node(numas: Vec<NumaNodeFacts>, threads_per_core: u32, kubelet: Kubelet) 
             align_by_socket: Some(false),
         },
         memory_manager: Some(kubelet.memory),
+        devices: Default::default(),
     }
 }
 
@@ -108,5 +109,6 @@ pub fn guaranteed(containers: Vec<ContainerDemand>) -> PodDemand {
         containers,
         guaranteed: true,
         pod_level_resources: false,
+        devices: Vec::new(),
     }
 }
