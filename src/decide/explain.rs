@@ -449,9 +449,9 @@ fn topology_affinity(
     match (gpu, other) {
         (Some(g), Some(o)) => {
             let why = format!(
-                "the GPUs' narrowest NUMA mask{whose} is {} but {}' is {}: {error}",
+                "the GPUs' narrowest NUMA mask{whose} is {} but {} is {}: {error}",
                 mask_words(g.capacity),
-                request_words(o.resource, o.request),
+                possessive(o.resource, &request_words(o.resource, o.request)),
                 mask_words(o.capacity)
             );
             let span = g.capacity.unwrap_or(1);
@@ -465,6 +465,13 @@ fn topology_affinity(
                         plural(gpus_narrow, "GPU")
                     )
                 }
+                // Devices sit where they are: only fewer GPUs fit their NUMA nodes.
+                (Resource::Device(name), true) => format!(
+                    "Request {} so that they fit {} as the {} {name} do",
+                    numa.at_most(Resource::Gpu, o.capacity.unwrap_or(1)),
+                    plural(u64::from(o.capacity.unwrap_or(1)), "NUMA node"),
+                    o.request
+                ),
                 (resource, _) => format!(
                     "Request {} so that {} fit{} {} as the GPUs do",
                     numa.at_most(resource, span),
@@ -479,6 +486,15 @@ fn topology_affinity(
             format!("no NUMA mask is preferred by every resource{whose}: {error}"),
             "Request fewer GPUs, CPUs or memory, or set topology.affinity: preferred".to_owned(),
         ),
+    }
+}
+
+/// `the 32 exclusive CPUs'`, `the 8 rdma/ib's`: a device resource's name
+/// is no English plural.
+fn possessive(resource: Resource, words: &str) -> String {
+    match resource {
+        Resource::Device(_) => format!("{words}'s"),
+        _ => format!("{words}'"),
     }
 }
 
