@@ -233,7 +233,7 @@ fn node_name_pods_get_required_affinity_all_the_same() {
 /// field to change first).
 #[rstest]
 #[case::cpu_only("cpu-only-pod", json!({}), None)]
-#[case::mig_not_configured_as_gpu("mig-slice-pod", json!({}), None)]
+#[case::mig_slices_when_mig_resources_is_empty("mig-slice-pod", json!({"migResources": []}), None)]
 #[case::exempt_namespace("inference-deployment-pod", json!({"exemptNamespaces": ["inference"]}), None)]
 #[case::update("inference-deployment-pod", json!({}), Some(("operation", json!("UPDATE"))))]
 #[case::delete("inference-deployment-pod", json!({}), Some(("operation", json!("DELETE"))))]
@@ -485,6 +485,25 @@ fn is_container_resources(path: &str) -> bool {
         ["", "spec", "initContainers" | "containers", index, "resources", ..]
             if index.parse::<usize>().is_ok()
     )
+}
+
+/// A MIG slice (`nvidia.com/mig-1g.10gb`, the mixed strategy) is GPU
+/// demand by default (`migResources`): the pod is made Guaranteed.
+#[test]
+fn a_mig_slice_pod_is_made_guaranteed() {
+    let decision = evaluate(&request("mig-slice-pod"), &config(json!({})));
+    let Verdict::Mutate(object) = decision.verdict else {
+        panic!("not mutated: {:?}", decision.verdict);
+    };
+    let object = object.to_value().unwrap();
+    let resources = &object["spec"]["containers"][0]["resources"];
+    for resource in ["cpu", "memory"] {
+        assert_eq!(
+            resources["requests"][resource], resources["limits"][resource],
+            "{resource}"
+        );
+    }
+    assert_eq!(resources["limits"]["nvidia.com/mig-1g.10gb"], "1");
 }
 
 /// After mutation every container is Guaranteed: requests equal limits for

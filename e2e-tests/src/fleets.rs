@@ -150,8 +150,65 @@ pub fn topology(hardware: &Hardware, kubelet: Kubelet, reserved: u32) -> NodeTop
         distribute_cpus_across_numa: Some(false),
         align_by_socket: Some(false),
         shape: None,
+        devices: Default::default(),
     }
     .with_shape()
+}
+
+/// `machine` with device-plugin resources besides its GPUs, per NUMA node
+/// (as the labeler publishes them: `numa-devices.<domain>_<name>`).
+pub fn with_devices(machine: Machine, devices: &[(&str, &[u32])]) -> Machine {
+    let mut topology = machine.topology.clone();
+    for (resource, counts) in devices {
+        topology
+            .devices
+            .insert((*resource).to_owned(), counts.to_vec());
+    }
+    Machine {
+        topology: topology.with_shape(),
+        ..machine
+    }
+}
+
+/// `machine` with every GPU in MIG mode, `slices` slices of `profile`
+/// each, under the NVIDIA device plugin's `mixed` strategy: no
+/// `nvidia.com/gpu` is left (`numa-gpus` all 0), and each slice is an
+/// `nvidia.com/mig-<profile>` device on its parent GPU's NUMA node.
+pub fn mig_mixed(machine: Machine, profile: &str, slices: u32) -> Machine {
+    let parents = machine.topology.numa_gpus.clone().unwrap_or_default();
+    let per_numa: Vec<u32> = parents.iter().map(|g| g * slices).collect();
+    let mut topology = machine.topology.clone();
+    topology.gpus = Some(0);
+    topology.gpus_per_numa_max = Some(0);
+    topology.numa_gpus = Some(vec![0; parents.len()]);
+    topology
+        .devices
+        .insert(format!("nvidia.com/mig-{profile}"), per_numa);
+    Machine {
+        topology: topology.with_shape(),
+        ..machine
+    }
+}
+
+/// `machine` with every GPU in MIG mode, `slices` slices each, under the
+/// `single` strategy: the device plugin offers each slice as one
+/// `nvidia.com/gpu` on its parent GPU's NUMA node, so the GPU counts are
+/// the slices', and GFD's product ends in `-MIG-<profile>`. Slices share
+/// no NVLink: each is its own group.
+pub fn mig_single(machine: Machine, product: &'static str, slices: u32) -> Machine {
+    let parents = machine.topology.numa_gpus.clone().unwrap_or_default();
+    let per_numa: Vec<u32> = parents.iter().map(|g| g * slices).collect();
+    let mut topology = machine.topology.clone();
+    topology.gpus = Some(per_numa.iter().sum());
+    topology.gpus_per_numa_max = per_numa.iter().max().copied();
+    topology.numa_gpus = Some(per_numa);
+    topology.nvlink_group_max = Some(1);
+    topology.pcie_switch_group_max = Some(1);
+    Machine {
+        product,
+        topology: topology.with_shape(),
+        ..machine
+    }
 }
 
 /// AWS p5.48xlarge: 8 H100 SXM on NVSwitch, 4 per NUMA node; 2 AMD EPYC
@@ -853,6 +910,46 @@ pub fn session_files() -> Vec<SessionFile> {
             about: "A one-node GPU fleet: 1 HGX A100 node (4 + 4 GPUs, 56 CPUs per NUMA node) whose kubelet runs\nrestricted, scope pod, the static CPU Manager. No fleet summary (404).",
             summary: S::Absent,
             list: L::Nodes(vec![nodes(hgx_a100(Kubelet::cpu_static(Restricted, Pod)), 1)]),
+            name: "hgx-rdma-fleet",
+            about: "GPUDirect RDMA nodes: 2 HGX A100 (4 + 4 GPUs) whose 8 InfiniBand HCAs (rdma/ib) sit 4 + 4 next\nto the GPUs, and 2 whose HCAs all sit on socket 0 (8 + 0); kubelets on restricted, scope pod, the\nstatic CPU Manager. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![
+                nodes(with_devices(hgx_a100(Kubelet::cpu_static(Restricted, Pod)), &[("rdma/ib", &[4, 4])]), 2),
+                nodes(with_devices(hgx_a100(Kubelet::cpu_static(Restricted, Pod)), &[("rdma/ib", &[8, 0])]), 2),
+            ]),
+        },
+        SessionFile {
+            name: "hgx-rdma-one-socket-fleet",
+            about: "3 HGX A100 nodes (4 + 4 GPUs) whose 8 InfiniBand HCAs (rdma/ib) all sit on socket 0 (8 + 0);\nkubelets on restricted, scope pod, the static CPU Manager. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![nodes(
+                with_devices(hgx_a100(Kubelet::cpu_static(Restricted, Pod)), &[("rdma/ib", &[8, 0])]),
+                3,
+            )]),
+        },
+        SessionFile {
+            name: "hgx-rdma-unpublished-fleet",
+            about: "2 HGX A100 nodes on restricted whose labeler is not configured for rdma/ib: the HCAs are\nnot published, so the kubelet's answer for a pod that asks for them is unknown. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![nodes(hgx_a100(Kubelet::cpu_static(Restricted, Pod)), 2)]),
+        },
+        SessionFile {
+            name: "mig-mixed-a100-fleet",
+            about: "MIG under the device plugin's mixed strategy: 2 HGX A100 80GB nodes whose 8 GPUs are each cut\ninto 7 nvidia.com/mig-1g.10gb slices (28 + 28 per NUMA node, no whole nvidia.com/gpu left), and\n2 HGX A100 nodes without MIG; kubelets on single-numa-node, the static CPU Manager. No fleet\nsummary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![
+                nodes(mig_mixed(hgx_a100(Kubelet::cpu_static(SingleNumaNode, Pod)), "1g.10gb", 7), 2),
+                nodes(hgx_a100(Kubelet::cpu_static(SingleNumaNode, Pod)), 2),
+            ]),
+        },
+        SessionFile {
+            name: "mig-single-h100-fleet",
+            about: "MIG under the device plugin's single strategy: 2 p5 (8 H100 80GB) nodes whose GPUs are each\ncut into 7 1g.10gb slices, offered as nvidia.com/gpu (28 + 28 per NUMA node, product\nNVIDIA-H100-80GB-HBM3-MIG-1g.10gb); kubelets on single-numa-node, the static CPU Manager. No\nfleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![nodes(
+                mig_single(p5(Kubelet::cpu_static(SingleNumaNode, Pod)), "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb", 7),
+                2,
+            )]),
         },
         SessionFile {
             name: "old-labeler-fleet",

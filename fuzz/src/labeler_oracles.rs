@@ -24,6 +24,7 @@ fn labels_of(report: ToolReport) {
         tools: vec![report],
         kubelet: None,
         vendor: VendorChoice::Auto,
+        ..Inputs::default()
     });
     let labels = outcome.topology.to_labels(&LabelPrefix::default());
     assert!(labels.values().all(|value| value.len() <= 63), "{labels:?}");
@@ -109,6 +110,7 @@ pub fn check_sysfs_tree(root: &Path, data: &[u8]) {
             tools: Vec::new(),
             kubelet: None,
             vendor: VendorChoice::Auto,
+            ..Inputs::default()
         });
         let labels = outcome.topology.to_labels(&LabelPrefix::default());
         assert!(labels.values().all(|value| value.len() <= 63), "{labels:?}");

@@ -1,8 +1,10 @@
 //! Command-line flags, and their validation into a [`Config`].
 
 use crate::app::{ApiSettings, Config, Output, SinkConfig};
+use crate::devices::DeviceConfig;
 use crate::discover::{PathSource, SourceOptions, ToolSource};
 use crate::model::Vendor;
+use crate::reconcile::devices::MigStrategy;
 use crate::reconcile::VendorChoice;
 use crate::sinks::api::DEFAULT_FIELD_MANAGER;
 use crate::sinks::nfd::{DEFAULT_FEATURES_DIR, DEFAULT_FILE_NAME};
@@ -49,6 +51,15 @@ pub struct Cli {
     /// rocm-smi program to run, or `none`
     #[arg(long, value_name = "PROGRAM|none", default_value = "rocm-smi")]
     pub rocm_smi: String,
+    /// The NVIDIA device plugin's MIG strategy (its MIG_STRATEGY): with `single` or `mixed`, MIG devices are read from `nvidia-smi -L`
+    #[arg(long, value_enum, default_value_t = MigStrategyArg::None)]
+    pub mig_strategy: MigStrategyArg,
+    /// Read `nvidia-smi -L` output from FILE instead of running nvidia-smi (offline mode)
+    #[arg(long, value_name = "FILE")]
+    pub nvidia_smi_list: Option<PathBuf>,
+    /// YAML file of the device-plugin resources besides the GPUs to count per NUMA node, or `none` [default: the RDMA shared device plugin's rdma/rdma_shared_device_a and the SR-IOV network device plugin's intel.com/intel_sriov_netdevice]
+    #[arg(long, value_name = "FILE|none")]
+    pub devices_config: Option<String>,
     /// Do not query NVML (only meaningful in builds with the `nvml` feature)
     #[arg(long)]
     pub no_nvml: bool,
@@ -217,6 +228,13 @@ impl SummarizeArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MigStrategyArg {
+    None,
+    Single,
+    Mixed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GpuVendor {
     Auto,
     Nvidia,
@@ -351,6 +369,24 @@ fn path_source(value: Option<&str>, default: &str) -> PathSource {
     }
 }
 
+/// The device resources to count: the built-in defaults, none, or a file's.
+fn devices_config(value: Option<&str>) -> Result<DeviceConfig, String> {
+    let config = match value {
+        None => DeviceConfig::defaults(),
+        Some(DISABLED) => DeviceConfig::default(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("--devices-config {path}: {e}"))?;
+            serde_saphyr::from_str::<DeviceConfig>(&text)
+                .map_err(|e| format!("--devices-config {path}: {e}"))?
+        }
+    };
+    config
+        .validate()
+        .map_err(|e| format!("--devices-config: {e}"))?;
+    Ok(config)
+}
+
 fn tool_source(file: Option<PathBuf>, program: &str) -> ToolSource {
     match (file, program) {
         (Some(file), _) => ToolSource::File(file),
@@ -434,9 +470,22 @@ impl Cli {
             GpuVendor::Amd => VendorChoice::Only(Vendor::Amd),
             GpuVendor::Intel => VendorChoice::Only(Vendor::Intel),
         };
+        let mig_strategy = match self.mig_strategy {
+            MigStrategyArg::None => MigStrategy::None,
+            MigStrategyArg::Single => MigStrategy::Single,
+            MigStrategyArg::Mixed => MigStrategy::Mixed,
+        };
+        let nvidia_smi_list = match mig_strategy {
+            MigStrategy::None => ToolSource::Disabled,
+            _ => tool_source(self.nvidia_smi_list, &self.nvidia_smi),
+        };
+        let devices = devices_config(self.devices_config.as_deref())?;
         Ok(Config {
             sources: SourceOptions {
                 sysfs: path_source(self.sysfs_root.as_deref(), DEFAULT_SYSFS_ROOT),
+                nvidia_smi_list,
+                mig_strategy,
+                devices,
                 nvidia_smi: tool_source(self.nvidia_smi_topo, &self.nvidia_smi),
                 rocm_smi: tool_source(self.rocm_smi_topo, &self.rocm_smi),
                 nvml: !self.no_nvml,

@@ -4,8 +4,10 @@
 //! read or parsed is an error: they asked for it. A default source that is
 //! missing or broken only costs the labels it would have given, with a warning.
 
+use crate::devices::DeviceConfig;
 use crate::model::ToolReport;
-use crate::parse::{nvidia_smi, rocm_smi};
+use crate::parse::{nvidia_smi, nvidia_smi_list, rocm_smi};
+use crate::reconcile::devices::{MigInput, MigStrategy};
 use crate::reconcile::{Inputs, VendorChoice};
 use crate::sources::command::{CommandOutput, Runner};
 use crate::sources::kubelet::read_kubelet;
@@ -37,6 +39,11 @@ pub enum ToolSource {
 pub struct SourceOptions {
     pub sysfs: PathSource,
     pub nvidia_smi: ToolSource,
+    /// `nvidia-smi -L`, for the MIG devices (disabled without a MIG strategy).
+    pub nvidia_smi_list: ToolSource,
+    pub mig_strategy: MigStrategy,
+    /// The device-plugin resources besides the GPUs to count in sysfs.
+    pub devices: DeviceConfig,
     pub rocm_smi: ToolSource,
     /// Query NVML (builds with the `nvml` feature only).
     pub nvml: bool,
@@ -52,6 +59,7 @@ impl SourceOptions {
     fn offline(&self) -> bool {
         matches!(self.nvidia_smi, ToolSource::File(_))
             || matches!(self.rocm_smi, ToolSource::File(_))
+            || matches!(self.nvidia_smi_list, ToolSource::File(_))
     }
 }
 
@@ -145,6 +153,11 @@ pub async fn discover(
 ) -> Result<Discovery, SourceError> {
     let mut discovery = Discovery::default();
     discovery.inputs.vendor = options.vendor;
+    discovery.inputs.devices = options.devices.clone();
+    discovery.inputs.mig = MigInput {
+        strategy: options.mig_strategy,
+        listed: read_mig_list(options, memory, &mut discovery.warnings).await?,
+    };
     discovery.inputs.sysfs = match &options.sysfs {
         PathSource::Disabled => None,
         PathSource::Explicit(root) => Some(read_sysfs(root)?),
@@ -210,6 +223,49 @@ pub async fn discover(
         },
     };
     Ok(discovery)
+}
+
+/// `nvidia-smi -L` from its file (an error when it does not parse: the
+/// operator named it) or run (its failure only costs the MIG labels).
+async fn read_mig_list(
+    options: &SourceOptions,
+    memory: &mut ToolMemory,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Vec<nvidia_smi_list::ListedGpu>>, SourceError> {
+    match &options.nvidia_smi_list {
+        ToolSource::Disabled => Ok(None),
+        ToolSource::File(path) => {
+            let text = read_text(path)?;
+            nvidia_smi_list::parse(&text)
+                .map(Some)
+                .map_err(|e| SourceError::new(path.display().to_string(), e))
+        }
+        ToolSource::Command(_) if options.offline() => Ok(None),
+        ToolSource::Command(program) => {
+            let output = memory
+                .runner
+                .run(program, &["-L"], options.command_timeout)
+                .await;
+            match output {
+                Ok(CommandOutput::Stdout(text)) => match nvidia_smi_list::parse(&text) {
+                    Ok(listed) => Ok(Some(listed)),
+                    Err(e) => {
+                        warnings.push(format!(
+                            "{program} -L output not used ({e}): the MIG labels are left out"
+                        ));
+                        Ok(None)
+                    }
+                },
+                Ok(CommandOutput::NotInstalled) => Ok(None),
+                Err(e) => {
+                    warnings.push(format!(
+                        "{program} -L failed ({e}): the MIG labels are left out"
+                    ));
+                    Ok(None)
+                }
+            }
+        }
+    }
 }
 
 async fn tool_report(

@@ -8,6 +8,7 @@
 pub mod app;
 pub mod cli;
 pub mod cliques;
+pub mod devices;
 pub mod discover;
 pub mod model;
 pub mod parse;

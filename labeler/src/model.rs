@@ -437,10 +437,43 @@ pub struct CpuView {
     pub places: Option<BTreeMap<u32, CpuPlace>>,
 }
 
+/// A PCI function of any kind, for the device-plugin resources besides
+/// the GPUs ([`crate::devices`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PciFunction {
+    /// PCI address, e.g. `0000:0c:00.0`.
+    pub address: String,
+    pub vendor: u32,
+    /// `device`, when the tree has it.
+    pub device: Option<u32>,
+    /// 24-bit PCI class code.
+    pub class: u32,
+    /// `numa_node`, `None` for -1 or without NUMA support.
+    pub numa: Option<u32>,
+    /// An SR-IOV virtual function (it has `physfn`).
+    pub is_virtual_function: bool,
+    /// The addresses of its SR-IOV virtual functions (`virtfn*` links).
+    pub virtual_functions: Vec<String>,
+}
+
+/// A device of `class/infiniband` or `class/net`, and the PCI function it
+/// sits on (`device`; `None` for a virtual netdev such as a bridge).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassDevice {
+    pub name: String,
+    pub pci_address: Option<String>,
+}
+
 /// What sysfs shows: GPUs (sorted by PCI address), NUMA nodes by id, CPUs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SysfsView {
     pub gpus: Vec<PciGpu>,
+    /// Every PCI function, sorted by address.
+    pub pci_functions: Vec<PciFunction>,
+    /// `class/infiniband/*`, sorted by name (none without the directory).
+    pub rdma_devices: Vec<ClassDevice>,
+    /// `class/net/*`, sorted by name (none without the directory).
+    pub net_devices: Vec<ClassDevice>,
     /// Every `devices/system/node/node<N>` directory: the NUMA nodes the
     /// kubelet's cAdvisor lists (`GetNodesInfo` globs the directories).
     pub numa_nodes: BTreeMap<u32, NumaNode>,

@@ -23,6 +23,7 @@ use gpu_topology::{Interconnect, LabelKey, NodeTopology};
 use std::collections::{BTreeMap, BTreeSet};
 
 mod cpu_manager;
+pub mod devices;
 mod facts;
 
 /// Which GPUs the labels describe.
@@ -42,6 +43,10 @@ pub struct Inputs {
     pub tools: Vec<ToolReport>,
     pub kubelet: Option<KubeletSettings>,
     pub vendor: VendorChoice,
+    /// The device-plugin resources besides the GPUs to count in sysfs.
+    pub devices: crate::devices::DeviceConfig,
+    /// The MIG strategy and devices.
+    pub mig: devices::MigInput,
 }
 
 /// What the node's labels say, how they were derived, and what is left out and why.
@@ -75,6 +80,10 @@ pub fn reconcile(inputs: &Inputs) -> Outcome {
     }
     let gpus_per_node = gpu_labels(inputs, &mut outcome);
     facts::node_facts(inputs, gpus_per_node.as_ref(), &mut outcome);
+    if let Some(view) = &inputs.sysfs {
+        devices::network_devices(&inputs.devices, view, &mut outcome);
+    }
+    devices::mig_devices(&inputs.mig, inputs.sysfs.as_ref(), &mut outcome);
     facts::set_shape(&mut outcome.topology);
     outcome
 }

@@ -61,6 +61,13 @@ fn once_dry_run_json_prints_exactly_one_object_of_labels() {
         ("cpu-manager-full-pcpus-only", "false"),
         ("cpu-manager-policy", "static"),
         ("memory-manager-policy", "static"),
+        // The default device resources (--devices-config): the tree has no
+        // class/infiniband or class/net, so none of their devices.
+        ("numa-devices.rdma_rdma_shared_device_a", "0.0.0.0.0.0.0.0"),
+        (
+            "numa-devices.intel.com_intel_sriov_netdevice",
+            "0.0.0.0.0.0.0.0",
+        ),
         ("numa-hugepages-1gi", "0.0.0.0.0.0.0.0"),
         ("numa-hugepages-2mi", "0.0.0.0.0.0.0.0"),
         (
@@ -187,7 +194,13 @@ fn missing_default_sources_degrade_to_a_warning() {
     let (printed, stderr) = json_labels(&["--sysfs-root", &local("sysfs/no-gpus")]);
     assert_eq!(
         printed,
-        labels_with_shape(&[("gpus", "0"), ("numa-cpus", "32"), ("numa-gpus", "0")])
+        labels_with_shape(&[
+            ("gpus", "0"),
+            ("numa-cpus", "32"),
+            ("numa-gpus", "0"),
+            ("numa-devices.rdma_rdma_shared_device_a", "0"),
+            ("numa-devices.intel.com_intel_sriov_netdevice", "0"),
+        ])
     );
     assert!(stderr.contains("kubelet config not read"), "{stderr}");
 }
@@ -224,10 +237,12 @@ fn once_with_the_nfd_sink_writes_the_feature_file() {
             "gpu-topology.io/interconnect=xgmi",
             "gpu-topology.io/memory-per-numa-gib=62",
             "gpu-topology.io/numa-cpus=32.32.32.32",
+            "gpu-topology.io/numa-devices.intel.com_intel_sriov_netdevice=0.0.0.0",
+            "gpu-topology.io/numa-devices.rdma_rdma_shared_device_a=0.0.0.0",
             "gpu-topology.io/numa-gpus=1.1.1.1",
             "gpu-topology.io/numa-nodes=4",
             "gpu-topology.io/nvlink-group-max=4",
-            "gpu-topology.io/shape=67274eb34ea8c718",
+            "gpu-topology.io/shape=ee0bdbb388f1ed94",
         ]
     );
 }

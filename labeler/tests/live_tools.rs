@@ -204,6 +204,9 @@ fn live(program: &str) -> SourceOptions {
     SourceOptions {
         sysfs: PathSource::Disabled,
         nvidia_smi: ToolSource::Command(program.to_owned()),
+        nvidia_smi_list: ToolSource::Disabled,
+        mig_strategy: Default::default(),
+        devices: Default::default(),
         rocm_smi: ToolSource::Disabled,
         nvml: false,
         kubelet: PathSource::Disabled,

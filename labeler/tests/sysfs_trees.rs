@@ -30,6 +30,7 @@ fn outcome(tree: &str, tools: Vec<ToolReport>, vendor: VendorChoice) -> Outcome 
         tools,
         kubelet: None,
         vendor,
+        ..Inputs::default()
     })
 }
 
@@ -179,6 +180,7 @@ async fn kubelet_facts_on_the_smt_tree(
         tools: vec![],
         kubelet: Some(kubelet),
         vendor: AUTO,
+        ..Inputs::default()
     });
     let mut expected: Vec<(&str, &str)> = vec![
         ("cpus-per-numa", "8"),
@@ -382,6 +384,7 @@ fn more_than_sixty_four_gpus_leave_link_labels_out_and_say_why() {
         tools: vec![],
         kubelet: None,
         vendor: AUTO,
+        ..Inputs::default()
     });
     let labels = labels_of(&outcome);
     assert_eq!(labels["gpu-topology.io/gpus"], "72");

@@ -289,9 +289,15 @@ fn read_labels<'de, A: MapAccess<'de>>(
                     problem.get_or_insert(error);
                 }
             }
-            None => {
-                map.next_value::<IgnoredAny>()?;
-            }
+            None => match prefix.parse_device_key(&full_key) {
+                Some(resource) => {
+                    let Text(value) = map.next_value::<Text<'de>>()?;
+                    topology.set_device(resource, &value);
+                }
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            },
         }
     }
     Ok(problem.map_or(Ok(topology), Err))

@@ -1,9 +1,17 @@
 //! GPU demand: how many GPUs each container asks for, and how many the pod
 //! needs on one node under the kubelet's Topology Manager scope. Computed
 //! once per request ([`Demand`]); every later stage and message reads it.
+//!
+//! Besides the GPUs (`gpuResources`), a container's device-plugin resources
+//! of `migResources` and `deviceResources` are read ([`DeviceCount`]): MIG
+//! slices count as GPU demand (a pod with one is a GPU pod, and gets
+//! `qos.cpuPerGpu` per slice), and all of them are aligned by the kubelet
+//! with the GPUs, each as its own Device Manager resource. The count-based
+//! fit terms read the GPUs alone: a MIG slice is no `nvidia.com/gpu`.
 
 use crate::request::pod::{containers, Container, ContainerKind, ContainerRef, Section};
 use crate::request::quantity::Quantity;
+use crate::settings::devices::{DeviceKind, DeviceResources};
 use gpu_topology::{GpuDemand, TopologyManagerScope};
 use serde_json::Value;
 
@@ -16,20 +24,52 @@ pub struct ContainerDemand {
     /// A configured GPU resource is listed, `0` included: the kubelet's
     /// Device Manager gives hints for an explicit zero too.
     pub lists_gpu: bool,
+    /// The container's MIG slices and aligned device resources, as listed
+    /// (`0` included), in the order the container lists them.
+    pub devices: Vec<DeviceCount>,
+}
+
+/// One device resource of a container besides its GPUs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceCount {
+    pub resource: String,
+    pub count: u32,
+    pub kind: DeviceKind,
 }
 
 impl ContainerDemand {
+    /// GPUs of `gpuResources` (what the count-based fit terms compare).
     pub fn gpus(&self) -> u32 {
         self.resources
             .iter()
             .fold(0_u32, |sum, (_, count)| sum.saturating_add(*count))
     }
 
-    /// `container "trainer": 4 nvidia.com/gpu`
+    /// MIG slices (`migResources`).
+    pub fn slices(&self) -> u32 {
+        self.devices
+            .iter()
+            .filter(|d| d.kind == DeviceKind::MigSlice)
+            .fold(0_u32, |sum, d| sum.saturating_add(d.count))
+    }
+
+    /// GPUs and MIG slices: the GPU demand the QoS plan sizes per GPU.
+    pub fn gpu_units(&self) -> u32 {
+        self.gpus().saturating_add(self.slices())
+    }
+
+    /// `container "trainer": 4 nvidia.com/gpu`, `container "infer": 1 nvidia.com/mig-1g.10gb`
     pub fn describe(&self) -> String {
+        let slices = self
+            .devices
+            .iter()
+            .filter(|d| d.kind == DeviceKind::MigSlice && d.count > 0)
+            .map(|d| (&d.resource, d.count));
         let counts: Vec<String> = self
             .resources
             .iter()
+            .map(|(resource, count)| (resource, *count))
+            .chain(slices)
             .map(|(resource, count)| format!("{count} {resource}"))
             .collect();
         format!("{}: {}", self.container, counts.join(" + "))
@@ -45,23 +85,47 @@ pub struct PodDemand {
 impl PodDemand {
     /// Reads the demand of a PodSpec (of a Pod or of a pod template).
     pub fn from_pod_spec(spec: &Value, gpu_resources: &[String]) -> Result<Self, String> {
+        Self::from_pod_spec_with(spec, gpu_resources, &DeviceResources::default())
+    }
+
+    /// [`PodDemand::from_pod_spec`] reading the device resources `devices`
+    /// names as well.
+    pub fn from_pod_spec_with(
+        spec: &Value,
+        gpu_resources: &[String],
+        devices: &DeviceResources,
+    ) -> Result<Self, String> {
         let containers = containers(spec)?
             .iter()
-            .map(|container| container_demand(container, gpu_resources))
+            .map(|container| container_demand(container, gpu_resources, devices))
             .collect::<Result<_, _>>()?;
         Ok(PodDemand { containers })
     }
 
+    /// GPUs or MIG slices are asked for.
     pub fn is_gpu_pod(&self) -> bool {
-        self.containers.iter().any(|c| c.gpus() > 0)
+        self.containers.iter().any(|c| c.gpu_units() > 0)
     }
 
-    /// GPUs of the container at `id`; 0 when it asks for none.
+    /// GPUs and MIG slices of the container at `id` ([`ContainerDemand::gpu_units`]);
+    /// 0 when it asks for none.
     pub fn gpus_of(&self, id: &ContainerRef) -> u32 {
         self.containers
             .iter()
             .find(|c| &c.container == id)
-            .map_or(0, ContainerDemand::gpus)
+            .map_or(0, ContainerDemand::gpu_units)
+    }
+
+    /// The device resources (MIG slices and aligned ones) any container
+    /// lists, each once, in the order first listed.
+    pub fn device_resources(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for device in self.containers.iter().flat_map(|c| &c.devices) {
+            if !names.contains(&device.resource.as_str()) {
+                names.push(&device.resource);
+            }
+        }
+        names
     }
 
     /// GPUs the Topology Manager aligns as one unit under `scope`:
@@ -118,6 +182,9 @@ impl PodDemand {
     /// `scope`: every GPU container for `pod` scope, the (first) largest one
     /// for `container` scope.
     fn describe_count(&self, n: u32, scope: TopologyManagerScope) -> String {
+        if n == 0 {
+            return self.describe_slices();
+        }
         let with_gpus = self.containers.iter().filter(|c| c.gpus() > 0);
         let counted: Vec<&ContainerDemand> = match scope {
             TopologyManagerScope::Pod => with_gpus.collect(),
@@ -133,6 +200,27 @@ impl PodDemand {
         format!(
             "{n} GPU{s}{scope_words} ({})",
             parts.join("; "),
+            s = if n == 1 { "" } else { "s" }
+        )
+    }
+}
+
+impl PodDemand {
+    /// A pod of MIG slices without GPUs: `1 MIG slice (container "infer": 1 nvidia.com/mig-1g.10gb)`.
+    fn describe_slices(&self) -> String {
+        let with_slices: Vec<String> = self
+            .containers
+            .iter()
+            .filter(|c| c.slices() > 0)
+            .map(ContainerDemand::describe)
+            .collect();
+        let n = self
+            .containers
+            .iter()
+            .fold(0_u32, |sum, c| sum.saturating_add(c.slices()));
+        format!(
+            "{n} MIG slice{s} ({})",
+            with_slices.join("; "),
             s = if n == 1 { "" } else { "s" }
         )
     }
@@ -155,8 +243,9 @@ impl Demand {
         Demand { pod, scope, needs }
     }
 
+    /// GPUs or MIG slices are asked for.
     pub fn is_gpu_pod(&self) -> bool {
-        self.needs.total > 0
+        self.needs.total > 0 || self.pod.is_gpu_pod()
     }
 
     /// The aligned unit in words: [`PodDemand::describe`] under the scope.
@@ -177,6 +266,7 @@ impl Demand {
 fn container_demand(
     container: &Container<'_>,
     gpu_resources: &[String],
+    devices: &DeviceResources,
 ) -> Result<ContainerDemand, String> {
     let mut resources = Vec::new();
     let mut lists_gpu = false;
@@ -207,7 +297,53 @@ fn container_demand(
         container: container.id.clone(),
         resources,
         lists_gpu,
+        devices: device_counts(container, gpu_resources, devices)?,
     })
+}
+
+/// The container's resources that `devices` names (and `gpuResources` does
+/// not), limits first, else requests, as for GPUs.
+fn device_counts(
+    container: &Container<'_>,
+    gpu_resources: &[String],
+    devices: &DeviceResources,
+) -> Result<Vec<DeviceCount>, String> {
+    if devices.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut counts: Vec<DeviceCount> = Vec::new();
+    for section in [Section::Limits, Section::Requests] {
+        for resource in container.resource_names(section) {
+            if gpu_resources.iter().any(|gpu| gpu == resource)
+                || counts.iter().any(|d| d.resource == resource)
+            {
+                continue;
+            }
+            let Some(kind) = devices.kind_of(resource) else {
+                continue;
+            };
+            let Some(text) = container.resource(section, resource) else {
+                continue;
+            };
+            let count = Quantity::parse(&text)
+                .ok()
+                .and_then(|quantity| quantity.whole_units())
+                .and_then(|units| u32::try_from(units).ok())
+                .ok_or_else(|| {
+                    format!(
+                        "{}: resources.{}.{resource} {text:?} is not a whole number of devices; set a whole number such as \"1\"",
+                        container.id,
+                        section.field()
+                    )
+                })?;
+            counts.push(DeviceCount {
+                resource: resource.to_owned(),
+                count,
+                kind,
+            });
+        }
+    }
+    Ok(counts)
 }
 
 #[cfg(test)]
@@ -273,6 +409,59 @@ mod tests {
         let spec = json!({"containers": [{"name": "c", "resources": resources}]});
         let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
         assert_eq!(demand.gpus(TopologyManagerScope::Pod), expected);
+    }
+
+    /// (GPUs, MIG slices, device resources listed) under the default
+    /// `migResources` and `deviceResources`.
+    #[rstest]
+    #[case::mig_slice_is_gpu_demand(
+        json!({"limits": {"nvidia.com/mig-1g.10gb": "2"}}), 0, 2, vec!["nvidia.com/mig-1g.10gb"])]
+    #[case::gpus_with_rdma(
+        json!({"limits": {"nvidia.com/gpu": "4", "rdma/ib": "4"}}), 4, 0, vec!["rdma/ib"])]
+    #[case::requests_only_device(
+        json!({"requests": {"nvidia.com/gpu": "1", "openshift.io/sriov_netdevice": "1"}}), 1, 0, vec!["openshift.io/sriov_netdevice"])]
+    #[case::unconfigured_resource_is_not_read(
+        json!({"limits": {"nvidia.com/gpu": "1", "example.com/license": "1"}}), 1, 0, vec![])]
+    #[case::explicit_zero_is_listed(
+        json!({"limits": {"nvidia.com/gpu": "1", "rdma/ib": "0"}}), 1, 0, vec!["rdma/ib"])]
+    fn device_resources_are_read(
+        #[case] resources: Value,
+        #[case] gpus: u32,
+        #[case] slices: u32,
+        #[case] listed: Vec<&str>,
+    ) {
+        let spec = json!({"containers": [{"name": "c", "resources": resources}]});
+        let demand =
+            PodDemand::from_pod_spec_with(&spec, &gpu_resources(), &DeviceResources::defaults())
+                .unwrap();
+        let container = &demand.containers[0];
+        assert_eq!((container.gpus(), container.slices()), (gpus, slices));
+        assert_eq!(demand.device_resources(), listed);
+        assert_eq!(demand.is_gpu_pod(), gpus + slices > 0);
+    }
+
+    #[test]
+    fn a_fractional_device_count_names_the_container() {
+        let spec = json!({"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1", "rdma/ib": "0.5"}}}]});
+        let error =
+            PodDemand::from_pod_spec_with(&spec, &gpu_resources(), &DeviceResources::defaults())
+                .unwrap_err();
+        assert!(
+            error.contains("container \"c\": resources.limits.rdma/ib \"0.5\" is not a whole number of devices"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_mig_pod_is_described_by_its_slices() {
+        let spec = json!({"containers": [{"name": "infer", "resources": {"limits": {"nvidia.com/mig-1g.10gb": "1"}}}]});
+        let demand =
+            PodDemand::from_pod_spec_with(&spec, &gpu_resources(), &DeviceResources::defaults())
+                .unwrap();
+        assert_eq!(
+            demand.describe(TopologyManagerScope::Pod),
+            "1 MIG slice (container \"infer\": 1 nvidia.com/mig-1g.10gb)"
+        );
     }
 
     #[rstest]

@@ -174,12 +174,16 @@ fn plural(count: u64, word: &str) -> String {
 
 /// GPUs and exclusive CPUs are counted; memory and hugepages are measured.
 fn countable(resource: Resource) -> bool {
-    matches!(resource, Resource::Gpu | Resource::Cpu)
+    matches!(
+        resource,
+        Resource::Gpu | Resource::Cpu | Resource::Device(_)
+    )
 }
 
-/// `1 GPU`, `8 GPUs`, `1 exclusive CPU`; a measured resource as its name.
+/// `1 GPU`, `8 GPUs`, `1 exclusive CPU`, `4 rdma/ib`; a measured resource as its name.
 fn amount(count: u64, resource: Resource) -> String {
     match resource.name().strip_suffix('s') {
+        Some(_) if matches!(resource, Resource::Device(_)) => format!("{count} {resource}"),
         Some(singular) if count == 1 && countable(resource) => format!("1 {singular}"),
         _ => format!("{count} {resource}"),
     }
@@ -432,6 +436,7 @@ fn request_words(resource: Resource, request: u64) -> String {
     match resource {
         Resource::Gpu => format!("the {}", plural(request, "GPU")),
         Resource::Cpu => format!("the {request} exclusive CPUs"),
+        Resource::Device(name) => format!("the {request} {name}"),
         other => format!(
             "the {} of {other}",
             Quantity::binary_units(request).canonical()
@@ -518,9 +523,9 @@ fn topology_affinity(
     match (gpu, other) {
         (Some(g), Some(o)) => {
             let why = format!(
-                "the GPUs' narrowest NUMA mask{whose} is {} but {}' is {}: {error}",
+                "the GPUs' narrowest NUMA mask{whose} is {} but {} is {}: {error}",
                 mask_words(g.capacity),
-                request_words(o.resource, o.request),
+                possessive(o.resource, &request_words(o.resource, o.request)),
                 mask_words(o.capacity)
             );
             let span = g.capacity.unwrap_or(1);
@@ -534,6 +539,13 @@ fn topology_affinity(
                         plural(gpus_narrow, "GPU")
                     )
                 }
+                // Devices sit where they are: only fewer GPUs fit their NUMA nodes.
+                (Resource::Device(name), true) => format!(
+                    "Request {} so that they fit {} as the {} {name} do",
+                    numa.at_most(Resource::Gpu, o.capacity.unwrap_or(1)),
+                    plural(u64::from(o.capacity.unwrap_or(1)), "NUMA node"),
+                    o.request
+                ),
                 (resource, _) => format!(
                     "Request {} so that {} fit{} {} as the GPUs do",
                     numa.at_most(resource, span),
@@ -548,6 +560,15 @@ fn topology_affinity(
             format!("no NUMA mask is preferred by every resource{whose}: {error}"),
             "Request fewer GPUs, CPUs or memory, or set topology.affinity: preferred".to_owned(),
         ),
+    }
+}
+
+/// `the 32 exclusive CPUs'`, `the 8 rdma/ib's`: a device resource's name
+/// is no English plural.
+fn possessive(resource: Resource, words: &str) -> String {
+    match resource {
+        Resource::Device(_) => format!("{words}'s"),
+        _ => format!("{words}'"),
     }
 }
 
@@ -568,6 +589,8 @@ struct NumaFigures {
     free_cpus: Vec<u64>,
     /// Allocatable bytes of memory, hugepages-2Mi, hugepages-1Gi.
     memory: [Vec<u64>; 3],
+    /// Devices of each other device resource the node publishes.
+    devices: std::collections::BTreeMap<String, Vec<u64>>,
 }
 
 impl NumaFigures {
@@ -614,6 +637,13 @@ impl NumaFigures {
                 list(&|n| huge(n.hugepages_2mi, 2 * MIB)),
                 list(&|n| huge(n.hugepages_1gi, 1024 * MIB)),
             ],
+            devices: facts
+                .devices
+                .iter()
+                .map(|(name, counts)| {
+                    (name.clone(), counts.iter().map(|&c| u64::from(c)).collect())
+                })
+                .collect(),
         }
     }
 
@@ -652,6 +682,13 @@ impl NumaFigures {
                 "at most {} of hugepages-1Gi",
                 bytes(self.largest(&self.memory[2], span))
             ),
+            Resource::Device(name) => {
+                let counts = self
+                    .devices
+                    .get(name.as_str())
+                    .map_or(&[][..], Vec::as_slice);
+                format!("at most {} {name}", self.largest(counts, span))
+            }
         }
     }
 
@@ -715,7 +752,9 @@ fn failure_words(failure: AllocationFailure, resource: Resource) -> String {
             requested,
             available,
         } => match resource {
-            Resource::Gpu | Resource::Cpu => format!("{requested} asked, {available} free"),
+            Resource::Gpu | Resource::Cpu | Resource::Device(_) => {
+                format!("{requested} asked, {available} free")
+            }
             _ => format!("{} asked, {} free", bytes(requested), bytes(available)),
         },
         AllocationFailure::NoMemoryAffinity => "no NUMA nodes with enough memory".to_owned(),
@@ -752,6 +791,9 @@ pub fn unknown_words(unknown: &Unknown) -> String {
         Unknown::Missing(fact) => format!("{fact} is not published"),
         Unknown::Indeterminate(Indeterminate::GpuPick { .. }) => {
             "it depends on which GPUs the device plugin picks".to_owned()
+        }
+        Unknown::Indeterminate(Indeterminate::DevicePick { resource, .. }) => {
+            format!("it depends on which {resource} devices the device plugin picks")
         }
         Unknown::Indeterminate(Indeterminate::CpuIds { .. }) => {
             "it depends on which CPUs the CPU Manager picks".to_owned()

@@ -203,7 +203,7 @@ impl<'a> PodInput<'a> {
     /// The input of the PodSpec `spec`; `Ok(None)` when it is no GPU pod,
     /// `Err` when a GPU count is malformed.
     pub fn read(spec: &'a Value, config: &Config) -> Result<Option<Self>, String> {
-        let pod = PodDemand::from_pod_spec(spec, &config.gpu_resources)?;
+        let pod = PodDemand::from_pod_spec_with(spec, &config.gpu_resources, &config.devices)?;
         let demand = Demand::new(pod, config.topology.scope);
         Ok(demand.is_gpu_pod().then(|| PodInput {
             demand,

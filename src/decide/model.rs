@@ -41,6 +41,9 @@ pub fn model_pod(spec: &Value, demand: &PodDemand) -> Result<kubelet::PodDemand,
         return Err("the containers changed while the pod was planned".to_owned());
     }
     let mut model = Vec::with_capacity(all.len());
+    // Each device resource besides the GPUs is its own Device Manager
+    // resource: the model indexes them in the order first listed.
+    let device_names = demand.device_resources();
     for (container, gpus) in all.iter().zip(&demand.containers) {
         let request = |resource| container_request(container, resource);
         model.push(ContainerDemand {
@@ -54,12 +57,22 @@ pub fn model_pod(spec: &Value, demand: &PodDemand) -> Result<kubelet::PodDemand,
             memory_bytes: request(MEMORY)?.map_or(0, |q| q.ceil_whole_units()),
             hugepages_2mi_bytes: request(HUGEPAGES_2MI)?.map_or(0, |q| q.ceil_whole_units()),
             hugepages_1gi_bytes: request(HUGEPAGES_1GI)?.map_or(0, |q| q.ceil_whole_units()),
+            devices: device_names
+                .iter()
+                .map(|name| {
+                    gpus.devices
+                        .iter()
+                        .find(|d| d.resource == *name)
+                        .map(|d| d.count)
+                })
+                .collect(),
         });
     }
     Ok(kubelet::PodDemand {
         containers: model,
         guaranteed: is_guaranteed(spec, &all)?,
         pod_level_resources: pod_level_resources_set(spec),
+        devices: device_names.into_iter().map(str::to_owned).collect(),
     })
 }
 

@@ -87,6 +87,17 @@ impl<'a> Container<'a> {
     pub fn resource(&self, section: Section, resource: &str) -> Option<Cow<'a, str>> {
         resources_value(self.json.get("resources"), section, resource)
     }
+
+    /// The resource names listed at `resources.<section>` (none when the
+    /// section is absent or not an object).
+    pub fn resource_names(&self, section: Section) -> impl Iterator<Item = &'a str> {
+        self.json
+            .get("resources")
+            .and_then(|resources| resources.get(section.field()))
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|list| list.keys().map(String::as_str))
+    }
 }
 
 /// The quantity string at `<section>.<resource>` of a `resources` object;

@@ -29,9 +29,13 @@
 //! reference says where each key is ignored.
 
 pub mod config_cache;
+pub mod devices;
 pub mod names;
 
 use crate::request::quantity::{Quantity, QuantityError};
+use crate::settings::devices::{
+    check_patterns, DeviceResources, DEFAULT_DEVICE_RESOURCES, DEFAULT_MIG_RESOURCES,
+};
 use crate::settings::names::{is_dns_label, is_dns_subdomain, is_extended_resource_name};
 use gpu_topology::{Alignment, LabelPrefix, TopologyManagerScope};
 use kubewarden_policy_sdk::settings::{SettingsValidationResponse, Validatable};
@@ -65,6 +69,11 @@ pub const DEFAULT_PREFERRED_WEIGHT: i64 = MAX_PREFERRED_WEIGHT;
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct Settings {
     pub gpu_resources: Vec<String>,
+    /// MIG slice resources (names or `prefix*` patterns): GPU demand,
+    /// aligned at the parent GPU's NUMA node ([`devices`]).
+    pub mig_resources: Vec<String>,
+    /// Other device-plugin resources aligned with the GPUs ([`devices`]).
+    pub device_resources: Vec<String>,
     pub label_prefix: String,
     pub exempt_namespaces: Vec<String>,
     pub qos: QosSettings,
@@ -76,6 +85,8 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             gpu_resources: DEFAULT_GPU_RESOURCES.map(str::to_owned).to_vec(),
+            mig_resources: DEFAULT_MIG_RESOURCES.map(str::to_owned).to_vec(),
+            device_resources: DEFAULT_DEVICE_RESOURCES.map(str::to_owned).to_vec(),
             label_prefix: gpu_topology::DEFAULT_LABEL_PREFIX.to_owned(),
             exempt_namespaces: Vec::new(),
             qos: QosSettings::default(),
@@ -438,6 +449,8 @@ fn optional_word<'de, D: Deserializer<'de>, T: Word>(
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub gpu_resources: Vec<String>,
+    /// `migResources` and `deviceResources`.
+    pub devices: DeviceResources,
     pub label_prefix: LabelPrefix,
     pub exempt_namespaces: BTreeSet<String>,
     pub qos: QosConfig,
@@ -526,6 +539,10 @@ impl Settings {
     pub fn config(&self) -> Result<Config, String> {
         let mut errors = Vec::new();
         self.check_gpu_resources(&mut errors);
+        let devices = DeviceResources {
+            mig: check_patterns("migResources", &self.mig_resources, &mut errors),
+            aligned: check_patterns("deviceResources", &self.device_resources, &mut errors),
+        };
         let label_prefix = LabelPrefix::new(&self.label_prefix)
             .map_err(|error| errors.push(format!("labelPrefix: {error}")))
             .ok();
@@ -569,6 +586,7 @@ impl Settings {
         match label_prefix {
             Some(label_prefix) if errors.is_empty() => Ok(Config {
                 gpu_resources: self.gpu_resources.clone(),
+                devices,
                 label_prefix,
                 exempt_namespaces: self.exempt_namespaces.iter().cloned().collect(),
                 qos: qos_config,

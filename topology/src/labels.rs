@@ -106,8 +106,24 @@ impl LabelPrefix {
 
     /// The [`LabelKey`] that `full_key` names under this prefix, if any.
     pub fn parse_key(&self, full_key: &str) -> Option<LabelKey> {
-        let name = full_key.strip_prefix(self.0.as_str())?.strip_prefix('/')?;
-        LabelKey::from_name(name)
+        LabelKey::from_name(self.name_of(full_key)?)
+    }
+
+    /// The full label key of the per-NUMA counts of device resource
+    /// `resource` ([`device_key_name`]); `None` when it cannot be one.
+    pub fn device_key(&self, resource: &str) -> Option<String> {
+        device_key_name(resource).map(|name| [self.0.as_str(), "/", &name].concat())
+    }
+
+    /// The device resource whose per-NUMA counts `full_key` holds under this
+    /// prefix ([`device_resource_of`]), if any.
+    pub fn parse_device_key(&self, full_key: &str) -> Option<String> {
+        device_resource_of(self.name_of(full_key)?)
+    }
+
+    /// The name part of `full_key` when it is under this prefix.
+    fn name_of<'k>(&self, full_key: &'k str) -> Option<&'k str> {
+        full_key.strip_prefix(self.0.as_str())?.strip_prefix('/')
     }
 }
 
@@ -525,6 +541,12 @@ pub struct NodeTopology {
     pub distribute_cpus_across_numa: Option<bool>,
     pub align_by_socket: Option<bool>,
     pub shape: Option<ShapeId>,
+    /// Per-NUMA counts of device-plugin resources other than the GPUs of
+    /// `numa_gpus` (RDMA HCAs, SR-IOV VFs, MIG slices of the mixed
+    /// strategy), by resource name, every NUMA node in id order. A resource
+    /// not in the map is unknown, never absent: the labeler publishes `0`s
+    /// for a configured resource the node lacks.
+    pub devices: BTreeMap<String, Vec<u32>>,
 }
 
 impl NodeTopology {
@@ -651,10 +673,66 @@ impl NodeTopology {
 
     /// The labels to publish, keyed by full label key. Unknown values are left out.
     pub fn to_labels(&self, prefix: &LabelPrefix) -> BTreeMap<String, String> {
+        let devices = self
+            .device_values()
+            .filter_map(|(resource, value)| prefix.device_key(resource).map(|key| (key, value)));
         LabelKey::ALL
             .into_iter()
             .filter_map(|key| self.value(key).map(|value| (prefix.key(key), value)))
+            .chain(devices)
             .collect()
+    }
+
+    /// Each device resource with its per-NUMA counts as a label value; a
+    /// resource whose counts cannot be one ([`format_count_list`]) is left out.
+    pub fn device_values(&self) -> impl Iterator<Item = (&str, String)> + '_ {
+        self.devices.iter().filter_map(|(resource, counts)| {
+            format_count_list(counts).map(|value| (resource.as_str(), value))
+        })
+    }
+
+    /// Every label as `name=value` pairs under no prefix: the fixed keys in
+    /// [`LabelKey::ALL`] order, then the device resources
+    /// ([`device_key_name`]) in resource-name order.
+    pub fn named_values(&self) -> Vec<(String, String)> {
+        let devices = self
+            .device_values()
+            .filter_map(|(resource, value)| device_key_name(resource).map(|name| (name, value)));
+        LabelKey::ALL
+            .into_iter()
+            .filter_map(|key| self.value(key).map(|value| (key.name().to_owned(), value)))
+            .chain(devices)
+            .collect()
+    }
+
+    /// Sets the label named `name` (under no prefix: a [`LabelKey`] name or
+    /// a device key name) as [`NodeTopology::set`] does; names this version
+    /// does not know are ignored.
+    pub fn set_named(&mut self, name: &str, full_key: &str, value: &str) -> Result<(), LabelError> {
+        if let Some(key) = LabelKey::from_name(name) {
+            return self.set(key, full_key, value);
+        }
+        if let Some(resource) = device_resource_of(name) {
+            self.set_device(resource, value);
+        }
+        Ok(())
+    }
+
+    /// Sets the per-NUMA counts of device resource `resource` from its
+    /// label value. Device counts are facts of the kubelet model, never read
+    /// by the fit terms: a value that does not parse leaves the resource
+    /// unknown (false), as for [`LabelRole::Fact`] labels.
+    pub fn set_device(&mut self, resource: String, value: &str) -> bool {
+        match parse_count_list(value) {
+            Some(counts) => {
+                self.devices.insert(resource, counts);
+                true
+            }
+            None => {
+                self.devices.remove(&resource);
+                false
+            }
+        }
     }
 
     /// The digest of every label the admission decision reads
@@ -675,6 +753,16 @@ impl NodeTopology {
         for key in LabelKey::ALL.into_iter().filter(|key| key.shapes()) {
             if let Some(value) = self.value(key) {
                 feed(key.name().as_bytes());
+                feed(b"=");
+                feed(value.as_bytes());
+                feed(b";");
+            }
+        }
+        // Device resources are facts of the model: after the fixed keys, in
+        // resource-name order, so nodes without any keep their shape.
+        for (resource, value) in self.device_values() {
+            if let Some(name) = device_key_name(resource) {
+                feed(name.as_bytes());
                 feed(b"=");
                 feed(value.as_bytes());
                 feed(b";");
@@ -795,8 +883,8 @@ impl NodeTopology {
     {
         let mut topology = NodeTopology::default();
         for (full_key, value) in labels {
-            if let Some(key) = prefix.parse_key(full_key) {
-                topology.set(key, full_key, value)?;
+            if let Some(name) = prefix.name_of(full_key) {
+                topology.set_named(name, full_key, value)?;
             }
         }
         Ok(topology)
@@ -806,6 +894,52 @@ impl NodeTopology {
     pub fn is_empty(&self) -> bool {
         *self == NodeTopology::default()
     }
+}
+
+/// What begins the name of a device resource's per-NUMA label:
+/// `numa-devices.<domain>_<name>` for resource `<domain>/<name>`, e.g.
+/// `gpu-topology.io/numa-devices.rdma_ib=4.4` for `rdma/ib` and
+/// `gpu-topology.io/numa-devices.nvidia.com_mig-1g.10gb=7.7` for a MIG
+/// profile. The value is a count list, as `numa-gpus`.
+pub const DEVICE_KEY_PREFIX: &str = "numa-devices.";
+
+/// The label name (under the prefix) of device resource `resource`'s
+/// per-NUMA counts. A resource's domain is a DNS subdomain, which has no
+/// `_`, so its `/` is written `_` and the first `_` reads back as the `/`.
+/// `None` when `resource` is no extended resource name (`domain/name`) or
+/// the name would pass a label name's 63 characters (such a resource
+/// cannot be published: it stays unknown).
+pub fn device_key_name(resource: &str) -> Option<String> {
+    let (domain, name) = resource.split_once('/')?;
+    if !is_resource_domain(domain) || !is_resource_name_part(name) {
+        return None;
+    }
+    let key = [DEVICE_KEY_PREFIX, domain, "_", name].concat();
+    (key.len() <= MAX_LABEL_VALUE_LEN).then_some(key)
+}
+
+/// The device resource a label name written by [`device_key_name`] is about.
+pub fn device_resource_of(name: &str) -> Option<String> {
+    let encoded = name.strip_prefix(DEVICE_KEY_PREFIX)?;
+    let (domain, resource_name) = encoded.split_once('_')?;
+    if name.len() > MAX_LABEL_VALUE_LEN
+        || !is_resource_domain(domain)
+        || !is_resource_name_part(resource_name)
+    {
+        return None;
+    }
+    Some([domain, "/", resource_name].concat())
+}
+
+/// A resource name's domain: a DNS subdomain, as a label prefix.
+fn is_resource_domain(domain: &str) -> bool {
+    LabelPrefix::new(domain).is_ok()
+}
+
+/// A resource name's part after `/`: a qualified name (letters, digits,
+/// `-`, `_`, `.`, beginning and ending with a letter or digit).
+fn is_resource_name_part(name: &str) -> bool {
+    !name.is_empty() && is_label_value(name)
 }
 
 /// Writes per-NUMA counts as a label value (`4.4`); `None` when there are
@@ -893,6 +1027,21 @@ mod tests {
             distribute_cpus_across_numa: Some(false),
             align_by_socket: Some(false),
             shape: None,
+            devices: BTreeMap::new(),
+        }
+        .with_shape()
+    }
+
+    /// A GPUDirect node: 8 GPUs, 8 HCAs 4+4, MIG slices on one GPU.
+    fn hgx_with_devices() -> NodeTopology {
+        NodeTopology {
+            devices: BTreeMap::from([
+                ("rdma/ib".to_owned(), vec![4, 4]),
+                ("nvidia.com/mig-1g.10gb".to_owned(), vec![7, 0]),
+                ("openshift.io/sriov_netdevice".to_owned(), vec![0, 16]),
+            ]),
+            numa_gpus: Some(vec![4, 4]),
+            ..NodeTopology::default()
         }
         .with_shape()
     }
@@ -1081,6 +1230,111 @@ mod tests {
             NodeTopology::default().shape_id().to_string(),
             "cbf29ce484222325"
         );
+    }
+
+    #[rstest]
+    #[case::rdma("rdma/ib", "numa-devices.rdma_ib")]
+    #[case::mig_profile("nvidia.com/mig-1g.10gb", "numa-devices.nvidia.com_mig-1g.10gb")]
+    #[case::underscore_in_the_name(
+        "openshift.io/sriov_netdevice",
+        "numa-devices.openshift.io_sriov_netdevice"
+    )]
+    #[case::shared_rdma("rdma/rdma_shared_device_a", "numa-devices.rdma_rdma_shared_device_a")]
+    fn device_keys_round_trip(#[case] resource: &str, #[case] name: &str) {
+        assert_eq!(device_key_name(resource).as_deref(), Some(name));
+        assert_eq!(device_resource_of(name).as_deref(), Some(resource));
+        let prefix = LabelPrefix::default();
+        let key = prefix.device_key(resource).unwrap();
+        assert_eq!(key, format!("gpu-topology.io/{name}"));
+        assert_eq!(prefix.parse_device_key(&key).as_deref(), Some(resource));
+        assert_eq!(prefix.parse_key(&key), None);
+    }
+
+    #[rstest]
+    #[case::no_domain("gpu")]
+    #[case::uppercase_domain("NVIDIA.com/gpu")]
+    #[case::underscore_in_the_domain("my_vendor.com/nic")]
+    #[case::two_slashes("rdma/ib/x")]
+    #[case::name_ends_with_a_dot("rdma/ib.")]
+    #[case::too_long_for_a_label_name(
+        "example.com/a-device-resource-name-much-too-long-for-a-label"
+    )]
+    fn resources_that_cannot_be_a_label_have_no_key(#[case] resource: &str) {
+        assert_eq!(device_key_name(resource), None);
+    }
+
+    #[rstest]
+    #[case::not_ours("numa-gpus")]
+    #[case::no_separator("numa-devices.rdma")]
+    #[case::empty_name("numa-devices.rdma_")]
+    #[case::bad_domain("numa-devices.-rdma_ib")]
+    fn names_that_are_no_device_key(#[case] name: &str) {
+        assert_eq!(device_resource_of(name), None);
+    }
+
+    #[test]
+    fn device_counts_round_trip_and_stay_valid_labels() {
+        let prefix = LabelPrefix::default();
+        let node = hgx_with_devices();
+        let labels = node.to_labels(&prefix);
+        assert_eq!(labels["gpu-topology.io/numa-devices.rdma_ib"], "4.4");
+        assert_eq!(
+            labels["gpu-topology.io/numa-devices.nvidia.com_mig-1g.10gb"],
+            "7.0"
+        );
+        for (key, value) in &labels {
+            assert!(is_label_value(value), "{key}={value:?}");
+            let name = key.split_once('/').unwrap().1;
+            assert!(name.len() <= MAX_LABEL_VALUE_LEN, "{name}");
+            assert!(is_label_value(name), "{name}");
+        }
+        let read = NodeTopology::from_labels(
+            &prefix,
+            labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        )
+        .unwrap();
+        assert_eq!(read, node);
+        // The names without a prefix round-trip too (the fleet summary's form).
+        let mut named = NodeTopology::default();
+        for (name, value) in node.named_values() {
+            named.set_named(&name, &name, &value).unwrap();
+        }
+        assert_eq!(named, node);
+    }
+
+    /// Device counts are model facts: an unreadable value leaves the
+    /// resource unknown and the node readable.
+    #[rstest]
+    #[case::word("many")]
+    #[case::empty_entry("4..4")]
+    #[case::signed("-1.4")]
+    fn unreadable_device_counts_are_unknown(#[case] value: &str) {
+        let labels = [
+            ("gpu-topology.io/gpus", "8"),
+            ("gpu-topology.io/numa-devices.rdma_ib", value),
+        ];
+        let parsed = NodeTopology::from_labels(&LabelPrefix::default(), labels).unwrap();
+        assert_eq!(parsed.gpus, Some(8));
+        assert!(parsed.devices.is_empty());
+    }
+
+    /// Device counts are part of the shape; nodes without any keep the
+    /// digest they had before device resources were published.
+    #[test]
+    fn device_counts_shape_the_node() {
+        let node = hgx_with_devices();
+        let mut moved = node.clone();
+        moved.devices.insert("rdma/ib".to_owned(), vec![8, 0]);
+        assert_ne!(moved.shape_id(), node.shape_id());
+        let without = NodeTopology {
+            devices: BTreeMap::new(),
+            ..node.clone()
+        };
+        let plain = NodeTopology {
+            numa_gpus: Some(vec![4, 4]),
+            ..NodeTopology::default()
+        };
+        assert_eq!(without.shape_id(), plain.shape_id());
     }
 
     #[rstest]

@@ -8,7 +8,7 @@
 //! shapes. `gpu-topology-labeler summarize` writes them with
 //! [`FleetSummary::to_data`]; the policy reads them back with
 //! [`FleetSummary::from_data`]. Group values use the label contract's names
-//! and encoding ([`LabelKey::name`], [`NodeTopology::set`]), so the summary
+//! and encoding ([`crate::LabelKey::name`], [`NodeTopology::set`]), so the summary
 //! and the node labels cannot disagree.
 //!
 //! ```text
@@ -22,7 +22,7 @@
 //! ```
 
 use crate::fleet::Fleet;
-use crate::labels::{parse_count, LabelError, LabelKey, NodeTopology};
+use crate::labels::{parse_count, LabelError, NodeTopology};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -83,10 +83,8 @@ impl FleetSummary {
             .iter()
             .map(|group| {
                 let mut line = group.nodes.to_string();
-                for key in LabelKey::ALL {
-                    if let Some(value) = group.topology.value(key) {
-                        line.push_str(&format!(" {}={value}", key.name()));
-                    }
+                for (name, value) in group.topology.named_values() {
+                    line.push_str(&format!(" {name}={value}"));
                 }
                 line
             })
@@ -169,11 +167,9 @@ fn parse_group(line: &str) -> Result<(u32, NodeTopology), String> {
         let (name, value) = field
             .split_once('=')
             .ok_or_else(|| format!("{field:?} is not name=value"))?;
-        if let Some(key) = LabelKey::from_name(name) {
-            topology
-                .set(key, name, value)
-                .map_err(|error: LabelError| error.to_string())?;
-        }
+        topology
+            .set_named(name, name, value)
+            .map_err(|error: LabelError| error.to_string())?;
     }
     Ok((nodes, topology))
 }

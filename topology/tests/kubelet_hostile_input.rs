@@ -106,6 +106,12 @@ fn node() -> impl Strategy<Value = NodeFacts> {
         ),
         known(memory),
         (known(any::<u32>()), known(any::<u32>())),
+        // Device lists of any length and counts, some names the pod asks for.
+        proptest::collection::btree_map(
+            prop_oneof![Just("rdma/ib".to_owned()), Just("x/y".to_owned())],
+            proptest::collection::vec(count(), 0..=20),
+            0..=2,
+        ),
     )
         .prop_map(
             |(
@@ -115,6 +121,7 @@ fn node() -> impl Strategy<Value = NodeFacts> {
                 (cpu, full, distribute, align),
                 memory,
                 (gpus, gpus_per_numa_max),
+                devices,
             )| NodeFacts {
                 gpus,
                 gpus_per_numa_max,
@@ -133,6 +140,7 @@ fn node() -> impl Strategy<Value = NodeFacts> {
                     align_by_socket: align,
                 },
                 memory_manager: memory,
+                devices,
             },
         )
 }
@@ -143,28 +151,55 @@ fn pod() -> impl Strategy<Value = PodDemand> {
         Just(ContainerKind::Sidecar),
         Just(ContainerKind::App)
     ];
-    let container = (kind, known(count()), bytes(), bytes(), bytes(), bytes()).prop_map(
-        |(kind, gpus, cpu_millis, memory_bytes, hugepages_2mi_bytes, hugepages_1gi_bytes)| {
-            ContainerDemand {
+    // Device limits of any length: more or fewer entries than the pod's
+    // device resources.
+    let devices = proptest::collection::vec(known(count()), 0..=3);
+    let container = (
+        kind,
+        known(count()),
+        bytes(),
+        bytes(),
+        (bytes(), bytes()),
+        devices,
+    )
+        .prop_map(
+            |(
                 kind,
                 gpus,
                 cpu_millis,
                 memory_bytes,
-                hugepages_2mi_bytes,
-                hugepages_1gi_bytes,
-            }
-        },
+                (hugepages_2mi_bytes, hugepages_1gi_bytes),
+                devices,
+            )| {
+                ContainerDemand {
+                    kind,
+                    gpus,
+                    cpu_millis,
+                    memory_bytes,
+                    hugepages_2mi_bytes,
+                    hugepages_1gi_bytes,
+                    devices,
+                }
+            },
+        );
+    let resources = proptest::collection::vec(
+        prop_oneof![Just("rdma/ib".to_owned()), Just("z/w".to_owned())],
+        0..=2,
     );
     (
         proptest::collection::vec(container, 0..=5),
         any::<bool>(),
         any::<bool>(),
+        resources,
     )
-        .prop_map(|(containers, guaranteed, pod_level_resources)| PodDemand {
-            containers,
-            guaranteed,
-            pod_level_resources,
-        })
+        .prop_map(
+            |(containers, guaranteed, pod_level_resources, devices)| PodDemand {
+                containers,
+                guaranteed,
+                pod_level_resources,
+                devices,
+            },
+        )
 }
 
 proptest! {

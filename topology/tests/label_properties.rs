@@ -81,6 +81,21 @@ fn counts() -> impl Strategy<Value = Option<Vec<u32>>> {
     ])
 }
 
+/// Device resources: names of the common device plugins, one too long for
+/// a label name (never published), each with per-NUMA counts.
+fn devices() -> impl Strategy<Value = BTreeMap<String, Vec<u32>>> {
+    let resource = select(vec![
+        "rdma/ib",
+        "rdma/rdma_shared_device_a",
+        "nvidia.com/mig-1g.10gb",
+        "openshift.io/sriov_netdevice",
+        "example.com/a-device-resource-name-much-too-long-for-a-label",
+    ])
+    .prop_map(str::to_owned);
+    let lists = prop_oneof![vec(0..=1024u32, 1..=8), vec(0..=9u32, 60..=70)];
+    btree_map(resource, lists, 0..3)
+}
+
 fn flag() -> impl Strategy<Value = Option<bool>> {
     option::of(any::<bool>())
 }
@@ -109,7 +124,7 @@ fn topology() -> impl Strategy<Value = NodeTopology> {
         (flag(), flag(), flag(), flag()),
         option::of(any::<u64>().prop_map(ShapeId)),
     );
-    (described, facts).prop_map(|(described, facts)| {
+    (described, facts, devices()).prop_map(|(described, facts, devices)| {
         let ((gpus, per_numa, numa, nvlink, pcie, cpus, memory), interconnect, policy, scope, cpu) =
             described;
         let (
@@ -148,6 +163,7 @@ fn topology() -> impl Strategy<Value = NodeTopology> {
             distribute_cpus_across_numa: distribute,
             align_by_socket: by_socket,
             shape,
+            devices,
         }
     })
 }
@@ -169,6 +185,15 @@ fn as_read(topology: &NodeTopology) -> NodeTopology {
         numa_memory_mib: writable(&topology.numa_memory_mib),
         numa_hugepages_2mi: writable(&topology.numa_hugepages_2mi),
         numa_hugepages_1gi: writable(&topology.numa_hugepages_1gi),
+        devices: topology
+            .devices
+            .iter()
+            .filter(|(resource, counts)| {
+                gpu_topology::device_key_name(resource).is_some()
+                    && format_count_list(counts).is_some()
+            })
+            .map(|(resource, counts)| (resource.clone(), counts.clone()))
+            .collect(),
         ..topology.clone()
     }
 }

@@ -23,9 +23,13 @@ const MIB: u64 = 1 << 20;
 /// Most permutations one brute-force merge may walk.
 const PERMUTATION_CAP: u64 = 40_000;
 
+/// The device resource besides the GPUs the cases use (an RDMA HCA).
+const HCA: &str = "rdma/ib";
+
 #[derive(Debug, Clone)]
 struct Numa {
     gpus: u32,
+    hcas: u32,
     cores: u32,
     reserved_cores: u32,
     reserved_extra: u32,
@@ -36,7 +40,10 @@ struct Numa {
 
 fn numa() -> impl Strategy<Value = Numa> {
     (
-        prop_oneof![3 => 0u32..=4, 1 => 0u32..=8],
+        (
+            prop_oneof![3 => 0u32..=4, 1 => 0u32..=8],
+            prop_oneof![1 => Just(0u32), 3 => 1u32..=4],
+        ),
         prop_oneof![1 => Just(0u32), 8 => 1u32..=6],
         prop_oneof![3 => Just(0u32), 1 => 1u32..=2],
         0u32..=1,
@@ -45,9 +52,18 @@ fn numa() -> impl Strategy<Value = Numa> {
         prop_oneof![4 => Just(0u64), 1 => 1u64..=2],
     )
         .prop_map(
-            |(gpus, cores, reserved_cores, reserved_extra, memory_gib, pages_2mi, pages_1gi)| {
+            |(
+                (gpus, hcas),
+                cores,
+                reserved_cores,
+                reserved_extra,
+                memory_gib,
+                pages_2mi,
+                pages_1gi,
+            )| {
                 Numa {
                     gpus,
+                    hcas,
                     cores,
                     reserved_cores: reserved_cores.min(cores),
                     reserved_extra,
@@ -184,6 +200,7 @@ fn node() -> impl Strategy<Value = NodeFacts> {
                         align_by_socket: Some(align),
                     },
                     memory_manager: Some(memory),
+                    devices: [(HCA.to_owned(), numas.iter().map(|s| s.hcas).collect())].into(),
                 }
             },
         )
@@ -196,14 +213,16 @@ fn container(kind: ContainerKind) -> impl Strategy<Value = ContainerDemand> {
         1u64..=24,
         prop_oneof![4 => Just(0u64), 1 => (1u64..=2).prop_map(|p| p * 2 * MIB)],
         prop_oneof![6 => Just(0u64), 1 => Just(GIB)],
+        prop_oneof![4 => Just(None), 3 => (0u32..=2).prop_map(Some), 1 => (3u32..=4).prop_map(Some)],
     )
-        .prop_map(move |(gpus, cpu_millis, memory_gib, hp2, hp1)| ContainerDemand {
+        .prop_map(move |(gpus, cpu_millis, memory_gib, hp2, hp1, hcas)| ContainerDemand {
             kind,
             gpus,
             cpu_millis,
             memory_bytes: memory_gib * GIB,
             hugepages_2mi_bytes: hp2,
             hugepages_1gi_bytes: hp1,
+            devices: vec![hcas],
         })
 }
 
@@ -223,10 +242,22 @@ fn pod() -> impl Strategy<Value = PodDemand> {
             let containers: Vec<_> = kinds.into_iter().map(container).collect();
             (containers, Just(guaranteed), Just(pod_level))
         })
-        .prop_map(|(containers, guaranteed, pod_level_resources)| PodDemand {
-            containers,
-            guaranteed,
-            pod_level_resources,
+        .prop_map(|(mut containers, guaranteed, pod_level_resources)| {
+            // The HCAs are a resource of the pod only when a container lists them.
+            let lists_hcas = containers.iter().any(|c| c.device(0).is_some());
+            if !lists_hcas {
+                containers.iter_mut().for_each(|c| c.devices.clear());
+            }
+            PodDemand {
+                containers,
+                guaranteed,
+                pod_level_resources,
+                devices: if lists_hcas {
+                    vec![HCA.to_owned()]
+                } else {
+                    Vec::new()
+                },
+            }
         })
 }
 

@@ -4,6 +4,7 @@
 
 pub mod kubelet;
 pub mod nvidia_smi;
+pub mod nvidia_smi_list;
 pub mod rocm_smi;
 pub mod sysfs;
 

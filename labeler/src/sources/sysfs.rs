@@ -10,7 +10,10 @@
 //! that is there must be whole and well-formed.
 
 use super::{read_text, SourceError};
-use crate::model::{is_gpu_class, CpuPlace, CpuView, IdSet, NumaNode, PciGpu, SysfsView, Vendor};
+use crate::model::{
+    is_gpu_class, ClassDevice, CpuPlace, CpuView, IdSet, NumaNode, PciFunction, PciGpu, SysfsView,
+    Vendor,
+};
 use crate::parse::sysfs::{
     parse_decimal_attribute, parse_hex_attribute, parse_hugepages_dir_name, parse_id_list,
     parse_meminfo_total_kib, parse_numa_node,
@@ -26,6 +29,9 @@ pub fn read_sysfs(root: &Path) -> Result<SysfsView, SourceError> {
     let node_dir = root.join("devices/system/node");
     Ok(SysfsView {
         gpus: read_gpus(&root.join("bus/pci/devices"))?,
+        pci_functions: read_pci_functions(&root.join("bus/pci/devices"))?,
+        rdma_devices: read_class(&root.join("class/infiniband"))?,
+        net_devices: read_class(&root.join("class/net"))?,
         numa_nodes: read_numa_nodes(&node_dir)?,
         online_numa_nodes: read_optional(&node_dir.join(ONLINE))?
             .map(|text| parse_id_list(&text).map_err(at(&node_dir.join(ONLINE))))
@@ -131,6 +137,89 @@ fn read_device(device: &Path, address: String) -> Result<Option<PciGpu>, SourceE
         class,
         numa,
     }))
+}
+
+/// Every PCI function with its ids, NUMA node and SR-IOV links. A
+/// function that leaves while it is read is not there (see [`read_gpus`]).
+fn read_pci_functions(devices: &Path) -> Result<Vec<PciFunction>, SourceError> {
+    let mut functions = Vec::new();
+    for address in entries(devices)? {
+        let device = devices.join(&address);
+        match read_function(&device, address) {
+            Ok(function) => functions.push(function),
+            Err(_) if !device.exists() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(functions)
+}
+
+fn read_function(device: &Path, address: String) -> Result<PciFunction, SourceError> {
+    let hex = |name: &str| -> Result<Option<u32>, SourceError> {
+        let path = device.join(name);
+        read_optional(&path)?
+            .map(|text| parse_hex_attribute(&text).map_err(at(&path)))
+            .transpose()
+    };
+    let numa_path = device.join("numa_node");
+    let numa = read_optional(&numa_path)?
+        .map(|text| parse_numa_node(&text).map_err(at(&numa_path)))
+        .transpose()?
+        .flatten();
+    let mut virtual_functions = Vec::new();
+    for name in entries(device)? {
+        if name
+            .strip_prefix("virtfn")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            virtual_functions.push(link_name(&device.join(&name))?);
+        }
+    }
+    Ok(PciFunction {
+        address,
+        vendor: hex("vendor")?.unwrap_or(0),
+        device: hex("device")?,
+        class: hex("class")?.unwrap_or(0),
+        numa,
+        is_virtual_function: device.join("physfn").symlink_metadata().is_ok(),
+        virtual_functions,
+    })
+}
+
+/// The last component of where the link at `path` points (a PCI address).
+fn link_name(path: &Path) -> Result<String, SourceError> {
+    let target =
+        std::fs::read_link(path).map_err(|e| SourceError::new(path.display().to_string(), e))?;
+    target
+        .file_name()
+        .and_then(|name| name.to_str())
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            SourceError::new(
+                path.display().to_string(),
+                format!("the link points to {}, no PCI address", target.display()),
+            )
+        })
+}
+
+/// The devices of a `class/` directory and the PCI function each sits on
+/// (its `device` link); none when the directory is absent.
+fn read_class(dir: &Path) -> Result<Vec<ClassDevice>, SourceError> {
+    if !dir.exists() {
+        return Ok(Vec::new());
+    }
+    entries(dir)?
+        .into_iter()
+        .map(|name| {
+            let link = dir.join(&name).join("device");
+            let pci_address = if link.symlink_metadata().is_ok() {
+                Some(link_name(&link)?)
+            } else {
+                None
+            };
+            Ok(ClassDevice { name, pci_address })
+        })
+        .collect()
 }
 
 fn read_numa_nodes(dir: &Path) -> Result<BTreeMap<u32, NumaNode>, SourceError> {

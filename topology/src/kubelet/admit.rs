@@ -12,10 +12,13 @@
 //! does not start above `max-allowable-numa-nodes`).
 
 use super::cpu::{guaranteed_cpus, CpuAllocError, CpuOptions, CpuState};
-use super::device::{allocate_gpus, gpu_hints, pod_gpu_request, GpuState};
+use super::device::{
+    allocate_gpus, gpu_hints, pod_device_request, pod_gpu_request, DeviceState, GpuState,
+};
 use super::facts::{
-    numa_nodes, validate, ContainerDemand, Fact, HugePages, InputError, MemoryManagerPolicy,
-    NodeFacts, NumaNodeFacts, PodDemand, HUGE_PAGE_1GI_BYTES, HUGE_PAGE_2MI_BYTES, MIB,
+    numa_nodes, validate, ContainerDemand, DeviceName, Fact, HugePages, InputError,
+    MemoryManagerPolicy, NodeFacts, NumaNodeFacts, PodDemand, HUGE_PAGE_1GI_BYTES,
+    HUGE_PAGE_2MI_BYTES, MIB,
 };
 use super::hint::{ProviderHints, TopologyHint};
 use super::mask::MAX_NUMA_NODES;
@@ -115,9 +118,11 @@ fn admit_with(node: &NodeFacts, pod: &PodDemand, fit: NodeFit) -> Result<Admissi
 }
 
 /// One alignment unit's demand.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct UnitDemand {
     gpus: Option<u32>,
+    /// Per device resource of the pod ([`PodDemand::devices`]).
+    devices: Vec<Option<u32>>,
     cpus: u32,
     memory: MemoryAmounts,
 }
@@ -135,6 +140,8 @@ struct Admitter<'a> {
     /// The Memory Manager may pin memory, as `cpu_static`.
     memory_static: bool,
     gpu: Option<GpuState>,
+    /// Per device resource of the pod: its devices, or why they are unknown.
+    devices: Vec<DeviceProvider>,
     cpu: Result<CpuState, Unknown>,
     memory: Result<MemoryState, Unknown>,
 }
@@ -170,6 +177,45 @@ fn startup(node: &NodeFacts) -> Step<()> {
         )));
     }
     Ok(())
+}
+
+/// One device resource of the pod on the node.
+struct DeviceProvider {
+    name: DeviceName,
+    /// `Err`: the node does not publish the resource (unknown, not absent).
+    state: Result<DeviceState, Unknown>,
+}
+
+/// The devices of each device resource the pod lists, as the node publishes
+/// them; a resource the node does not publish (or not for every NUMA node)
+/// is unknown for that resource alone, so that the other providers can
+/// still refuse. More requested than the node has at all is refused.
+fn device_providers(
+    node: &NodeFacts,
+    pod: &PodDemand,
+    numas: &[NumaNodeFacts],
+) -> Step<Vec<DeviceProvider>> {
+    let mut providers = Vec::with_capacity(pod.devices.len());
+    for (index, resource) in pod.devices.iter().enumerate() {
+        let name = DeviceName::new(resource);
+        let state = match node.devices.get(resource) {
+            Some(counts) if counts.len() == numas.len() => {
+                let state = DeviceState::new(counts.clone());
+                let requested = u64::from(pod_device_request(&pod.containers, index).unwrap_or(0));
+                if requested > state.total_gpus() {
+                    return Err(Stop::Refuse(Refusal::Insufficient {
+                        resource: Resource::Device(name),
+                        requested,
+                        capacity: state.total_gpus(),
+                    }));
+                }
+                Ok(state)
+            }
+            _ => Err(Unknown::Missing(Fact::Devices { resource: name })),
+        };
+        providers.push(DeviceProvider { name, state });
+    }
+    Ok(providers)
 }
 
 fn cpu_options(node: &NodeFacts) -> Result<CpuOptions, Fact> {
@@ -572,7 +618,8 @@ fn evaluate_managers(
     } = pinning(node, pod);
     let may_pin_cpus = cpu_static != Some(false);
     let may_pin_memory = memory_static != Some(false);
-    if !(wants_gpus || may_pin_cpus || may_pin_memory) {
+    let wants_devices = !pod.devices.is_empty();
+    if !(wants_gpus || wants_devices || may_pin_cpus || may_pin_memory) {
         // No provider gives a hint and no manager pins anything.
         return Ok(true);
     }
@@ -604,6 +651,7 @@ fn evaluate_managers(
     } else {
         None
     };
+    let devices = device_providers(node, pod, numas)?;
     let cpu = match cpu_static {
         Some(true) => match (cpu_options(node), node.threads_per_core) {
             (Ok(options), Some(t)) => CpuState::new(numas, t, options)?,
@@ -632,6 +680,7 @@ fn evaluate_managers(
         cpu_static: may_pin_cpus,
         memory_static: may_pin_memory,
         gpu,
+        devices,
         cpu,
         memory,
     };
@@ -670,6 +719,7 @@ impl Admitter<'_> {
     fn container_demand(&self, c: &ContainerDemand) -> UnitDemand {
         UnitDemand {
             gpus: c.gpus,
+            devices: (0..self.devices.len()).map(|i| c.device(i)).collect(),
             cpus: if self.cpu_static {
                 guaranteed_cpus(self.pod.guaranteed, c.cpu_millis)
             } else {
@@ -687,6 +737,9 @@ impl Admitter<'_> {
         let containers = &self.pod.containers;
         UnitDemand {
             gpus: pod_gpu_request(containers),
+            devices: (0..self.devices.len())
+                .map(|i| pod_device_request(containers, i))
+                .collect(),
             cpus: if self.cpu_static {
                 let requests = containers.iter().map(|c| {
                     (
@@ -708,7 +761,10 @@ impl Admitter<'_> {
 
     /// Whether the unit has anything the kubelet aligns.
     fn alignable(&self, demand: &UnitDemand) -> bool {
-        demand.gpus.unwrap_or(0) > 0 || demand.cpus > 0 || demand.memory != [0; 3]
+        demand.gpus.unwrap_or(0) > 0
+            || demand.devices.iter().any(|d| d.unwrap_or(0) > 0)
+            || demand.cpus > 0
+            || demand.memory != [0; 3]
     }
 
     /// The providers' hints for a unit: the Device, CPU and Memory Managers'.
@@ -720,7 +776,9 @@ impl Admitter<'_> {
         let with_reusable = container.is_some();
         let mut providers = Vec::with_capacity(3);
         let mut reports = Vec::new();
-        // Device Manager.
+        // Device Manager: one hint list per device resource the unit lists
+        // (`GetTopologyHints` answers a map by resource, and the Topology
+        // Manager's `filterProvidersHints` takes each as its own list).
         providers.push(match (demand.gpus, &self.gpu) {
             (Some(gpus), Some(state)) => match gpu_hints(state, gpus, with_reusable) {
                 Ok(Some((hints, report))) => {
@@ -736,6 +794,24 @@ impl Admitter<'_> {
             },
             _ => Ok(Vec::new()),
         });
+        for (provider, request) in self.devices.iter().zip(&demand.devices) {
+            let Some(request) = *request else { continue };
+            providers.push(match &provider.state {
+                Ok(state) => match gpu_hints(state, request, with_reusable) {
+                    Ok(Some((hints, report))) => {
+                        reports.push(ResourceReport {
+                            resource: Resource::Device(provider.name),
+                            request: u64::from(request),
+                            hints: report,
+                        });
+                        Ok(vec![hints])
+                    }
+                    Ok(None) => Ok(Vec::new()),
+                    Err(u) => Err(with_container(u, container)),
+                },
+                Err(u) => Err(*u),
+            });
+        }
         // CPU Manager.
         providers.push(if demand.cpus == 0 {
             Ok(Vec::new())
@@ -879,6 +955,9 @@ impl Admitter<'_> {
                 }
             }
         }
+        // The Device Manager allocates every device resource of the
+        // container before the CPU Manager runs.
+        self.allocate_devices(i, &c, mask, ambiguity)?;
         if demand.cpus > 0 {
             let state = self.cpu.as_mut().map_err(|u| Stop::Unknown(*u))?;
             state
@@ -896,6 +975,44 @@ impl Admitter<'_> {
             state
                 .allocate(c.kind, &demand.memory, hint)
                 .map_err(|failure| memory_stop(failure, i))?;
+        }
+        Ok(())
+    }
+
+    /// `allocateContainerResources` for each device resource besides the
+    /// GPUs: `devicesToAllocate` per resource under the same hint.
+    fn allocate_devices(
+        &mut self,
+        i: usize,
+        c: &ContainerDemand,
+        mask: Option<super::mask::NumaMask>,
+        ambiguity: Option<Unknown>,
+    ) -> Step<()> {
+        for (index, provider) in self.devices.iter_mut().enumerate() {
+            let needed = c.device(index).unwrap_or(0);
+            if needed == 0 {
+                continue;
+            }
+            let state = provider.state.as_mut().map_err(|u| Stop::Unknown(*u))?;
+            if state.total_gpus() == 0 {
+                continue;
+            }
+            let forced = allocate_gpus(state, c.kind, needed, mask).map_err(|failure| {
+                Stop::Refuse(Refusal::AllocationFailed {
+                    container: i,
+                    resource: Resource::Device(provider.name),
+                    failure,
+                })
+            })?;
+            let why = ambiguity.or((!forced).then_some(Unknown::Indeterminate(
+                Indeterminate::DevicePick {
+                    container: i,
+                    resource: provider.name,
+                },
+            )));
+            if let (Some(why), Ok(())) = (why, state.split) {
+                state.split = Err(why);
+            }
         }
         Ok(())
     }
@@ -935,6 +1052,12 @@ fn with_container(u: Unknown, container: Option<usize>) -> Unknown {
     match (u, container) {
         (Unknown::Indeterminate(Indeterminate::GpuPick { .. }), Some(c)) => {
             Unknown::Indeterminate(Indeterminate::GpuPick { container: c })
+        }
+        (Unknown::Indeterminate(Indeterminate::DevicePick { resource, .. }), Some(c)) => {
+            Unknown::Indeterminate(Indeterminate::DevicePick {
+                container: c,
+                resource,
+            })
         }
         (other, _) => other,
     }
@@ -1015,6 +1138,7 @@ mod tests {
             }],
             guaranteed: false,
             pod_level_resources: false,
+            devices: Vec::new(),
         }
     }
 
@@ -1099,6 +1223,7 @@ mod tests {
             }],
             guaranteed: false,
             pod_level_resources: false,
+            devices: Vec::new(),
         };
         let node = NodeFacts {
             numa_nodes: Some(vec![NumaNodeFacts {

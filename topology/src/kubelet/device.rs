@@ -1,12 +1,17 @@
-//! The Device Manager for one GPU resource: hints and which NUMA nodes the
-//! GPUs are taken from.
+//! The Device Manager for one device-plugin resource: hints and which NUMA
+//! nodes the devices are taken from. The GPUs are one such resource; RDMA
+//! HCAs, SR-IOV VFs and MIG slices (a slice sits on its parent GPU's NUMA
+//! node) are others, each with a [`DeviceState`] of its own.
 //!
 //! Reproduces `pkg/kubelet/cm/devicemanager/topology_hints.go`
 //! (`GetTopologyHints`, `GetPodTopologyHints`, `generateDeviceTopologyHints`,
 //! `getPodDeviceRequest`) and `manager.go` (`Allocate`, `devicesToAllocate`,
-//! `filterByAffinity`, the reuse of init containers' devices). GPUs are
-//! counted per NUMA node as the device plugin reports them, each with one
-//! NUMA node.
+//! `filterByAffinity`, the reuse of init containers' devices), per
+//! resource: `GetTopologyHints` answers a map from each device resource the
+//! container lists to its own hint list, and `allocateContainerResources`
+//! allocates each resource on its own under the one hint the Topology
+//! Manager chose. Devices are counted per NUMA node as the device plugin
+//! reports them, each with one NUMA node.
 //!
 //! Which GPUs inside a NUMA node are taken never matters. Which NUMA nodes of
 //! a multi-node mask they come from is the device plugin's
@@ -20,7 +25,11 @@ use super::hint::ResourceHints;
 use super::mask::NumaMask;
 use super::outcome::{AllocationFailure, HintReport, Unknown};
 
-/// The GPUs of the machine during admission.
+/// The devices of one device-plugin resource during admission.
+pub type DeviceState = GpuState;
+
+/// The devices of one resource (the GPUs, or another device-plugin
+/// resource: [`DeviceState`]) during admission.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GpuState {
     /// GPUs per NUMA node (`allDevices`).
@@ -203,6 +212,24 @@ pub fn allocate_gpus(
         ContainerKind::Sidecar | ContainerKind::App => {}
     }
     Ok(forced)
+}
+
+/// [`pod_gpu_request`] for the pod's device resource `index`
+/// ([`super::facts::PodDemand::devices`]): `getPodDeviceRequest` runs per
+/// resource.
+pub fn pod_device_request(
+    containers: &[super::facts::ContainerDemand],
+    index: usize,
+) -> Option<u32> {
+    containers
+        .iter()
+        .any(|c| c.device(index).is_some())
+        .then(|| {
+            let requests = containers
+                .iter()
+                .map(|c| (c.kind, u64::from(c.device(index).unwrap_or(0))));
+            u32::try_from(super::pod_effective(requests)).unwrap_or(u32::MAX)
+        })
 }
 
 /// `getPodDeviceRequest` (`resource.PodLimits`): the larger of the app

@@ -8,6 +8,7 @@
 /// the labels and the model cannot spell it differently.
 pub use crate::labels::MemoryManagerPolicy;
 use crate::labels::{CpuManagerPolicy, TopologyManagerPolicy, TopologyManagerScope};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// The most CPUs or GPUs one NUMA node may report: far above any machine,
@@ -94,6 +95,10 @@ pub struct NodeFacts {
     pub topology_manager: TopologyManagerConfig,
     pub cpu_manager: CpuManagerConfig,
     pub memory_manager: Option<MemoryManagerPolicy>,
+    /// Device-plugin resources besides the GPUs (RDMA HCAs, SR-IOV VFs, MIG
+    /// slices): devices per NUMA node, every NUMA node in id order, by
+    /// resource name. A resource not listed is unknown.
+    pub devices: BTreeMap<String, Vec<u32>>,
 }
 
 /// Where a container runs in the kubelet's order.
@@ -123,6 +128,16 @@ pub struct ContainerDemand {
     pub memory_bytes: u64,
     pub hugepages_2mi_bytes: u64,
     pub hugepages_1gi_bytes: u64,
+    /// Limits of the pod's device resources ([`PodDemand::devices`]), by
+    /// index: `None` (or no entry) where the container lists none.
+    pub devices: Vec<Option<u32>>,
+}
+
+impl ContainerDemand {
+    /// The container's limit of device resource `index` of the pod.
+    pub fn device(&self, index: usize) -> Option<u32> {
+        self.devices.get(index).copied().flatten()
+    }
 }
 
 /// A pod's demand, its containers in the kubelet's order: init containers
@@ -136,6 +151,10 @@ pub struct PodDemand {
     /// Memory Managers leave it unpinned (Kubernetes 1.34: `PodLevelResources`
     /// on, `PodLevelResourceManagers` off).
     pub pod_level_resources: bool,
+    /// The device-plugin resources other than the GPUs that containers
+    /// list, each once; [`ContainerDemand::devices`] indexes them. Each is
+    /// its own hint list in the Device Manager's answer.
+    pub devices: Vec<String>,
 }
 
 /// A node fact the answer depends on.
@@ -152,16 +171,94 @@ pub enum Fact {
     DistributeCpusAcrossNuma,
     AlignBySocket,
     MemoryManagerPolicy,
-    Gpus { numa: usize },
-    Cpus { numa: usize },
-    ReservedCpus { numa: usize },
-    ReservedCores { numa: usize },
-    Socket { numa: usize },
-    Memory { numa: usize },
-    ReservedMemory { numa: usize },
-    HugePages2Mi { numa: usize },
-    HugePages1Gi { numa: usize },
-    Distances { numa: usize },
+    Gpus {
+        numa: usize,
+    },
+    Cpus {
+        numa: usize,
+    },
+    ReservedCpus {
+        numa: usize,
+    },
+    ReservedCores {
+        numa: usize,
+    },
+    Socket {
+        numa: usize,
+    },
+    Memory {
+        numa: usize,
+    },
+    ReservedMemory {
+        numa: usize,
+    },
+    HugePages2Mi {
+        numa: usize,
+    },
+    HugePages1Gi {
+        numa: usize,
+    },
+    Distances {
+        numa: usize,
+    },
+    /// The per-NUMA counts of a device resource the pod requests.
+    Devices {
+        resource: DeviceName,
+    },
+}
+
+/// A device resource's name carried by value in the model's answers (which
+/// are `Copy`): up to [`DeviceName::CAPACITY`] bytes; a longer name (it can
+/// never be a label either) is shown cut, ending in `...`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DeviceName {
+    len: u8,
+    bytes: [u8; DeviceName::CAPACITY],
+}
+
+impl DeviceName {
+    pub const CAPACITY: usize = 63;
+
+    pub fn new(name: &str) -> Self {
+        let mut bytes = [0u8; Self::CAPACITY];
+        let text = if name.len() <= Self::CAPACITY {
+            name.as_bytes()
+        } else {
+            // Cut at a character boundary, then mark the cut.
+            let mut end = Self::CAPACITY - 3;
+            while !name.is_char_boundary(end) {
+                end -= 1;
+            }
+            bytes[end..end + 3].copy_from_slice(b"...");
+            &name.as_bytes()[..end]
+        };
+        bytes[..text.len()].copy_from_slice(text);
+        let len = if name.len() <= Self::CAPACITY {
+            text.len()
+        } else {
+            text.len() + 3
+        };
+        DeviceName {
+            len: len as u8,
+            bytes,
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("?")
+    }
+}
+
+impl fmt::Debug for DeviceName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.as_str())
+    }
+}
+
+impl fmt::Display for DeviceName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl fmt::Display for Fact {
@@ -190,6 +287,7 @@ impl fmt::Display for Fact {
             Fact::HugePages2Mi { numa } => write!(f, "2Mi huge pages on NUMA node {numa}"),
             Fact::HugePages1Gi { numa } => write!(f, "1Gi huge pages on NUMA node {numa}"),
             Fact::Distances { numa } => write!(f, "NUMA distances of node {numa}"),
+            Fact::Devices { resource } => write!(f, "{resource} per NUMA node"),
         }
     }
 }
@@ -316,6 +414,11 @@ pub(crate) fn validate(node: &NodeFacts, pod: &PodDemand) -> Result<(), InputErr
     let Some(numas) = node.numa_nodes.as_deref() else {
         return Ok(());
     };
+    for counts in node.devices.values() {
+        if let Some(numa) = counts.iter().position(|&c| c > MAX_UNITS_PER_NUMA) {
+            return Err(InputError::CountTooLarge { numa });
+        }
+    }
     for (numa, n) in numas.iter().enumerate() {
         validate_cpus(numa, n, node.threads_per_core)?;
         validate_memory(numa, n)?;

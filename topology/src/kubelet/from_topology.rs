@@ -81,6 +81,9 @@ pub fn facts_from_topology(
             align_by_socket: topology.align_by_socket,
         },
         memory_manager: topology.memory_manager_policy,
+        // A list of another length than the NUMA nodes' stays in: the model
+        // reads it as unknown for that resource alone.
+        devices: topology.devices.clone(),
     }
 }
 
@@ -264,6 +267,7 @@ mod tests {
             }],
             guaranteed: true,
             pod_level_resources: false,
+            devices: Vec::new(),
         }
     }
 

@@ -58,7 +58,12 @@
 //!   hold the request), `getPodDeviceRequest` (`PodLimits`, sidecars
 //!   included). `manager.go`: `Allocate` / `devicesToAllocate` /
 //!   `filterByAffinity` (init containers' GPUs reused first, the hint's
-//!   NUMA nodes next, sidecars' GPUs never reused).
+//!   NUMA nodes next, sidecars' GPUs never reused). Every other device
+//!   resource the pod lists (RDMA HCAs, SR-IOV VFs, MIG slices:
+//!   [`PodDemand::devices`], counted per NUMA node in
+//!   [`NodeFacts::devices`]) the same way, as its own hint list in the
+//!   merge and its own allocation; one the node does not publish is
+//!   [`Fact::Devices`] unknown, for that resource alone.
 //! - `cpumanager/policy_static.go`: `guaranteedCPUs` (Guaranteed pod,
 //!   integer request), `podGuaranteedCPUs`, `GetTopologyHints`,
 //!   `GetPodTopologyHints`, `generateCPUTopologyHints` (masks over the NUMA
@@ -156,7 +161,7 @@ pub mod outcome;
 
 pub use admit::{admit, admit_by_the_managers, DEFAULT_MAX_ALLOWABLE_NUMA_NODES};
 pub use facts::{
-    ContainerDemand, ContainerKind, CpuManagerConfig, Fact, HugePages, InputError,
+    ContainerDemand, ContainerKind, CpuManagerConfig, DeviceName, Fact, HugePages, InputError,
     MemoryManagerPolicy, NodeFacts, NumaNodeFacts, PodDemand, TopologyManagerConfig,
 };
 pub use from_topology::facts_from_topology;

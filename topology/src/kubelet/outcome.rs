@@ -1,6 +1,6 @@
 //! The model's answer: the verdict, why, and the hints behind it.
 
-use super::facts::Fact;
+use super::facts::{DeviceName, Fact};
 use super::hint::TopologyHint;
 use std::fmt;
 
@@ -12,11 +12,15 @@ pub enum Resource {
     Memory,
     HugePages2Mi,
     HugePages1Gi,
+    /// Another device-plugin resource (an RDMA HCA, an SR-IOV VF, a MIG slice).
+    Device(DeviceName),
 }
 
 impl Resource {
-    pub const fn name(self) -> &'static str {
+    /// The resource in words; a device resource by its name.
+    pub fn name(&self) -> &str {
         match self {
+            Resource::Device(name) => name.as_str(),
             Resource::Gpu => "GPUs",
             Resource::Cpu => "exclusive CPUs",
             Resource::Memory => "memory",
@@ -155,6 +159,11 @@ pub enum Indeterminate {
     /// Which GPUs the device plugin (or Go's map order) picks inside a
     /// multi-NUMA mask, for a later container that needs GPUs.
     GpuPick { container: usize },
+    /// The same for the devices of another device-plugin resource.
+    DevicePick {
+        container: usize,
+        resource: DeviceName,
+    },
     /// Which CPUs the CPU Manager picks among cores alike but for their ids.
     CpuIds { container: usize },
     /// The order of equal-sized masks under `prefer-closest-numa-nodes`

@@ -11,8 +11,8 @@
 #![allow(clippy::too_many_arguments)]
 
 use gpu_topology::kubelet::{
-    AllocationFailure, ContainerDemand, ContainerKind, MemoryManagerPolicy, NodeFacts, PodDemand,
-    Refusal, Remaining, Resource, StartupError,
+    AllocationFailure, ContainerDemand, ContainerKind, DeviceName, MemoryManagerPolicy, NodeFacts,
+    PodDemand, Refusal, Remaining, Resource, StartupError,
 };
 use gpu_topology::{CpuManagerPolicy, TopologyManagerPolicy, TopologyManagerScope};
 use std::collections::{BTreeMap, BTreeSet};
@@ -417,7 +417,10 @@ fn pod_total(containers: &[ContainerDemand], value: impl Fn(&ContainerDemand) ->
 
 const GPU: &str = "nvidia.com/gpu";
 
+/// One device-plugin resource's part of the Device Manager (its maps are
+/// keyed by resource in the kubelet; each resource is handled on its own).
 struct DeviceManager {
+    resource: String,
     numa_nodes: Vec<usize>,
     /// Device id -> NUMA node.
     all_devices: BTreeMap<usize, usize>,
@@ -429,7 +432,7 @@ struct DeviceManager {
 }
 
 impl DeviceManager {
-    fn new(gpus: &[u32], descending: bool) -> Self {
+    fn new(resource: &str, gpus: &[u32], descending: bool) -> Self {
         let mut all = BTreeMap::new();
         let mut id = 0;
         for (numa, &g) in gpus.iter().enumerate() {
@@ -439,6 +442,7 @@ impl DeviceManager {
             }
         }
         DeviceManager {
+            resource: resource.to_owned(),
             numa_nodes: (0..gpus.len()).collect(),
             all_devices: all,
             allocated_devices: BTreeSet::new(),
@@ -524,25 +528,30 @@ impl DeviceManager {
         let reusable = &self.devices_to_reuse;
         let requested = u64::from(requested);
         if (available.union(reusable).count() as u64) < requested {
-            return Some(vec![(GPU.into(), Some(Vec::new()))]);
+            return Some(vec![(self.resource.clone(), Some(Vec::new()))]);
         }
         Some(vec![(
-            GPU.into(),
+            self.resource.clone(),
             Some(self.generate_device_topology_hints(&available, reusable, requested)),
         )])
     }
 
-    fn get_pod_topology_hints(&self, pod: &PodDemand) -> ProviderMap {
-        if !pod.containers.iter().any(|c| c.gpus.is_some()) || !self.registered() {
+    /// `GetPodTopologyHints` for this resource; `limit` reads a container's.
+    fn get_pod_topology_hints(
+        &self,
+        pod: &PodDemand,
+        limit: impl Fn(&ContainerDemand) -> Option<u32>,
+    ) -> ProviderMap {
+        if !pod.containers.iter().any(|c| limit(c).is_some()) || !self.registered() {
             return Some(Vec::new());
         }
-        let requested = pod_total(&pod.containers, |c| u64::from(c.gpus.unwrap_or(0)));
+        let requested = pod_total(&pod.containers, |c| u64::from(limit(c).unwrap_or(0)));
         let available = self.available();
         if (available.len() as u64) < requested {
-            return Some(vec![(GPU.into(), Some(Vec::new()))]);
+            return Some(vec![(self.resource.clone(), Some(Vec::new()))]);
         }
         Some(vec![(
-            GPU.into(),
+            self.resource.clone(),
             Some(self.generate_device_topology_hints(&available, &BTreeSet::new(), requested)),
         )])
     }
@@ -621,13 +630,14 @@ impl DeviceManager {
         &mut self,
         i: usize,
         c: &ContainerDemand,
+        limit: Option<u32>,
         hint: Hint,
     ) -> Result<(), AllocationFailure> {
         if !self.registered() {
             return Ok(());
         }
         let reuse = self.devices_to_reuse.clone();
-        let got = match c.gpus {
+        let got = match limit {
             Some(needed) => self.devices_to_allocate(needed, &reuse, hint)?,
             None => BTreeSet::new(),
         };
@@ -1747,6 +1757,8 @@ struct Kubelet<'a> {
     numa: NumaInfoB,
     prefer_closest: bool,
     devices: DeviceManager,
+    /// The pod's other device resources ([`PodDemand::devices`]), by index.
+    others: Vec<DeviceManager>,
     cpu: Option<CpuManager>,
     memory: Option<MemoryManager>,
     cap: u64,
@@ -1762,8 +1774,17 @@ impl Kubelet<'_> {
         self.pod.guaranteed && !self.pod.pod_level_resources
     }
 
+    /// The Device Manager's one map: every device resource's hints.
+    fn device_map(&self, maps: Vec<ProviderMap>) -> ProviderMap {
+        Some(maps.into_iter().flatten().flatten().collect())
+    }
+
     fn container_hints(&self, c: &ContainerDemand) -> Vec<ProviderMap> {
-        let mut providers = vec![self.devices.get_topology_hints(c.gpus)];
+        let mut maps = vec![self.devices.get_topology_hints(c.gpus)];
+        for (index, other) in self.others.iter().enumerate() {
+            maps.push(other.get_topology_hints(c.device(index)));
+        }
+        let mut providers = vec![self.device_map(maps)];
         if let Some(cpu) = &self.cpu {
             providers.push(cpu.hints(guaranteed_cpus(self.pod, c)));
         }
@@ -1778,7 +1799,11 @@ impl Kubelet<'_> {
     }
 
     fn pod_hints(&self) -> Vec<ProviderMap> {
-        let mut providers = vec![self.devices.get_pod_topology_hints(self.pod)];
+        let mut maps = vec![self.devices.get_pod_topology_hints(self.pod, |c| c.gpus)];
+        for (index, other) in self.others.iter().enumerate() {
+            maps.push(other.get_pod_topology_hints(self.pod, |c| c.device(index)));
+        }
+        let mut providers = vec![self.device_map(maps)];
         if let Some(cpu) = &self.cpu {
             let n = pod_total(&self.pod.containers, |c| {
                 u64::from(guaranteed_cpus(self.pod, c))
@@ -1805,8 +1830,14 @@ impl Kubelet<'_> {
             })
         };
         self.devices
-            .allocate(i, c, hint)
+            .allocate(i, c, c.gpus, hint)
             .map_err(|f| refuse(Resource::Gpu, f))?;
+        for (index, other) in self.others.iter_mut().enumerate() {
+            let name = DeviceName::new(&other.resource);
+            other
+                .allocate(i, c, c.device(index), hint)
+                .map_err(|f| refuse(Resource::Device(name), f))?;
+        }
         let n = guaranteed_cpus(self.pod, c);
         if let Some(cpu) = &mut self.cpu {
             let per_core = cpu.topo.cpus_per_core() as u32;
@@ -1858,7 +1889,12 @@ impl Kubelet<'_> {
     }
 
     fn container_alignable(&self, c: &ContainerDemand) -> bool {
-        let gpus = c.gpus.unwrap_or(0) > 0 && self.devices.registered();
+        let gpus = c.gpus.unwrap_or(0) > 0 && self.devices.registered()
+            || self
+                .others
+                .iter()
+                .enumerate()
+                .any(|(index, other)| c.device(index).unwrap_or(0) > 0 && other.registered());
         let cpus = self.cpu.is_some() && guaranteed_cpus(self.pod, c) > 0;
         let memory = self.memory.is_some() && self.memory_pinned() && requested(c) != [0; 3];
         gpus || cpus || memory
@@ -1942,7 +1978,7 @@ pub fn brute_admit(
         )));
     }
     let gpus: Vec<u32> = numas.iter().map(|n| n.gpus.unwrap()).collect();
-    let devices = DeviceManager::new(&gpus, v.descending);
+    let devices = DeviceManager::new(GPU, &gpus, v.descending);
     // The scheduler / predicate admission: the node's GPUs.
     let wanted = pod_total(&pod.containers, |c| u64::from(c.gpus.unwrap_or(0)));
     if pod.containers.iter().any(|c| c.gpus.is_some()) && wanted > devices.all_devices.len() as u64
@@ -1952,6 +1988,21 @@ pub fn brute_admit(
             requested: wanted,
             capacity: devices.all_devices.len() as u64,
         }));
+    }
+    let mut others = Vec::new();
+    for (index, resource) in pod.devices.iter().enumerate() {
+        let manager = DeviceManager::new(resource, &node.devices[resource], v.descending);
+        let wanted = pod_total(&pod.containers, |c| u64::from(c.device(index).unwrap_or(0)));
+        if pod.containers.iter().any(|c| c.device(index).is_some())
+            && wanted > manager.all_devices.len() as u64
+        {
+            return Ok(Outcome::Refuse(Refusal::Insufficient {
+                resource: Resource::Device(DeviceName::new(resource)),
+                requested: wanted,
+                capacity: manager.all_devices.len() as u64,
+            }));
+        }
+        others.push(manager);
     }
     let distances = numas
         .iter()
@@ -1975,6 +2026,7 @@ pub fn brute_admit(
         prefer_closest: tm.prefer_closest_numa_nodes.unwrap()
             && policy != TopologyManagerPolicy::SingleNumaNode,
         devices,
+        others,
         cpu: cpu_static.then(|| CpuManager::new(node, v)),
         memory: memory_static.then(|| MemoryManager::new(node)),
         cap,

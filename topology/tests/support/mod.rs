@@ -73,6 +73,7 @@ pub fn node(numas: Vec<NumaNodeFacts>, threads_per_core: u32, kubelet: Kubelet) 
             align_by_socket: Some(false),
         },
         memory_manager: Some(kubelet.memory),
+        devices: Default::default(),
     }
 }
 
@@ -110,5 +111,6 @@ pub fn guaranteed(containers: Vec<ContainerDemand>) -> PodDemand {
         containers,
         guaranteed: true,
         pod_level_resources: false,
+        devices: Vec::new(),
     }
 }
