@@ -910,6 +910,8 @@ pub fn session_files() -> Vec<SessionFile> {
             about: "A one-node GPU fleet: 1 HGX A100 node (4 + 4 GPUs, 56 CPUs per NUMA node) whose kubelet runs\nrestricted, scope pod, the static CPU Manager. No fleet summary (404).",
             summary: S::Absent,
             list: L::Nodes(vec![nodes(hgx_a100(Kubelet::cpu_static(Restricted, Pod)), 1)]),
+        },
+        SessionFile {
             name: "hgx-rdma-fleet",
             about: "GPUDirect RDMA nodes: 2 HGX A100 (4 + 4 GPUs) whose 8 InfiniBand HCAs (rdma/ib) sit 4 + 4 next\nto the GPUs, and 2 whose HCAs all sit on socket 0 (8 + 0); kubelets on restricted, scope pod, the\nstatic CPU Manager. No fleet summary (404).",
             summary: S::Absent,

@@ -363,7 +363,7 @@ fn node_too_small(
         other => {
             let most = format!("{} of {other}", rounded(capacity));
             (
-                other.name(),
+                resource.name(),
                 format!(
                     "{} of {other}",
                     Quantity::binary_units(requested).canonical()
