@@ -126,6 +126,7 @@ fn pod() -> impl Strategy<Value = PodDemand> {
             containers,
             guaranteed,
             pod_level_resources: false,
+            devices: Vec::new(),
         })
 }
 

@@ -1267,6 +1267,7 @@ mod tests {
             }],
             guaranteed: true,
             pod_level_resources: false,
+            devices: Vec::new(),
         }
     }
 
