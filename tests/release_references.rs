@@ -29,7 +29,9 @@ fn text_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if path.is_dir() {
+        // Links are not followed: the labeler's sysfs fixtures link SR-IOV
+        // functions both ways (virtfn*/physfn), a cycle.
+        if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
             if name != ".git" && name != "target" && name != "node_modules" {
                 text_files(&path, out);
             }

@@ -88,7 +88,9 @@ fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or_default();
-        if path.is_dir() {
+        // `symlink_metadata`: links are not followed (the labeler's sysfs
+        // fixtures link SR-IOV functions both ways, virtfn*/physfn: a cycle).
+        if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
             if !SKIPPED_DIRS.contains(&name) {
                 collect_files(&path, out)?;
             }
