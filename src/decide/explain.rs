@@ -172,6 +172,11 @@ fn plural(count: u64, word: &str) -> String {
     format!("{count} {word}{}", if count == 1 { "" } else { "s" })
 }
 
+/// `1 node`, `3 nodes`.
+pub(crate) fn nodes(count: u32) -> String {
+    plural(u64::from(count), "node")
+}
+
 /// GPUs and exclusive CPUs are counted; memory and hugepages are measured.
 fn countable(resource: Resource) -> bool {
     matches!(

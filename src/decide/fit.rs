@@ -27,7 +27,7 @@ use crate::cluster::{self, ClusterView, Unavailable};
 use crate::decide::affinity::AffinityRequirement;
 use crate::decide::capacity;
 use crate::decide::demand::Demand;
-use crate::decide::explain;
+use crate::decide::explain::{self, nodes};
 use crate::decide::model::{self, Answer, GroupVerdict};
 use crate::decide::PodInput;
 use crate::request::pod::{Pinned, PinnedBy};
@@ -410,10 +410,6 @@ fn pinned_by(pinned: Pinned) -> &'static str {
             "required node affinity on metadata.name, as a DaemonSet's pods are"
         }
     }
-}
-
-fn nodes(count: u32) -> String {
-    format!("{count} node{}", if count == 1 { "" } else { "s" })
 }
 
 /// The kubelet's verdicts for the pod whose planned PodSpec is `spec`, on

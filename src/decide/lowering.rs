@@ -20,6 +20,7 @@
 //! memory can cause and some GPU container takes the default; each try is
 //! one QoS plan and one model answer per group.
 
+use crate::decide::explain::nodes;
 use crate::decide::fit::Need;
 use crate::decide::model::{self, GroupVerdict};
 use crate::decide::qos::{self, Reason, Resource, Target};
@@ -55,13 +56,7 @@ pub fn lower_defaults(
         return None;
     }
     let plan = qos::plan(spec, &input.demand.pod, &config.qos, multiple).ok()?;
-    let search = Search {
-        spec,
-        input,
-        multiple,
-        verdicts,
-        need: Need::for_pod(config),
-    };
+    let search = Search::new(spec, input, config, multiple, verdicts);
     let mut qos = config.qos.clone();
     let mut words = Vec::new();
     for resource in Resource::ALL {
@@ -121,15 +116,10 @@ fn set_default(qos: &mut QosConfig, resource: Resource, value: Quantity) {
     }
 }
 
-fn nodes(count: u32) -> String {
-    match count {
-        1 => "1 node".to_owned(),
-        n => format!("{n} nodes"),
-    }
-}
-
-/// What the search reads.
-struct Search<'a, 'f> {
+/// What a search over QoS plans reads: the pod, the fleet's verdicts on
+/// it as first planned, and what a group must do to take it. Also used by
+/// [`rounding`](crate::decide::rounding).
+pub(crate) struct Search<'a, 'f> {
     spec: &'a Value,
     input: &'a PodInput<'a>,
     multiple: u64,
@@ -137,10 +127,26 @@ struct Search<'a, 'f> {
     need: Need,
 }
 
-impl Search<'_, '_> {
+impl<'a, 'f> Search<'a, 'f> {
+    pub(crate) fn new(
+        spec: &'a Value,
+        input: &'a PodInput<'a>,
+        config: &Config,
+        multiple: u64,
+        verdicts: &'a [GroupVerdict<'f>],
+    ) -> Self {
+        Search {
+            spec,
+            input,
+            multiple,
+            verdicts,
+            need: Need::for_pod(config),
+        }
+    }
+
     /// For each group, whether it takes the pod planned with `qos`; `None`
     /// when such a plan cannot be made or read.
-    fn taking(&self, qos: &QosConfig) -> Option<Vec<bool>> {
+    pub(crate) fn taking(&self, qos: &QosConfig) -> Option<Vec<bool>> {
         let plan = qos::plan(self.spec, &self.input.demand.pod, qos, self.multiple).ok()?;
         if !plan.problems.is_empty() {
             return None;
@@ -159,7 +165,8 @@ impl Search<'_, '_> {
         )
     }
 
-    fn nodes_taking(&self, taking: &[bool]) -> u32 {
+    /// The nodes of the groups that take it (`taking`, as [`Search::taking`]).
+    pub(crate) fn nodes_taking(&self, taking: &[bool]) -> u32 {
         self.verdicts
             .iter()
             .zip(taking)

@@ -18,6 +18,7 @@ pub mod fit;
 pub mod lowering;
 pub mod model;
 pub mod qos;
+pub mod rounding;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod workload;
@@ -26,7 +27,7 @@ use crate::cluster::host::{ClusterReader, KubewardenHost};
 use crate::request::pod::{pinned_node, Pinned, PinnedBy};
 use crate::request::pod_text::PodText;
 use crate::request::AdmissionRequest;
-use crate::settings::{AffinityMode, Config, QosMode};
+use crate::settings::{AffinityMode, Config, QosConfig, QosMode};
 use affinity::AffinityRequirement;
 use demand::{Demand, PodDemand};
 use k8s_openapi::api::core::v1::Pod;
@@ -275,7 +276,7 @@ pub(crate) struct PodPlan {
 
 /// The pipeline for one GPU pod (PodSpec `spec`): the cluster view is read
 /// first, the QoS plan is made for that fleet ([`model::cpu_multiple`],
-/// [`lowering`]) and written into `planned` (a copy of `spec`), and the
+/// [`lowering`], [`rounding`]) and written into `planned` (a copy of `spec`), and the
 /// kubelet model's verdict per node group, on the planned pod, decides the
 /// fit and writes the affinity ([`fit::place`]). Without a view, the
 /// static check and the count-based affinity stand in. `Err` is the
@@ -305,15 +306,28 @@ pub(crate) fn plan_pod(
     };
     let malformed = |problem| format!("GPU pod is malformed: {problem}");
     let mut verdicts = fit::verdicts(&view.fleet, planned, input, config).map_err(malformed)?;
-    if let Some(lowered) = lowering::lower_defaults(spec, input, config, multiple, &verdicts) {
+    // Each adjustment plans the pod anew with its QoS configuration, and the
+    // verdicts on that plan are the ones the next stage reads.
+    let mut qos = config.qos.clone();
+    let replan = |adjusted: QosConfig, planned: &mut Value| {
         *planned = spec.clone();
         let replanned = Config {
-            qos: lowered.qos,
+            qos: adjusted,
             ..config.clone()
         };
         write_qos(spec, planned, input, &replanned, multiple, qos_problems)?;
-        verdicts = fit::verdicts(&view.fleet, planned, input, config).map_err(malformed)?;
+        fit::verdicts(&view.fleet, planned, input, config).map_err(malformed)
+    };
+    if let Some(lowered) = lowering::lower_defaults(spec, input, config, multiple, &verdicts) {
+        verdicts = replan(lowered.qos.clone(), planned)?;
+        qos = lowered.qos;
         warnings.push(lowered.warning);
+    }
+    if let Some(rounded) =
+        rounding::round_to_whole_cores(spec, input, config, &qos, multiple, &verdicts)
+    {
+        verdicts = replan(rounded.qos, planned)?;
+        warnings.push(rounded.warning);
     }
     let placement = fit::place(input, view, &verdicts, config)?;
     warnings.extend(placement.warnings);

@@ -94,6 +94,9 @@ impl Finding {
                 Reason::NotWholeCpus { value } => {
                     format!("{name} {value} is not a whole number of CPUs")
                 }
+                Reason::NotWholeCores { value, rounded } => {
+                    format!("{name} {value} is not whole cores (rounded up to {rounded})")
+                }
                 Reason::LimitsWithoutRequests { value } => {
                     format!("{name} has limits {value} but no requests")
                 }
@@ -124,6 +127,12 @@ pub enum Reason {
     },
     NotWholeCpus {
         value: Quantity,
+    },
+    /// Whole CPUs the author wrote, rounded up to whole cores for the
+    /// fleet's `full-pcpus-only` kubelets (`QosConfig::round_written_cpus`).
+    NotWholeCores {
+        value: Quantity,
+        rounded: Quantity,
     },
     LimitsWithoutRequests {
         value: Quantity,
@@ -186,8 +195,11 @@ impl<'a> Current<'a> {
 /// (a default, or a fraction rounded up) are rounded up to a multiple of:
 /// the threads per core of the fleet's `full-pcpus-only` kubelets, which
 /// refuse other counts (`model::cpu_multiple`; 1 for none). Whole CPUs the
-/// author wrote are never changed, and a fitted init container's whole
-/// budget is rounded down to that multiple instead (it must not grow).
+/// author wrote are changed only for a pod planned with
+/// `qos.round_written_cpus` (`decide::rounding`: every container's
+/// exclusive CPUs, which the static CPU Manager pins, GPUs or not), and a
+/// fitted init container's whole budget is rounded down to that multiple
+/// instead (it must not grow).
 pub fn plan(
     spec: &Value,
     demand: &PodDemand,
@@ -249,6 +261,7 @@ fn plan_pod_level(
             whole: qos.whole_cpus && resource == Resource::Cpu && demand.is_gpu_pod(),
             // The kubelet pins no pod with pod-level resources: no SMT check.
             multiple: 1,
+            round_written: false,
             requests_default: RequestsDefault::ToContainers(effective_container_request(
                 all, resource,
             )),
@@ -284,11 +297,17 @@ fn plan_containers(
         .map(|(container, fitted)| {
             let gpus = demand.gpus_of(&container.id);
             let whole = qos.whole_cpus && resource == Resource::Cpu && gpus > 0;
+            let round_written = qos.round_written_cpus && resource == Resource::Cpu;
             let rule = Rule {
                 default: default_for(qos, resource, container.id.kind, gpus),
                 floor: None,
                 whole,
-                multiple: if whole { cpu_multiple } else { 1 },
+                multiple: if whole || round_written {
+                    cpu_multiple
+                } else {
+                    1
+                },
+                round_written,
                 requests_default: RequestsDefault::ToLimits,
             };
             (!fitted).then(|| {
@@ -323,6 +342,7 @@ fn plan_containers(
             floor: None,
             whole: false,
             multiple: 1,
+            round_written: false,
             requests_default: RequestsDefault::ToLimits,
         };
         let target = Target::Container(container.id.clone());
@@ -481,6 +501,10 @@ struct Rule {
     /// With `whole`: a value the policy chooses (a default, a fraction
     /// rounded up) is rounded up to a multiple of this.
     multiple: u64,
+    /// Whole CPUs the author wrote are rounded up to `multiple` as well:
+    /// the static CPU Manager pins them, and under `full-pcpus-only` only
+    /// in whole cores.
+    round_written: bool,
     requests_default: RequestsDefault,
 }
 
@@ -641,6 +665,15 @@ fn plan_one(target: Target, resource: Resource, current: &Current, rule: &Rule) 
     }
     if rule.whole && rule.multiple > 1 && (defaulted || fractional) {
         value = value.ceil_to_multiple(rule.multiple).unwrap_or(value);
+    } else if rule.round_written && rule.multiple > 1 && value.is_whole() {
+        // Fractional CPUs share the pool and need no cores.
+        if let Some(rounded) = value
+            .ceil_to_multiple(rule.multiple)
+            .filter(|r| *r != value)
+        {
+            reasons.push(Reason::NotWholeCores { value, rounded });
+            value = rounded;
+        }
     }
     // What the API server writes into absent requests.
     let defaulted_request = match rule.requests_default {

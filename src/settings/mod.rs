@@ -126,8 +126,18 @@ pub struct Qos<Q> {
     pub sidecar_cpu: Option<Q>,
     pub sidecar_memory: Option<Q>,
     pub whole_cpus: bool,
+    /// `roundToWholeCores`: under `mode: mutate`, whole CPUs the author wrote
+    /// may be rounded up to whole cores where only `full-pcpus-only`
+    /// kubelets would otherwise host the pod (`decide::rounding`); `false`
+    /// keeps them as written, and the pod is refused with the fix.
+    pub round_to_whole_cores: bool,
     /// What a regular init container that sets no CPU or memory gets.
     pub init_container: InitContainer<Q>,
+    /// Never read from the settings: set for one pod by
+    /// `decide::rounding`, which plans the pod with the whole CPUs its
+    /// author wrote rounded up to the fleet's multiple as well.
+    #[serde(skip)]
+    pub round_written_cpus: bool,
 }
 
 /// CPU and memory for a regular init container (no `restartPolicy: Always`)
@@ -181,7 +191,9 @@ impl Default for QosSettings {
             sidecar_cpu: text(DEFAULT_SIDECAR_CPU),
             sidecar_memory: text(DEFAULT_SIDECAR_MEMORY),
             whole_cpus: true,
+            round_to_whole_cores: true,
             init_container: InitContainer::FitApp,
+            round_written_cpus: false,
         }
     }
 }
@@ -565,6 +577,8 @@ impl Settings {
             sidecar_cpu: quantity("qos.sidecarCpu", &qos.sidecar_cpu, Unit::Cpu),
             sidecar_memory: quantity("qos.sidecarMemory", &qos.sidecar_memory, Unit::Memory),
             whole_cpus: qos.whole_cpus,
+            round_to_whole_cores: qos.round_to_whole_cores,
+            round_written_cpus: false,
             init_container: match &qos.init_container {
                 InitContainer::FitApp => InitContainer::FitApp,
                 InitContainer::Fixed { cpu, memory } => InitContainer::Fixed {
@@ -758,6 +772,8 @@ mod tests {
             Some(Quantity::parse("256Mi").unwrap())
         );
         assert!(config.qos.whole_cpus);
+        assert!(config.qos.round_to_whole_cores);
+        assert!(!config.qos.round_written_cpus);
         assert_eq!(config.topology.scope, TopologyManagerScope::Pod);
         assert_eq!(config.topology.alignment, Alignment::Numa);
         assert_eq!(config.topology.affinity, AffinityMode::Preferred);
@@ -880,6 +896,8 @@ mod tests {
     #[case::sidecar_memory_out_of_range(json!({"qos": {"sidecarMemory": "1e400"}}), "qos.sidecarMemory: \"1e400\" is out of range")]
     #[case::quantity_of_wrong_type(json!({"qos": {"sidecarMemory": true}}), "qos.sidecarMemory: expected a quantity string")]
     #[case::whole_cpus_not_bool(json!({"qos": {"wholeCpus": "yes"}}), "qos.wholeCpus: invalid type")]
+    #[case::round_to_whole_cores_not_bool(json!({"qos": {"roundToWholeCores": "yes"}}), "qos.roundToWholeCores: invalid type")]
+    #[case::round_written_cpus_is_not_a_setting(json!({"qos": {"roundWrittenCpus": true}}), "qos.roundWrittenCpus: unknown field `roundWrittenCpus`")]
     #[case::scope_unknown(json!({"topology": {"scope": "node"}}), "topology.scope: \"node\" is not valid: expected one of container, pod")]
     #[case::alignment_unknown(json!({"topology": {"alignment": "socket"}}), "topology.alignment: \"socket\" is not valid: expected one of numa, nvlink, node")]
     #[case::affinity_unknown(json!({"topology": {"affinity": "soft"}}), "topology.affinity: unknown variant `soft`")]

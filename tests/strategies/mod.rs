@@ -291,12 +291,12 @@ pub fn settings(host_sources: bool) -> impl Strategy<Value = Value> {
         select(vec!["numa", "nvlink", "node"]),
         select(vec!["required", "preferred", "off"]),
         select(vec!["pod", "container"]),
-        any::<bool>(),
+        (any::<bool>(), any::<bool>()),
         (1..=100i64, source, select(vec![4u32, 8, 16])),
         any::<bool>(),
     )
         .prop_map(
-            |(qos, alignment, affinity, scope, whole_cpus, (weight, source, max), other_prefix)| {
+            |(qos, alignment, affinity, scope, (whole_cpus, round_to_whole_cores), (weight, source, max), other_prefix)| {
                 // Keys that another key's value ignores (a weight without
                 // `preferred`, an alignment without affinity, static limits
                 // under `nodes`) are left out: the settings read them as not
@@ -313,7 +313,7 @@ pub fn settings(host_sources: bool) -> impl Strategy<Value = Value> {
                     capacity["maxGpusPerNode"] = json!(max);
                 }
                 let mut settings = json!({
-                    "qos": {"mode": qos, "wholeCpus": whole_cpus},
+                    "qos": {"mode": qos, "wholeCpus": whole_cpus, "roundToWholeCores": round_to_whole_cores},
                     "topology": topology,
                     "capacity": capacity,
                 });
