@@ -254,8 +254,7 @@ impl<'a, 'f> Search<'a, 'f> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::fit;
-    use crate::decide::testing::{config, hgx, node, view, HGX, KUBELET};
+    use crate::decide::testing::{hgx, node, on_first_plan, HGX, KUBELET};
     use gpu_topology::NodeTopology;
     use rstest::rstest;
     use serde_json::json;
@@ -274,15 +273,14 @@ mod tests {
 
     /// The defaults a pod is planned with, as the pipeline asks.
     fn lowered(spec: Value, groups: Vec<(NodeTopology, u32)>, settings: Value) -> Option<Lowered> {
-        let config = config(settings);
-        let input = PodInput::read(&spec, &config).unwrap().unwrap();
-        let view = view(groups);
-        let multiple = model::cpu_multiple(&view.fleet);
-        let plan = qos::plan(&spec, &input.demand.pod, &config.qos, multiple).unwrap();
-        let mut planned = spec.clone();
-        qos::apply(&mut planned, &plan.edits).unwrap();
-        let verdicts = fit::verdicts(&view.fleet, &planned, &input, &config).unwrap();
-        lower_defaults(&spec, &input, &config, multiple, &verdicts)
+        on_first_plan(
+            &spec,
+            groups,
+            settings,
+            |input, config, multiple, verdicts| {
+                lower_defaults(&spec, input, config, multiple, verdicts)
+            },
+        )
     }
 
     fn gpus_only(gpus: u32) -> Value {

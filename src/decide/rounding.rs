@@ -113,23 +113,21 @@ fn refused_for_whole_cores(verdict: &GroupVerdict) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::testing::{config, hgx, hgx_full_pcpus_only, l4, pod, view};
-    use crate::decide::{fit, model};
+    use crate::decide::testing::{hgx, hgx_full_pcpus_only, l4, on_first_plan, pod};
     use gpu_topology::NodeTopology;
     use rstest::rstest;
     use serde_json::json;
 
     /// The rounding the pipeline asks for, on the pod as first planned.
     fn rounded(spec: Value, groups: Vec<(NodeTopology, u32)>, settings: Value) -> Option<Rounded> {
-        let config = config(settings);
-        let input = PodInput::read(&spec, &config).unwrap().unwrap();
-        let view = view(groups);
-        let multiple = model::cpu_multiple(&view.fleet);
-        let plan = qos::plan(&spec, &input.demand.pod, &config.qos, multiple).unwrap();
-        let mut planned = spec.clone();
-        qos::apply(&mut planned, &plan.edits).unwrap();
-        let verdicts = fit::verdicts(&view.fleet, &planned, &input, &config).unwrap();
-        round_to_whole_cores(&spec, &input, &config, &config.qos, multiple, &verdicts)
+        on_first_plan(
+            &spec,
+            groups,
+            settings,
+            |input, config, multiple, verdicts| {
+                round_to_whole_cores(&spec, input, config, &config.qos, multiple, verdicts)
+            },
+        )
     }
 
     /// The CPU values the rounded plan writes, as (requests, limits) per

@@ -2,6 +2,8 @@
 //! labeler labels nodes (through the contract, with their shape).
 
 use crate::cluster::ClusterView;
+use crate::decide::model::{self, GroupVerdict};
+use crate::decide::{fit, qos, PodInput};
 use crate::settings::{settings_from_value, Config};
 use gpu_topology::{Fleet, LabelPrefix, NodeTopology};
 use serde_json::{json, Value};
@@ -72,4 +74,24 @@ pub(crate) fn pod(gpus: u32, cpus: u32) -> Value {
 
 pub(crate) fn config(settings: Value) -> Config {
     settings_from_value(settings).unwrap().config().unwrap()
+}
+
+/// The GPU pod `spec` as the pipeline first plans it on `groups` under
+/// `settings`: `then` gets its input, the config, the fleet's CPU multiple
+/// and the verdicts on that plan (what lowering and rounding start from).
+pub(crate) fn on_first_plan<T>(
+    spec: &Value,
+    groups: Vec<(NodeTopology, u32)>,
+    settings: Value,
+    then: impl FnOnce(&PodInput, &Config, u64, &[GroupVerdict]) -> T,
+) -> T {
+    let config = config(settings);
+    let input = PodInput::read(spec, &config).unwrap().unwrap();
+    let view = view(groups);
+    let multiple = model::cpu_multiple(&view.fleet);
+    let plan = qos::plan(spec, &input.demand.pod, &config.qos, multiple).unwrap();
+    let mut planned = spec.clone();
+    qos::apply(&mut planned, &plan.edits).unwrap();
+    let verdicts = fit::verdicts(&view.fleet, &planned, &input, &config).unwrap();
+    then(&input, &config, multiple, &verdicts)
 }
