@@ -5,7 +5,7 @@
 //! Kept to a sentence or two per group, for `kubectl` output.
 
 use crate::decide::demand::Demand;
-use crate::decide::fit::Need;
+use crate::decide::model::Need;
 use crate::decide::model::{Answer, GroupVerdict};
 use crate::request::quantity::Quantity;
 use crate::settings::TopologyConfig;

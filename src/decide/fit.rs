@@ -28,30 +28,11 @@ use crate::decide::affinity::AffinityRequirement;
 use crate::decide::capacity;
 use crate::decide::demand::Demand;
 use crate::decide::explain::{self, nodes};
-use crate::decide::model::{self, Answer, GroupVerdict};
+use crate::decide::model::{self, Answer, GroupVerdict, Need};
 use crate::decide::PodInput;
 use crate::request::pod::{Pinned, PinnedBy};
 use crate::settings::{AffinityMode, CapacitySource, Config, UnlabeledNodes};
-use gpu_topology::{Alignment, Fleet, LabelPrefix};
-
-/// What a node must do for the pod, as its affinity will demand.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Need {
-    /// Admit the pod and host its GPUs at this alignment (`affinity: required`).
-    Host(Alignment),
-    /// Admit the pod (the kubelet's own rule).
-    Admit,
-}
-
-impl Need {
-    /// The need of a pod under `config`.
-    pub fn for_pod(config: &Config) -> Self {
-        match config.topology.affinity {
-            AffinityMode::Required => Need::Host(config.topology.alignment),
-            AffinityMode::Preferred | AffinityMode::Off => Need::Admit,
-        }
-    }
-}
+use gpu_topology::{Fleet, LabelPrefix};
 
 /// Whether the pod gets node affinity; `pinned` when it is pinned to a node
 /// (`spec.nodeName`, or required affinity on the node's name).
@@ -429,7 +410,7 @@ pub fn verdicts<'f>(
 mod tests {
     use super::*;
     use crate::decide::testing::{config, hgx, hgx_full_pcpus_only, l4, node, pod, view, OLD};
-    use gpu_topology::NodeTopology;
+    use gpu_topology::{Alignment, NodeTopology};
     use rstest::rstest;
     use serde_json::{json, Value};
 

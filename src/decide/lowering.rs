@@ -21,7 +21,7 @@
 //! one QoS plan and one model answer per group.
 
 use crate::decide::explain::nodes;
-use crate::decide::fit::Need;
+use crate::decide::model::Need;
 use crate::decide::model::{self, GroupVerdict};
 use crate::decide::qos::{self, Reason, Resource, Target};
 use crate::decide::PodInput;

@@ -4,9 +4,9 @@
 //! with it, computed once per distinct set of facts.
 
 use crate::decide::demand::PodDemand;
-use crate::decide::fit::Need;
 use crate::request::pod::{containers, resources_value, Container, ContainerKind, Section};
 use crate::request::quantity::Quantity;
+use crate::settings::{AffinityMode, Config};
 use gpu_topology::kubelet::{
     self, admit, facts_from_topology, Admission, ContainerDemand, InputError, NodeFacts, Refusal,
     Unknown, Verdict,
@@ -191,6 +191,25 @@ impl Answer {
 
     pub fn is_unknown(&self) -> bool {
         matches!(self, Answer::Unknown(_) | Answer::Contradictory(_))
+    }
+}
+
+/// What a node must do for the pod, as its affinity will demand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Admit the pod and host its GPUs at this alignment (`affinity: required`).
+    Host(Alignment),
+    /// Admit the pod (the kubelet's own rule).
+    Admit,
+}
+
+impl Need {
+    /// The need of a pod under `config`.
+    pub fn for_pod(config: &Config) -> Self {
+        match config.topology.affinity {
+            AffinityMode::Required => Need::Host(config.topology.alignment),
+            AffinityMode::Preferred | AffinityMode::Off => Need::Admit,
+        }
     }
 }
 

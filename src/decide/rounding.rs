@@ -22,8 +22,8 @@
 //! refusal, which names the multiple to request).
 
 use crate::decide::explain::nodes;
-use crate::decide::fit::Need;
 use crate::decide::lowering::Search;
+use crate::decide::model::Need;
 use crate::decide::model::{Answer, GroupVerdict};
 use crate::decide::qos::{self, Reason};
 use crate::decide::PodInput;
