@@ -874,6 +874,18 @@ pub fn session_files() -> Vec<SessionFile> {
             list: L::Nodes(vec![nodes(hgx_a100(memory_static(SingleNumaNode)), 2)]),
         },
         SessionFile {
+            name: "hgx-memory-manager-best-effort-fleet",
+            about: "2 HGX A100 nodes (about 503 GiB per NUMA node) whose kubelets run best-effort with\ntopologyManagerScope container and the static CPU and Memory Managers: the Topology Manager\nadmits every container, the Memory Manager's Allocate may still fail. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![nodes(
+                hgx_a100(Kubelet {
+                    memory: MemoryManagerPolicy::Static,
+                    ..Kubelet::cpu_static(BestEffort, Container)
+                }),
+                2,
+            )]),
+        },
+        SessionFile {
             name: "half-labeled-fleet",
             about: "A half-labeled fleet: 2 p5 nodes on best-effort carry gpu-topology.io labels; the other GPU\nnodes (a new node pool whose labeler has not run yet) carry none, so the listing, which selects\ngpu-topology.io/gpus, does not return them. No fleet summary (404).",
             summary: S::Absent,

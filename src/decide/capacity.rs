@@ -121,6 +121,24 @@ mod tests {
     const PREFERRED: AffinityMode = AffinityMode::Preferred;
     const REQUIRED: AffinityMode = AffinityMode::Required;
 
+    /// The GPUs that fit, in number (issue #23: 0, 1 and several). Zero
+    /// is reachable from the settings only as `capacity.maxGpusPerNode: 0`.
+    #[rstest]
+    #[case::zero_gpus(0, TopologyManagerScope::Pod,
+        "GPU pod cannot be placed: it needs 2 GPUs but the largest GPU node has 0. Request at most 0 GPUs per pod, or split the work across several pods.")]
+    #[case::one_gpu(1, TopologyManagerScope::Container,
+        "GPU pod cannot be placed: it needs 2 GPUs but the largest GPU node has 1. Request at most 1 GPU per container, or split the work across several pods.")]
+    #[case::several_gpus(8, TopologyManagerScope::Pod,
+        "GPU pod cannot be placed: it needs 2 GPUs but the largest GPU node has 8. Request at most 8 GPUs per pod, or split the work across several pods.")]
+    fn too_many_agrees_in_number(
+        #[case] fits: u32,
+        #[case] scope: TopologyManagerScope,
+        #[case] message: &str,
+    ) {
+        let offer = format!("the largest GPU node has {fits}");
+        assert_eq!(too_many("2 GPUs", scope, &offer, fits), message);
+    }
+
     #[rstest]
     #[case::fits_a_node(&[8], capacity(Some(8), Some(4), false), topology(POD, PREFERRED, Alignment::Numa), None)]
     #[case::above_node(&[4, 6], capacity(Some(8), None, false), topology(POD, PREFERRED, Alignment::Numa),

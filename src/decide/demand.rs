@@ -452,6 +452,31 @@ mod tests {
         );
     }
 
+    /// The demand in words for 0, 1 and several GPUs (issue #23): 0 GPUs
+    /// is a pod of MIG slices, described by them, 1 or several.
+    #[rstest]
+    #[case::zero_gpus_one_slice(json!({"nvidia.com/mig-1g.10gb": "1"}), TopologyManagerScope::Pod,
+        "1 MIG slice (container \"c\": 1 nvidia.com/mig-1g.10gb)")]
+    #[case::zero_gpus_several_slices(json!({"nvidia.com/mig-1g.10gb": "7"}), TopologyManagerScope::Pod,
+        "7 MIG slices (container \"c\": 7 nvidia.com/mig-1g.10gb)")]
+    #[case::one_gpu(json!({"nvidia.com/gpu": "1"}), TopologyManagerScope::Pod,
+        "1 GPU (container \"c\": 1 nvidia.com/gpu)")]
+    #[case::one_gpu_in_one_container(json!({"nvidia.com/gpu": "1"}), TopologyManagerScope::Container,
+        "1 GPU in one container (container \"c\": 1 nvidia.com/gpu)")]
+    #[case::several_gpus(json!({"nvidia.com/gpu": "8"}), TopologyManagerScope::Pod,
+        "8 GPUs (container \"c\": 8 nvidia.com/gpu)")]
+    fn the_demand_in_number(
+        #[case] limits: Value,
+        #[case] scope: TopologyManagerScope,
+        #[case] words: &str,
+    ) {
+        let spec = json!({"containers": [{"name": "c", "resources": {"limits": limits}}]});
+        let demand =
+            PodDemand::from_pod_spec_with(&spec, &gpu_resources(), &DeviceResources::defaults())
+                .unwrap();
+        assert_eq!(demand.describe(scope), words);
+    }
+
     #[test]
     fn a_mig_pod_is_described_by_its_slices() {
         let spec = json!({"containers": [{"name": "infer", "resources": {"limits": {"nvidia.com/mig-1g.10gb": "1"}}}]});

@@ -93,14 +93,13 @@ pub fn groups_explained(
         .take(EXPLAINED_GROUPS)
         .map(|verdict| group_sentence(demand, need, verdict, topology))
         .collect();
-    let rest = ranked.len().saturating_sub(EXPLAINED_GROUPS);
-    if rest > 0 {
-        sentences.push(format!(
-            "({rest} more node shape{} not shown.)",
-            if rest == 1 { "" } else { "s" }
-        ));
-    }
+    sentences.extend(not_shown(ranked.len().saturating_sub(EXPLAINED_GROUPS)));
     sentences.join(" ")
+}
+
+/// `(1 more node shape not shown.)`; nothing when every group is explained.
+fn not_shown(rest: usize) -> Option<String> {
+    (rest > 0).then(|| format!("({} not shown.)", plural(rest as u64, "more node shape")))
 }
 
 /// `On the 10 nodes of shape X (...) <why>. <Fix>.`
@@ -116,10 +115,7 @@ pub fn group_sentence(
 
 /// `the 10 nodes of shape 0123456789abcdef (8 GPUs, 4+4 per NUMA node, ...)`
 pub fn where_words(verdict: &GroupVerdict, topology: &TopologyConfig) -> String {
-    let nodes = match verdict.nodes() {
-        1 => "the node".to_owned(),
-        n => format!("the {n} nodes"),
-    };
+    let nodes = the_nodes(verdict.nodes());
     let shape = match verdict.shape() {
         Some(shape) => format!("of shape {shape}"),
         None => "without a shape label".to_owned(),
@@ -128,6 +124,15 @@ pub fn where_words(verdict: &GroupVerdict, topology: &TopologyConfig) -> String 
         "{nodes} {shape} ({})",
         shape_words(verdict.topology(), verdict.scope, topology.scope)
     )
+}
+
+/// `the node`, `the 10 nodes`: a group counts at least one node (the
+/// fleet and the summary count the nodes that carry its shape).
+fn the_nodes(count: u32) -> String {
+    match count {
+        1 => "the node".to_owned(),
+        n => format!("the {n} nodes"),
+    }
 }
 
 /// `8 GPUs, 4+4 per NUMA node, 56 CPUs per NUMA node, topologyManagerPolicy restricted`;
@@ -146,9 +151,10 @@ pub fn shape_words(
     }
     if let Some(list) = t.numa_cpus.as_deref() {
         match list {
-            [first, rest @ ..] if rest.iter().all(|c| c == first) => {
-                words.push(format!("{first} CPUs per NUMA node"))
-            }
+            [first, rest @ ..] if rest.iter().all(|c| c == first) => words.push(format!(
+                "{} per NUMA node",
+                plural(u64::from(*first), "CPU")
+            )),
             _ => words.push(format!("{} CPUs per NUMA node", joined(list))),
         }
     }
@@ -177,6 +183,14 @@ pub(crate) fn nodes(count: u32) -> String {
     plural(u64::from(count), "node")
 }
 
+/// `the kubelet of 1 node takes it`, `the kubelets of 0 nodes take it`.
+pub(crate) fn kubelets_take_it(count: u32) -> String {
+    match count {
+        1 => "the kubelet of 1 node takes it".to_owned(),
+        n => format!("the kubelets of {n} nodes take it"),
+    }
+}
+
 /// GPUs and exclusive CPUs are counted; memory and hugepages are measured.
 fn countable(resource: Resource) -> bool {
     matches!(
@@ -197,6 +211,10 @@ fn amount(count: u64, resource: Resource) -> String {
 /// The pod needs more GPUs than any group has: the whole message, as the
 /// static check words it.
 fn too_few_gpus_everywhere(demand: &Demand, verdicts: &[GroupVerdict]) -> Option<String> {
+    // No group at all is no GPU count to compare with.
+    if verdicts.is_empty() {
+        return None;
+    }
     let mut largest = 0u64;
     let mut nodes = 0u32;
     for verdict in verdicts {
@@ -310,16 +328,17 @@ fn refused(
         Refusal::SmtAlignment { container, requested, cpus_per_core, available_physical_cpus } => {
             let whose = who(demand, Some(container));
             match available_physical_cpus {
+                // cpus_per_core is at least 2 here: every count is a multiple of 1.
                 None => (
-                    format!("{whose}'s {requested} exclusive CPUs are not a multiple of the {cpus_per_core} threads per core that cpuManagerPolicyOptions full-pcpus-only allocates: the kubelet refuses it with SMTAlignmentError"),
+                    format!("{whose}'s {} {} not a multiple of the {cpus_per_core} threads per core that cpuManagerPolicyOptions full-pcpus-only allocates: the kubelet refuses it with SMTAlignmentError", plural(u64::from(requested), "exclusive CPU"), are(u64::from(requested))),
                     format!(
                         "Request a multiple of {cpus_per_core} CPUs ({}), or a fractional CPU amount (shared pool)",
                         u64::from(requested).next_multiple_of(u64::from(cpus_per_core.max(1)))
                     ),
                 ),
                 Some(available) => (
-                    format!("{whose}'s {requested} exclusive CPUs are more than the {available} free on whole cores (full-pcpus-only): the kubelet refuses it with SMTAlignmentError"),
-                    format!("Request at most {available} CPUs"),
+                    format!("{whose}'s {} {} more than the {available} free on whole cores (full-pcpus-only): the kubelet refuses it with SMTAlignmentError", plural(u64::from(requested), "exclusive CPU"), are(u64::from(requested))),
+                    format!("Request at most {}", plural(u64::from(available), "CPU")),
                 ),
             }
         }
@@ -440,7 +459,7 @@ fn spans(unit: Option<&UnitReport>) -> Vec<Span> {
 fn request_words(resource: Resource, request: u64) -> String {
     match resource {
         Resource::Gpu => format!("the {}", plural(request, "GPU")),
-        Resource::Cpu => format!("the {request} exclusive CPUs"),
+        Resource::Cpu => format!("the {}", plural(request, "exclusive CPU")),
         Resource::Device(name) => format!("the {request} {name}"),
         other => format!(
             "the {} of {other}",
@@ -480,8 +499,9 @@ fn topology_affinity(
             .iter()
             .map(|s| {
                 format!(
-                    "{}{whose} need {}",
+                    "{}{whose} need{} {}",
                     request_words(s.resource, s.request),
+                    verb_s(s.resource, s.request),
                     s.capacity.map_or_else(
                         || "more than the node's NUMA nodes hold".to_owned(),
                         |n| plural(u64::from(n), "NUMA node")
@@ -509,9 +529,11 @@ fn topology_affinity(
     {
         return (
             format!(
-                "{}{whose} fit {} by capacity, but after the containers before it the fewest NUMA nodes with room for them are {}: {error}",
+                "{}{whose} fit{} {} by capacity, but after the containers before it the fewest NUMA nodes with room for {} are {}: {error}",
                 request_words(s.resource, s.request),
+                verb_s(s.resource, s.request),
                 mask_words(s.capacity),
+                if is_plural(s.resource, s.request) { "them" } else { "it" },
                 mask_words(s.available)
             ),
             format!(
@@ -528,7 +550,8 @@ fn topology_affinity(
     match (gpu, other) {
         (Some(g), Some(o)) => {
             let why = format!(
-                "the GPUs' narrowest NUMA mask{whose} is {} but {} is {}: {error}",
+                "the {} narrowest NUMA mask{whose} is {} but {} is {}: {error}",
+                if g.request == 1 { "GPU's" } else { "GPUs'" },
                 mask_words(g.capacity),
                 possessive(o.resource, &request_words(o.resource, o.request)),
                 mask_words(o.capacity)
@@ -544,19 +567,49 @@ fn topology_affinity(
                         plural(gpus_narrow, "GPU")
                     )
                 }
+                // Memory narrower than the GPUs: the Memory Manager prefers
+                // its narrowest mask (calculateHints' minAffinitySize), so
+                // only more memory than `span - 1` NUMA nodes hold, or fewer
+                // GPUs, makes one mask preferred by both.
+                (
+                    resource @ (Resource::Memory | Resource::HugePages2Mi | Resource::HugePages1Gi),
+                    true,
+                ) => {
+                    let table = match resource {
+                        Resource::Memory => &numa.memory[0],
+                        Resource::HugePages2Mi => &numa.memory[1],
+                        _ => &numa.memory[2],
+                    };
+                    format!(
+                        "Request more than {} of {resource} so that it spans {} as the GPUs do, or at most {}",
+                        bytes(numa.largest(table, span.saturating_sub(1))),
+                        plural(u64::from(span), "NUMA node"),
+                        plural(numa.largest(&numa.gpus, o.capacity.unwrap_or(1)), "GPU")
+                    )
+                }
                 // Devices sit where they are: only fewer GPUs fit their NUMA nodes.
                 (Resource::Device(name), true) => format!(
-                    "Request {} so that they fit {} as the {} {name} do",
+                    "Request {} so that they fit {} as the {} {name} {}",
                     numa.at_most(Resource::Gpu, o.capacity.unwrap_or(1)),
                     plural(u64::from(o.capacity.unwrap_or(1)), "NUMA node"),
-                    o.request
+                    o.request,
+                    if is_plural(o.resource, o.request) {
+                        "do"
+                    } else {
+                        "does"
+                    }
                 ),
                 (resource, _) => format!(
-                    "Request {} so that {} fit{} {} as the GPUs do",
+                    "Request {} so that {} fit{} {} as {}",
                     numa.at_most(resource, span),
                     request_words(resource, o.request),
-                    if resource == Resource::Gpu { "" } else { "s" },
-                    plural(u64::from(span), "NUMA node")
+                    verb_s(resource, o.request),
+                    plural(u64::from(span), "NUMA node"),
+                    if g.request == 1 {
+                        "the GPU does"
+                    } else {
+                        "the GPUs do"
+                    }
                 ),
             };
             (why, fix)
@@ -568,12 +621,38 @@ fn topology_affinity(
     }
 }
 
-/// `the 32 exclusive CPUs'`, `the 8 rdma/ib's`: a device resource's name
-/// is no English plural.
+/// `the 32 exclusive CPUs'`, `the 1 exclusive CPU's`, `the 600Gi of
+/// memory's`, `the 8 rdma/ib's`: a device resource's name is no English
+/// plural, so only a plural counted noun takes the bare apostrophe.
 fn possessive(resource: Resource, words: &str) -> String {
     match resource {
-        Resource::Device(_) => format!("{words}'s"),
-        _ => format!("{words}'"),
+        Resource::Gpu | Resource::Cpu if words.ends_with('s') => format!("{words}'"),
+        _ => format!("{words}'s"),
+    }
+}
+
+/// Whether [`request_words`] of `request` is a plural subject: counted
+/// GPUs, CPUs and devices other than one; memory and huge pages are
+/// measured (`the 600Gi of memory needs`).
+fn is_plural(resource: Resource, request: u64) -> bool {
+    countable(resource) && request != 1
+}
+
+/// The verb ending that agrees with [`request_words`]: `need` or `needs`.
+fn verb_s(resource: Resource, request: u64) -> &'static str {
+    if is_plural(resource, request) {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// `are` or `is`, for a count.
+fn are(count: u64) -> &'static str {
+    if count == 1 {
+        "is"
+    } else {
+        "are"
     }
 }
 
@@ -725,7 +804,7 @@ fn unaligned(
     let numa = NumaFigures::of(facts);
     if facts.topology_manager.policy == Some(TopologyManagerPolicy::None) {
         return (
-            format!("the kubelet admits it unaligned: topologyManagerPolicy none aligns nothing on a machine of {} NUMA nodes", numa.gpus.len()),
+            format!("the kubelet admits it unaligned: topologyManagerPolicy none aligns nothing on a machine of {}", plural(numa.gpus.len() as u64, "NUMA node")),
             relaxed("Run the Topology Manager there (best-effort, restricted or single-numa-node)".to_owned(), alignment),
         );
     }
@@ -735,8 +814,8 @@ fn unaligned(
     match wide {
         Some(s) => (
             format!(
-                "the kubelet admits it unaligned: {}' narrowest NUMA mask is {}",
-                request_words(s.resource, s.request),
+                "the kubelet admits it unaligned: {} narrowest NUMA mask is {}",
+                possessive(s.resource, &request_words(s.resource, s.request)),
                 mask_words(s.capacity)
             ),
             relaxed(
@@ -830,7 +909,308 @@ pub fn unknown_words(unknown: &Unknown) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decide::demand::PodDemand;
+    use crate::decide::testing::{config, hgx, node, pod, view, HGX, KUBELET};
+    use crate::decide::PodInput;
+    use gpu_topology::kubelet::{facts_from_topology, HintReport, ResourceReport};
     use rstest::rstest;
+    use serde_json::{json, Value};
+
+    // The tables below cover every counted noun of these messages (nodes,
+    // node shapes, GPUs, CPUs, NUMA nodes) for 0, 1 and several (issue #23:
+    // "Every message sentence is tested for 0, 1 and several nodes or
+    // shapes"); where a number cannot occur, a comment says why.
+
+    /// One container with `gpus` GPUs, `cpu` and `memory` as limits.
+    fn pod_with(gpus: u32, cpu: &str, memory: &str) -> Value {
+        json!({"containers": [{"name": "train", "resources": {"limits": {
+            "nvidia.com/gpu": gpus.to_string(), "cpu": cpu, "memory": memory}}}]})
+    }
+
+    /// An HGX node (4 + 4 GPUs, 56 CPUs and about 1007Gi per NUMA node)
+    /// whose kubelet runs the static Memory Manager.
+    fn hgx_memory_static(policy: &str) -> NodeTopology {
+        let kubelet = KUBELET.replace("memory-manager-policy=none", "memory-manager-policy=static");
+        node(&format!("{HGX} {kubelet} topology-manager-policy={policy}"))
+    }
+
+    /// Why and fix for the pod `spec` on one node of `topology`, from the
+    /// model's verdict.
+    fn why_fix_on(spec: &Value, topology: NodeTopology, settings: Value) -> (String, String) {
+        let config = config(settings);
+        let view = view(vec![(topology, 1)]);
+        let input = PodInput::read(spec, &config).unwrap().unwrap();
+        let verdicts = crate::decide::fit::verdicts(&view.fleet, spec, &input, &config).unwrap();
+        why_and_fix(&input.demand, Need::for_pod(&config), &verdicts[0])
+    }
+
+    fn demand_of(spec: &Value) -> Demand {
+        let pod = PodDemand::from_pod_spec(spec, &["nvidia.com/gpu".to_owned()]).unwrap();
+        Demand::new(pod, TopologyManagerScope::Pod)
+    }
+
+    /// The node shapes left unexplained: 0 says nothing.
+    #[rstest]
+    #[case::zero_shapes(0, None)]
+    #[case::one_shape(1, Some("(1 more node shape not shown.)"))]
+    #[case::several_shapes(4, Some("(4 more node shapes not shown.)"))]
+    fn shapes_not_shown(#[case] rest: usize, #[case] words: Option<&str>) {
+        assert_eq!(not_shown(rest), words.map(str::to_owned));
+    }
+
+    /// A group's nodes. Zero is unreachable: a group exists because a node
+    /// carries its shape.
+    #[rstest]
+    #[case::one_node(1, "the node")]
+    #[case::several_nodes(10, "the 10 nodes")]
+    fn a_groups_nodes(#[case] count: u32, #[case] words: &str) {
+        assert_eq!(the_nodes(count), words);
+    }
+
+    /// The shape in words: GPUs and CPUs per NUMA node in number.
+    #[rstest]
+    #[case::zero_gpus(0, vec![56, 56], "0 GPUs, 4+4 per NUMA node, 56 CPUs per NUMA node, topologyManagerPolicy restricted")]
+    #[case::one_gpu_one_cpu_per_numa_node(1, vec![1, 1], "1 GPU, 4+4 per NUMA node, 1 CPU per NUMA node, topologyManagerPolicy restricted")]
+    #[case::several_gpus_uneven_cpus(8, vec![56, 48], "8 GPUs, 4+4 per NUMA node, 56+48 CPUs per NUMA node, topologyManagerPolicy restricted")]
+    fn shape_words_agree_in_number(#[case] gpus: u32, #[case] cpus: Vec<u32>, #[case] words: &str) {
+        let mut topology = hgx("restricted");
+        topology.gpus = Some(gpus);
+        topology.numa_cpus = Some(cpus);
+        assert_eq!(
+            shape_words(
+                &topology,
+                TopologyManagerScope::Pod,
+                TopologyManagerScope::Pod
+            ),
+            words
+        );
+    }
+
+    /// SMTAlignmentError: the CPUs asked and the CPUs free on whole cores.
+    /// (requested, cpus per core, free on whole cores, why, fix). A count
+    /// of 0 exclusive CPUs never reaches the CPU Manager; the threads per
+    /// core are at least 2 (every count is a multiple of 1).
+    #[rstest]
+    #[case::one_cpu_not_a_multiple(1, 2, None,
+        "container \"train\"'s 1 exclusive CPU is not a multiple of the 2 threads per core that cpuManagerPolicyOptions full-pcpus-only allocates: the kubelet refuses it with SMTAlignmentError",
+        "Request a multiple of 2 CPUs (2), or a fractional CPU amount (shared pool)")]
+    #[case::several_cpus_not_a_multiple(3, 2, None,
+        "container \"train\"'s 3 exclusive CPUs are not a multiple of the 2 threads per core that cpuManagerPolicyOptions full-pcpus-only allocates: the kubelet refuses it with SMTAlignmentError",
+        "Request a multiple of 2 CPUs (4), or a fractional CPU amount (shared pool)")]
+    #[case::several_cpus_none_free(4, 2, Some(0),
+        "container \"train\"'s 4 exclusive CPUs are more than the 0 free on whole cores (full-pcpus-only): the kubelet refuses it with SMTAlignmentError",
+        "Request at most 0 CPUs")]
+    #[case::several_cpus_one_free(2, 1, Some(1),
+        "container \"train\"'s 2 exclusive CPUs are more than the 1 free on whole cores (full-pcpus-only): the kubelet refuses it with SMTAlignmentError",
+        "Request at most 1 CPU")]
+    #[case::one_cpu_none_free(1, 1, Some(0),
+        "container \"train\"'s 1 exclusive CPU is more than the 0 free on whole cores (full-pcpus-only): the kubelet refuses it with SMTAlignmentError",
+        "Request at most 0 CPUs")]
+    #[case::several_cpus_several_free(8, 2, Some(6),
+        "container \"train\"'s 8 exclusive CPUs are more than the 6 free on whole cores (full-pcpus-only): the kubelet refuses it with SMTAlignmentError",
+        "Request at most 6 CPUs")]
+    fn smt_alignment_in_number(
+        #[case] requested: u32,
+        #[case] cpus_per_core: u32,
+        #[case] available_physical_cpus: Option<u32>,
+        #[case] why: &str,
+        #[case] fix: &str,
+    ) {
+        let refusal = Refusal::SmtAlignment {
+            container: 0,
+            requested,
+            cpus_per_core,
+            available_physical_cpus,
+        };
+        let demand = demand_of(&pod(1, requested));
+        assert_eq!(
+            refused(
+                &refusal,
+                &demand,
+                &NodeFacts::default(),
+                &[],
+                TopologyManagerScope::Pod
+            ),
+            (why.to_owned(), fix.to_owned())
+        );
+    }
+
+    /// TopologyAffinityError through the model, for one and several GPUs,
+    /// CPUs and NUMA nodes, and memory (a measured noun, in the singular).
+    /// No GPU or CPU on its own needs more than one NUMA node, so `the 1 GPU
+    /// needs 2 NUMA nodes` cannot occur; nor can a mask of 0 NUMA nodes.
+    #[rstest]
+    #[case::several_gpus_several_cpus_restricted(pod(8, 32), hgx("restricted"),
+        "the GPUs' narrowest NUMA mask is 2 nodes but the 32 exclusive CPUs' is 1 node: the kubelet refuses it with TopologyAffinityError",
+        "Request 57 to 110 CPUs so that they span 2 NUMA nodes as the GPUs do, a fractional CPU amount (shared pool), or at most 4 GPUs")]
+    #[case::several_gpus_one_cpu_restricted(pod(8, 1), hgx("restricted"),
+        "the GPUs' narrowest NUMA mask is 2 nodes but the 1 exclusive CPU's is 1 node: the kubelet refuses it with TopologyAffinityError",
+        "Request 57 to 110 CPUs so that they span 2 NUMA nodes as the GPUs do, a fractional CPU amount (shared pool), or at most 4 GPUs")]
+    #[case::one_gpu_several_cpus_restricted(pod(1, 96), hgx("restricted"),
+        "the GPU's narrowest NUMA mask is 1 node but the 96 exclusive CPUs' is 2 nodes: the kubelet refuses it with TopologyAffinityError",
+        "Request at most 56 exclusive CPUs so that the 96 exclusive CPUs fit 1 NUMA node as the GPU does")]
+    #[case::several_gpus_on_one_numa_node_several_cpus_restricted(pod(2, 96), hgx("restricted"),
+        "the GPUs' narrowest NUMA mask is 1 node but the 96 exclusive CPUs' is 2 nodes: the kubelet refuses it with TopologyAffinityError",
+        "Request at most 56 exclusive CPUs so that the 96 exclusive CPUs fit 1 NUMA node as the GPUs do")]
+    #[case::several_gpus_memory_restricted(pod_with(8, "2500m", "64Gi"), hgx_memory_static("restricted"),
+        "the GPUs' narrowest NUMA mask is 2 nodes but the 64Gi of memory's is 1 node: the kubelet refuses it with TopologyAffinityError",
+        "Request more than 1007Gi of memory so that it spans 2 NUMA nodes as the GPUs do, or at most 4 GPUs")]
+    #[case::several_gpus_single_numa_node(pod(8, 16), hgx("single-numa-node"),
+        "the 8 GPUs need 2 NUMA nodes, but single-numa-node admits only one: the kubelet refuses it with TopologyAffinityError",
+        "Request at most 4 GPUs per pod")]
+    #[case::several_gpus_and_cpus_single_numa_node(pod(8, 96), hgx("single-numa-node"),
+        "the 8 GPUs need 2 NUMA nodes and the 96 exclusive CPUs need 2 NUMA nodes, but single-numa-node admits only one: the kubelet refuses it with TopologyAffinityError",
+        "Request at most 4 GPUs per pod, or at most 56 exclusive CPUs, or a fractional CPU amount (shared pool)")]
+    #[case::memory_single_numa_node(pod_with(4, "16", "1100Gi"), hgx_memory_static("single-numa-node"),
+        "the 1100Gi of memory needs 2 NUMA nodes, but single-numa-node admits only one: the kubelet refuses it with TopologyAffinityError",
+        "Request at most 1007Gi of memory")]
+    fn topology_affinity_in_number(
+        #[case] spec: Value,
+        #[case] topology: NodeTopology,
+        #[case] why: &str,
+        #[case] fix: &str,
+    ) {
+        assert_eq!(
+            why_fix_on(&spec, topology, json!({})),
+            (why.to_owned(), fix.to_owned())
+        );
+    }
+
+    /// A resource that fits its narrowest mask by capacity but not what
+    /// earlier containers left (scope container), as plain data: counted
+    /// GPUs in the plural, measured memory in the singular. One GPU or CPU
+    /// always finds one NUMA node with room if any has room; then it has
+    /// no hint at all and the message is not this one.
+    #[rstest]
+    #[case::several_gpus(Resource::Gpu, 2,
+        "the 2 GPUs of container \"train\" fit 1 node by capacity, but after the containers before it the fewest NUMA nodes with room for them are 2 nodes: the kubelet refuses it with TopologyAffinityError")]
+    #[case::memory(Resource::Memory, 600 << 30,
+        "the 600Gi of memory of container \"train\" fits 1 node by capacity, but after the containers before it the fewest NUMA nodes with room for it are 2 nodes: the kubelet refuses it with TopologyAffinityError")]
+    fn fits_by_capacity_not_after_the_containers_before(
+        #[case] resource: Resource,
+        #[case] request: u64,
+        #[case] why: &str,
+    ) {
+        let unit = UnitReport {
+            container: Some(0),
+            resources: vec![ResourceReport {
+                resource,
+                request,
+                hints: HintReport::Hints {
+                    narrowest_capacity: 1,
+                    narrowest_available: 2,
+                    preferred_masks: 0,
+                },
+            }],
+            hint: None,
+            aligned: false,
+        };
+        let facts = facts_from_topology(&hgx("restricted"), TopologyManagerScope::Container);
+        let (words, _) = topology_affinity(
+            &demand_of(&pod(2, 4)),
+            &facts,
+            Some(&unit),
+            Some(0),
+            TopologyManagerScope::Container,
+        );
+        assert_eq!(words, why);
+    }
+
+    /// Devices narrower than the GPUs, as plain data: the device count in
+    /// number. Zero devices give no hint, so no such sentence.
+    #[rstest]
+    #[case::one_device(1,
+        "the GPUs' narrowest NUMA mask is 2 nodes but the 1 rdma/ib's is 1 node: the kubelet refuses it with TopologyAffinityError",
+        "Request at most 4 GPUs so that they fit 1 NUMA node as the 1 rdma/ib does")]
+    #[case::several_devices(8,
+        "the GPUs' narrowest NUMA mask is 2 nodes but the 8 rdma/ib's is 1 node: the kubelet refuses it with TopologyAffinityError",
+        "Request at most 4 GPUs so that they fit 1 NUMA node as the 8 rdma/ib do")]
+    fn devices_narrower_than_the_gpus(#[case] devices: u64, #[case] why: &str, #[case] fix: &str) {
+        let report = |resource, request, narrowest| ResourceReport {
+            resource,
+            request,
+            hints: HintReport::Hints {
+                narrowest_capacity: narrowest,
+                narrowest_available: narrowest,
+                preferred_masks: 1,
+            },
+        };
+        let unit = UnitReport {
+            container: None,
+            resources: vec![
+                report(Resource::Gpu, 8, 2),
+                report(
+                    Resource::Device(gpu_topology::kubelet::DeviceName::new("rdma/ib")),
+                    devices,
+                    1,
+                ),
+            ],
+            hint: None,
+            aligned: false,
+        };
+        let facts = facts_from_topology(&hgx("restricted"), TopologyManagerScope::Pod);
+        assert_eq!(
+            topology_affinity(
+                &demand_of(&pod(8, 8)),
+                &facts,
+                Some(&unit),
+                None,
+                TopologyManagerScope::Pod
+            ),
+            (why.to_owned(), fix.to_owned())
+        );
+    }
+
+    /// Admitted, not aligned (`required` with `numa`): the widest resource
+    /// in number. A machine of one NUMA node is always aligned, so `1 NUMA
+    /// node` never follows `topologyManagerPolicy none`.
+    #[rstest]
+    #[case::several_gpus(pod(8, 8), hgx("best-effort"),
+        "the kubelet admits it unaligned: the 8 GPUs' narrowest NUMA mask is 2 nodes",
+        "Request at most 4 GPUs per pod, or set topology.affinity: preferred so the GPUs may span NUMA nodes")]
+    #[case::several_cpus(pod(1, 96), hgx("best-effort"),
+        "the kubelet admits it unaligned: the 96 exclusive CPUs' narrowest NUMA mask is 2 nodes",
+        "Request at most 56 exclusive CPUs, or a fractional CPU amount (shared pool), or set topology.affinity: preferred so the GPUs may span NUMA nodes")]
+    #[case::memory(pod_with(1, "2500m", "1100Gi"), hgx_memory_static("best-effort"),
+        "the kubelet admits it unaligned: the 1100Gi of memory's narrowest NUMA mask is 2 nodes",
+        "Request at most 1007Gi of memory, or set topology.affinity: preferred so the GPUs may span NUMA nodes")]
+    #[case::several_numa_nodes_policy_none(pod(1, 8), hgx("none"),
+        "the kubelet admits it unaligned: topologyManagerPolicy none aligns nothing on a machine of 2 NUMA nodes",
+        "Run the Topology Manager there (best-effort, restricted or single-numa-node), or set topology.affinity: preferred so the GPUs may span NUMA nodes")]
+    fn unaligned_in_number(
+        #[case] spec: Value,
+        #[case] topology: NodeTopology,
+        #[case] why: &str,
+        #[case] fix: &str,
+    ) {
+        let settings = json!({"topology": {"affinity": "required", "alignment": "numa"}});
+        assert_eq!(
+            why_fix_on(&spec, topology, settings),
+            (why.to_owned(), fix.to_owned())
+        );
+    }
+
+    /// The pod's GPUs above every group's: the largest and its nodes in
+    /// number. Zero groups never get here (an empty view is answered
+    /// before, "no node publishes ... labels"); a labeled GPU node has at
+    /// least one GPU.
+    #[rstest]
+    #[case::one_node(vec![(hgx("best-effort"), 1)],
+        "GPU pod cannot be placed: it needs 16 GPUs (container \"train\": 16 nvidia.com/gpu) but the largest labeled GPU node has 8 (1 node). Request at most 8 GPUs per pod, or split the work across several pods.")]
+    #[case::several_nodes_of_several_shapes(vec![(hgx("best-effort"), 2), (hgx("restricted"), 3)],
+        "GPU pod cannot be placed: it needs 16 GPUs (container \"train\": 16 nvidia.com/gpu) but the largest labeled GPU node has 8 (5 nodes). Request at most 8 GPUs per pod, or split the work across several pods.")]
+    fn too_few_gpus_on_every_node(#[case] groups: Vec<(NodeTopology, u32)>, #[case] message: &str) {
+        let spec = pod(16, 8);
+        let config = config(json!({}));
+        let view = view(groups);
+        let input = PodInput::read(&spec, &config).unwrap().unwrap();
+        let verdicts = crate::decide::fit::verdicts(&view.fleet, &spec, &input, &config).unwrap();
+        assert_eq!(
+            too_few_gpus_everywhere(&input.demand, &verdicts).as_deref(),
+            Some(message)
+        );
+        assert_eq!(too_few_gpus_everywhere(&input.demand, &[]), None);
+    }
 
     /// Every number of nodes keeps the negation (issue #23 item 5: the
     /// singular once read "the kubelet of the only labeled GPU node admits it").

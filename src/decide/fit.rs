@@ -283,9 +283,10 @@ fn shapeless_warning(verdicts: &[GroupVerdict], prefix: &LabelPrefix) -> Option<
         .sum();
     (count > 0).then(|| {
         format!(
-            "{} publish{} no {prefix}/shape label (a labeler older than this policy): node affinity can neither select nor exclude them; upgrade the labeler there",
+            "{} publish{} no {prefix}/shape label (a labeler older than this policy): node affinity can neither select nor exclude {}; upgrade the labeler there",
             nodes(count),
-            if count == 1 { "es" } else { "" }
+            if count == 1 { "es" } else { "" },
+            if count == 1 { "it" } else { "them" }
         )
     })
 }
@@ -304,13 +305,21 @@ fn unknown_warning(verdicts: &[GroupVerdict], required: bool) -> Option<String> 
         || "without a shape label".to_owned(),
         |s| format!("of shape {s}"),
     );
-    let consequence = if required {
-        "they are not selected (topology.affinity: required)"
-    } else {
-        "they stay eligible"
+    // One node is `the node ... it`, not `nodes ... they`.
+    let (which, consequence) = match (count, required) {
+        (1, true) => (
+            "the node",
+            "it is not selected (topology.affinity: required)",
+        ),
+        (1, false) => ("the node", "it stays eligible"),
+        (_, true) => (
+            "nodes",
+            "they are not selected (topology.affinity: required)",
+        ),
+        (_, false) => ("nodes", "they stay eligible"),
     };
     Some(format!(
-        "the kubelet model cannot tell whether {} {} the pod (nodes {shape}: {why}); {consequence}",
+        "the kubelet model cannot tell whether {} {} the pod ({which} {shape}: {why}); {consequence}",
         nodes(count),
         if count == 1 { "admits" } else { "admit" }
     ))
@@ -578,6 +587,75 @@ mod tests {
             }
             (outcome, expected) => panic!("{outcome:?}, expected {expected:?}"),
         }
+    }
+
+    // The warnings that count nodes, for 0, 1 and several (issue #23:
+    // "Every message sentence is tested for 0, 1 and several nodes or
+    // shapes"). Zero nodes give no warning at all.
+
+    fn verdicts_of<'f>(
+        spec: &Value,
+        view: &'f ClusterView,
+        config: &Config,
+    ) -> Vec<GroupVerdict<'f>> {
+        let input = PodInput::read(spec, config).unwrap().unwrap();
+        verdicts(&view.fleet, spec, &input, config).unwrap()
+    }
+
+    /// Nodes whose answer is unknown (an old labeler publishes no CPU
+    /// Manager policy), under `preferred` and `required`.
+    #[rstest]
+    #[case::zero_nodes(vec![(hgx("restricted"), 3)], false, None)]
+    #[case::one_node(vec![(node(OLD), 1)], false,
+        Some("the kubelet model cannot tell whether 1 node admits the pod (the node without a shape label: the CPU Manager policy is not published); it stays eligible"))]
+    #[case::one_node_required(vec![(node(OLD), 1)], true,
+        Some("the kubelet model cannot tell whether 1 node admits the pod (the node without a shape label: the CPU Manager policy is not published); it is not selected (topology.affinity: required)"))]
+    #[case::several_nodes(vec![(hgx("restricted"), 10), (node(OLD), 4)], false,
+        Some("the kubelet model cannot tell whether 4 nodes admit the pod (nodes without a shape label: the CPU Manager policy is not published); they stay eligible"))]
+    #[case::several_nodes_required(vec![(node(OLD), 4)], true,
+        Some("the kubelet model cannot tell whether 4 nodes admit the pod (nodes without a shape label: the CPU Manager policy is not published); they are not selected (topology.affinity: required)"))]
+    fn the_unknown_nodes_in_number(
+        #[case] groups: Vec<(NodeTopology, u32)>,
+        #[case] required: bool,
+        #[case] warning: Option<&str>,
+    ) {
+        let view = view(groups);
+        let verdicts = verdicts_of(&pod(8, 32), &view, &config(json!({})));
+        assert_eq!(unknown_warning(&verdicts, required).as_deref(), warning);
+    }
+
+    /// Nodes without a shape label (an old labeler).
+    #[rstest]
+    #[case::zero_nodes(vec![(hgx("restricted"), 3)], None)]
+    #[case::one_node(vec![(node(OLD), 1)],
+        Some("1 node publishes no gpu-topology.io/shape label (a labeler older than this policy): node affinity can neither select nor exclude it; upgrade the labeler there"))]
+    #[case::several_nodes(vec![(node(OLD), 4), (hgx("restricted"), 2)],
+        Some("4 nodes publish no gpu-topology.io/shape label (a labeler older than this policy): node affinity can neither select nor exclude them; upgrade the labeler there"))]
+    fn the_shapeless_nodes_in_number(
+        #[case] groups: Vec<(NodeTopology, u32)>,
+        #[case] warning: Option<&str>,
+    ) {
+        let view = view(groups);
+        let verdicts = verdicts_of(&pod(8, 32), &view, &config(json!({})));
+        assert_eq!(
+            shapeless_warning(&verdicts, &LabelPrefix::default()).as_deref(),
+            warning
+        );
+    }
+
+    /// Nodes whose labels are malformed, left out of the view.
+    #[rstest]
+    #[case::zero_nodes(0, None)]
+    #[case::one_node(1, Some("1 node with malformed gpu-topology.io labels left out of the GPU fit check (e.g. bad gpus); fix the node labeler there"))]
+    #[case::several_nodes(3, Some("3 nodes with malformed gpu-topology.io labels left out of the GPU fit check (e.g. bad gpus); fix the node labeler there"))]
+    fn the_malformed_nodes_in_number(#[case] malformed: u32, #[case] warning: Option<&str>) {
+        let mut view = view(vec![(hgx("restricted"), 3)]);
+        view.malformed = malformed;
+        view.first_problem = Some("bad gpus".to_owned());
+        assert_eq!(
+            malformed_warning(&view, &LabelPrefix::default()).as_deref(),
+            warning
+        );
     }
 
     /// A pod pinned to a node (DaemonSet) under `required`, read from the

@@ -20,7 +20,7 @@
 //! memory can cause and some GPU container takes the default; each try is
 //! one QoS plan and one model answer per group.
 
-use crate::decide::explain::nodes;
+use crate::decide::explain::{kubelets_take_it, nodes};
 use crate::decide::model::Need;
 use crate::decide::model::{self, GroupVerdict};
 use crate::decide::qos::{self, Reason, Resource, Target};
@@ -71,9 +71,9 @@ pub fn lower_defaults(
         if let Some((from, to, taken_before, taken_after)) = search.lower(&qos, resource) {
             set_default(&mut qos, resource, to);
             words.push(format!(
-                "{} lowered from {from} to {to} per GPU for this pod: with {from}, the kubelets of {} take it; with {to}, {}",
+                "{} lowered from {from} to {to} per GPU for this pod: with {from}, {}; with {to}, {}",
                 setting(resource),
-                nodes(taken_before),
+                kubelets_take_it(taken_before),
                 nodes(taken_after)
             ));
         }
@@ -329,6 +329,21 @@ mod tests {
             expected.map(|(cpu, memory)| (cpu.to_owned(), memory.to_owned())),
             "{lowered:?}"
         );
+    }
+
+    /// The nodes that take the pod before and after lowering, for 0, 1
+    /// and several (issue #23): one kubelet, or the kubelets of 0 or more.
+    #[rstest]
+    #[case::zero_nodes(0, "the kubelets of 0 nodes take it", "0 nodes")]
+    #[case::one_node(1, "the kubelet of 1 node takes it", "1 node")]
+    #[case::several_nodes(10, "the kubelets of 10 nodes take it", "10 nodes")]
+    fn the_nodes_taken_agree_in_number(
+        #[case] count: u32,
+        #[case] before: &str,
+        #[case] after: &str,
+    ) {
+        assert_eq!(kubelets_take_it(count), before);
+        assert_eq!(nodes(count), after);
     }
 
     #[test]

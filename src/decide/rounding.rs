@@ -21,7 +21,7 @@
 //! and `qos.roundToWholeCores: true` (the default; `false` asks for the
 //! refusal, which names the multiple to request).
 
-use crate::decide::explain::nodes;
+use crate::decide::explain::kubelets_take_it;
 use crate::decide::lowering::Search;
 use crate::decide::model::Need;
 use crate::decide::model::{Answer, GroupVerdict};
@@ -92,9 +92,9 @@ pub fn round_to_whole_cores(
     Some(Rounded {
         qos: rounded_qos,
         warning: format!(
-            "CPUs rounded up to whole cores for this pod (qos.roundToWholeCores): {}. As written, the kubelets of no node take it: those with cpuManagerPolicyOptions full-pcpus-only allocate exclusive CPUs in multiples of {multiple} only (SMTAlignmentError); rounded, the kubelets of {} take it. Set qos.roundToWholeCores: false to have such pods refused instead",
+            "CPUs rounded up to whole cores for this pod (qos.roundToWholeCores): {}. As written, the kubelets of no node take it: those with cpuManagerPolicyOptions full-pcpus-only allocate exclusive CPUs in multiples of {multiple} only (SMTAlignmentError); rounded, {}. Set qos.roundToWholeCores: false to have such pods refused instead",
             rounded.join(", "),
-            nodes(after)
+            kubelets_take_it(after)
         ),
     })
 }
@@ -219,7 +219,7 @@ mod tests {
 
     /// (nodes taking the rounded pod, the warning's count)
     #[rstest]
-    #[case::one_node(1, "the kubelets of 1 node take it")]
+    #[case::one_node(1, "the kubelet of 1 node takes it")]
     #[case::several_nodes(4, "the kubelets of 4 nodes take it")]
     fn the_warning_says_what_was_rounded_and_how_to_refuse(
         #[case] nodes: u32,

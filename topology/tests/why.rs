@@ -5,7 +5,8 @@
 mod support;
 
 use gpu_topology::kubelet::{
-    admit, ContainerKind, MemoryManagerPolicy, NodeFacts, PodDemand, Refusal, Resource, Verdict,
+    admit, AllocationFailure, ContainerKind, MemoryManagerPolicy, NodeFacts, PodDemand, Refusal,
+    Resource, Verdict,
 };
 use gpu_topology::{TopologyManagerPolicy as Tm, TopologyManagerScope as Scope};
 use rstest::rstest;
@@ -160,6 +161,36 @@ fn burstable(pod: PodDemand) -> PodDemand {
         capacity: 1_097_366_241_280,
         reserved: 0
     })
+)]
+// The Memory Manager fails Allocate after the Topology Manager admitted
+// (the kubelet's UnexpectedAdmissionError). The first container's 64 GiB
+// is a single-NUMA allocation on node 0; the second's 700 GiB needs both
+// NUMA nodes, and calculateHints never groups a node that holds a
+// single-NUMA allocation with another, so it has no hint at all. Under
+// best-effort (scope container) the Topology Manager admits the second
+// container on its GPUs' node 1, and extendTopologyManagerHint finds no
+// hint holding it ("failed to find NUMA nodes to extend the current
+// topology hint").
+#[case::memory_manager_cannot_extend_the_hint_best_effort_container_scope(
+    { let mut kubelet = Kubelet::new(Tm::BestEffort, Scope::Container); kubelet.memory = MemoryManagerPolicy::Static; hgx(kubelet) },
+    guaranteed(vec![app(4, 16, 64), app(4, 16, 700)]),
+    Verdict::Refuse(Refusal::AllocationFailed { container: 1, resource: Resource::Memory, failure: AllocationFailure::NoExtendedMemoryAffinity })
+)]
+// Under policy none every hint is empty: getDefaultHint finds no hint for
+// the second container ("failed to get the default NUMA affinity, no NUMA
+// nodes with enough memory is available").
+#[case::memory_manager_has_no_default_hint_policy_none(
+    memory_static(Tm::None),
+    guaranteed(vec![app(4, 16, 64), app(4, 16, 700)]),
+    Verdict::Refuse(Refusal::AllocationFailed { container: 1, resource: Resource::Memory, failure: AllocationFailure::NoMemoryAffinity })
+)]
+// Scope pod under best-effort: the pod's hint spans both NUMA nodes (its
+// 8 GPUs need them), the first container's memory takes both as a group,
+// the second's fits the same group: admitted, not aligned.
+#[case::memory_of_both_containers_in_one_group_best_effort_pod_scope(
+    memory_static(Tm::BestEffort),
+    guaranteed(vec![app(4, 16, 64), app(4, 16, 700)]),
+    Verdict::Admit { aligned: false }
 )]
 fn kubelet_answers_why_cases(
     #[case] node: NodeFacts,
