@@ -56,6 +56,16 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	# The policy as it is shipped: code only built for Wasm (its allocator).
 	$(CARGO) clippy --target wasm32-wasip1 -p gpu-topology-policy -- -D warnings
+	# The fuzz crate (its own workspace: the root's --workspace never builds
+	# it) type-checked and linted on stable, its targets and their labeler
+	# checks included, so that they cannot rot between fuzzing runs; only
+	# building and running them needs cargo-fuzz (FUZZING.md), and only
+	# they link libFuzzer (C++: --no-default-features leaves it out here). --locked: a
+	# dependency change of the crates it builds must update fuzz/Cargo.lock
+	# (`cargo fetch --manifest-path fuzz/Cargo.toml`). Its build output stays
+	# inside target/.
+	$(CARGO) clippy --locked --manifest-path fuzz/Cargo.toml --target-dir target/fuzz-check \
+		--no-default-features --features labeler --lib --bins -- -D warnings
 
 # The Python packages of the schema check (tests/support_matrix.rs runs
 # tests/schemas/validate.py): a venv inside the git-ignored target/, so no

@@ -13,9 +13,16 @@
 //!   settings (examples/policy.yaml, examples/gpu-topology.yaml when present,
 //!   the settings' defaults) and every `namespace/name` the docs write.
 
+// The repository walk the e2e-tests' documentation tests use, included
+// rather than depended on: e2e-tests' library would bring wasmtime into
+// this crate's test build, and e2e-tests already dev-depends on this crate.
+#[path = "../e2e-tests/src/repo_files.rs"]
+mod repo_files;
+
 use gpu_topology_policy::settings::{DEFAULT_SUMMARY_NAME, DEFAULT_SUMMARY_NAMESPACE};
+use repo_files::repo_files;
 use serde_yaml::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 const OWNER: &str = "ghcr.io/gpu-topology-policy/";
@@ -24,37 +31,15 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every text file of the repository outside build output and VCS data.
-fn text_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        // Links are not followed: the labeler's sysfs fixtures link SR-IOV
-        // functions both ways (virtfn*/physfn), a cycle.
-        if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-            if name != ".git" && name != "target" && name != "node_modules" {
-                text_files(&path, out);
-            }
-        } else if path.is_file() {
-            out.push(path);
-        }
-    }
-}
-
 /// (file, line, artifact, tag) of every reference under OWNER.
 fn references() -> Vec<(String, usize, String, Option<String>)> {
-    let mut files = Vec::new();
-    text_files(repo(), &mut files);
+    let files = repo_files(repo(), &[]).unwrap_or_else(|e| panic!("{e}"));
     let mut found = Vec::new();
-    for path in files {
-        let Ok(text) = std::fs::read_to_string(&path) else {
+    for relative in files {
+        let Ok(text) = std::fs::read_to_string(repo().join(&relative)) else {
             continue; // not UTF-8: no reference we write
         };
-        let file = path
-            .strip_prefix(repo())
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
+        let file = relative.to_string_lossy().into_owned();
         for (index, line) in text.lines().enumerate() {
             let mut rest = line;
             while let Some(at) = rest.find(OWNER) {
@@ -285,15 +270,14 @@ fn the_summary_namespace_and_name_agree_across_files() {
     }
 
     // The docs: every `<namespace>/<name>` and `-n <namespace> <name>`.
-    let mut files = Vec::new();
-    text_files(repo(), &mut files);
+    let files = repo_files(repo(), &[]).unwrap_or_else(|e| panic!("{e}"));
     let mut wrong = Vec::new();
-    for path in files
+    for relative in files
         .iter()
         .filter(|p| p.extension().is_some_and(|e| e == "md"))
     {
-        let text = std::fs::read_to_string(path).unwrap();
-        let file = path.strip_prefix(repo()).unwrap().display().to_string();
+        let text = std::fs::read_to_string(repo().join(relative)).unwrap();
+        let file = relative.display().to_string();
         for (index, line) in text.lines().enumerate() {
             for (at, _) in line.match_indices(&expected.1) {
                 let after = &line[at + expected.1.len()..];

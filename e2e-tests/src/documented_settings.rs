@@ -14,7 +14,9 @@
 //! quoting, so the kubectl reading turns those words into booleans whether
 //! quoted or not: the stricter of the two.
 
-use anyhow::{Context, Result};
+use crate::markdown::{is_shell, try_code_blocks};
+use crate::repo_files::repo_files;
+use anyhow::{anyhow, Context, Result};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -39,9 +41,12 @@ const MODULE_NAME: &str = "gpu-topology";
 /// The shell argument that carries settings inline.
 const SETTINGS_JSON_FLAG: &str = "--settings-json '";
 
-/// Folders never searched: build output, version control, test inputs
-/// that are refused on purpose (scenarios, fixtures) and fuzz corpora.
-const SKIPPED_DIRS: [&str; 5] = ["target", ".git", "fixtures", "scenarios", "fuzz"];
+/// Folders never searched besides build output and version control
+/// ([`crate::repo_files`]): test inputs that are refused on purpose
+/// (scenarios, fixtures) and fuzz corpora.
+const SKIPPED_DIRS: [&str; 3] = ["fixtures", "scenarios", "fuzz"];
+/// The files that can hold settings blocks.
+const SEARCHED_EXTENSIONS: [&str; 4] = ["md", "yaml", "yml", "json"];
 
 /// One settings block and where it is.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,40 +73,23 @@ impl SettingsBlock {
 
 /// Every settings block in the Markdown, YAML and JSON files under `root`.
 pub fn find_all(root: &Path) -> Result<Vec<SettingsBlock>> {
-    let mut files = Vec::new();
-    collect_files(root, &mut files)?;
-    files.sort();
+    let files = repo_files(root, &SKIPPED_DIRS)
+        .with_context(|| format!("cannot list the files under {}", root.display()))?;
     let mut blocks = Vec::new();
-    for path in files {
+    for relative in files {
+        let searched = relative
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| SEARCHED_EXTENSIONS.contains(&e));
+        if !searched {
+            continue;
+        }
+        let path = root.join(&relative);
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        let relative = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
         blocks.extend(find_in_file(&relative, &text)?);
     }
     Ok(blocks)
-}
-
-fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
-        let path = entry?.path();
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        // `symlink_metadata`: links are not followed (the labeler's sysfs
-        // fixtures link SR-IOV functions both ways, virtfn*/physfn: a cycle).
-        if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-            if !SKIPPED_DIRS.contains(&name) {
-                collect_files(&path, out)?;
-            }
-        } else if [".md", ".yaml", ".yml", ".json"]
-            .iter()
-            .any(|e| name.ends_with(e))
-        {
-            out.push(path);
-        }
-    }
-    Ok(())
 }
 
 /// The settings blocks of one file, by its extension.
@@ -114,49 +102,14 @@ pub fn find_in_file(file: &Path, text: &str) -> Result<Vec<SettingsBlock>> {
     }
 }
 
-/// A fenced code block: its info string, body and the line of its first
-/// body line.
-struct Fenced<'a> {
-    lang: &'a str,
-    body: String,
-    first_line: usize,
-}
-
-fn fenced_blocks(text: &str) -> Vec<Fenced<'_>> {
-    let mut blocks = Vec::new();
-    let mut open: Option<Fenced> = None;
-    for (index, line) in text.lines().enumerate() {
-        let fence = line.trim_start().strip_prefix("```");
-        match (&mut open, fence) {
-            (None, Some(lang)) => {
-                open = Some(Fenced {
-                    lang: lang.trim(),
-                    body: String::new(),
-                    first_line: index + 2,
-                })
-            }
-            (Some(_), Some(_)) => blocks.extend(open.take()),
-            (Some(block), None) => {
-                block.body.push_str(line);
-                block.body.push('\n');
-            }
-            (None, None) => {}
-        }
-    }
-    blocks
-}
-
 fn find_in_markdown(file: &Path, text: &str) -> Result<Vec<SettingsBlock>> {
+    let blocks = try_code_blocks(text).map_err(|e| anyhow!("{}: {e}", file.display()))?;
     let mut found = Vec::new();
-    for block in fenced_blocks(text) {
-        match block.lang {
-            "yaml" | "yml" | "json" => {
-                found.extend(find_in_yaml(file, &block.body, block.first_line)?)
-            }
-            "sh" | "bash" | "shell" | "console" => {
-                found.extend(find_in_shell(file, &block.body, block.first_line)?)
-            }
-            _ => {}
+    for block in blocks {
+        if matches!(block.lang.as_str(), "yaml" | "yml" | "json") {
+            found.extend(find_in_yaml(file, &block.body, block.body_line())?)
+        } else if is_shell(&block) {
+            found.extend(find_in_shell(file, &block.body, block.body_line())?)
         }
     }
     Ok(found)

@@ -14,7 +14,9 @@
 //! - [`demo`]: the demo's plan file and its readable fleet and affinity lines;
 //! - [`documented_settings`]: every settings block the docs and examples show.
 //! - [`markdown`]: the documents' code blocks, headings, links and keys, which
-//!   the documentation tests check.
+//!   the documentation tests check;
+//! - [`repo_files`]: the repository's files, as the tests that read them all
+//!   walk it.
 
 pub mod admission;
 pub mod demo;
@@ -25,6 +27,7 @@ pub mod kwctl;
 pub mod markdown;
 pub mod policy;
 pub mod readable;
+pub mod repo_files;
 pub mod scenario;
 pub mod session;
 

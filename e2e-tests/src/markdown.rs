@@ -11,7 +11,90 @@ use std::collections::{BTreeMap, BTreeSet};
 pub struct Block {
     pub lang: String,
     pub body: String,
+    /// The 1-based line of its opening fence.
     pub line: usize,
+}
+
+impl Block {
+    /// The 1-based line of the body's first line, where a line of the body
+    /// is counted from in messages about it.
+    pub fn body_line(&self) -> usize {
+        self.line + 1
+    }
+}
+
+/// A code block whose closing fence is missing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnclosedBlock {
+    /// The 1-based line of its opening fence.
+    pub line: usize,
+}
+
+impl std::fmt::Display for UnclosedBlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: an unclosed code block", self.line)
+    }
+}
+
+impl std::error::Error for UnclosedBlock {}
+
+/// What a line of a document is, by the fences before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineKind<'a> {
+    Prose,
+    /// A block's opening fence, with its info string.
+    Opening(&'a str),
+    Body,
+    Closing,
+}
+
+/// Each line of `text` with its 1-based number and kind. A fence is a line
+/// that starts (after indentation) with three backticks; an opening one's
+/// info string holds no backtick (CommonMark), so prose that quotes a fence
+/// in a code span (```` ```yaml ````) opens no block.
+fn classified_lines(text: &str) -> impl Iterator<Item = (usize, &str, LineKind<'_>)> {
+    let mut in_block = false;
+    text.lines().enumerate().map(move |(i, line)| {
+        let fence = line
+            .trim_start()
+            .strip_prefix("```")
+            .map(|rest| rest.trim_start_matches('`'));
+        let kind = match fence {
+            Some(_) if in_block => LineKind::Closing,
+            Some(info) if !info.contains('`') => LineKind::Opening(info.trim()),
+            _ if in_block => LineKind::Body,
+            _ => LineKind::Prose,
+        };
+        in_block = matches!(kind, LineKind::Opening(_) | LineKind::Body);
+        (i + 1, line, kind)
+    })
+}
+
+/// Every fenced code block of `text`, in order, or the block left open.
+pub fn try_code_blocks(text: &str) -> Result<Vec<Block>, UnclosedBlock> {
+    let mut blocks = Vec::new();
+    let mut open: Option<Block> = None;
+    for (number, line, kind) in classified_lines(text) {
+        match (&mut open, kind) {
+            (None, LineKind::Opening(lang)) => {
+                open = Some(Block {
+                    lang: lang.to_owned(),
+                    body: String::new(),
+                    line: number,
+                })
+            }
+            (Some(_), LineKind::Closing) => blocks.extend(open.take()),
+            (Some(block), _) => {
+                block.body.push_str(line);
+                block.body.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    match open {
+        Some(block) => Err(UnclosedBlock { line: block.line }),
+        None => Ok(blocks),
+    }
 }
 
 /// Every fenced code block of `text`, in order.
@@ -19,28 +102,7 @@ pub struct Block {
 /// # Panics
 /// On a block left open: a document the tests cannot read.
 pub fn code_blocks(text: &str) -> Vec<Block> {
-    let mut blocks = Vec::new();
-    let mut open: Option<Block> = None;
-    for (i, line) in text.lines().enumerate() {
-        let fence = line.trim_start().strip_prefix("```");
-        match (&mut open, fence) {
-            (None, Some(lang)) => {
-                open = Some(Block {
-                    lang: lang.trim().to_owned(),
-                    body: String::new(),
-                    line: i + 1,
-                })
-            }
-            (Some(_), Some(_)) => blocks.extend(open.take()),
-            (Some(block), None) => {
-                block.body.push_str(line);
-                block.body.push('\n');
-            }
-            (None, None) => {}
-        }
-    }
-    assert!(open.is_none(), "an unclosed code block");
-    blocks
+    try_code_blocks(text).unwrap_or_else(|e| panic!("{e}"))
 }
 
 pub fn is_shell(block: &Block) -> bool {
@@ -58,14 +120,9 @@ pub fn first_line(block: &Block) -> &str {
 
 /// The lines of `text` outside fenced code blocks, with their numbers.
 fn prose_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    let mut fenced = false;
-    text.lines().enumerate().filter_map(move |(i, line)| {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-            return None;
-        }
-        (!fenced).then_some((i + 1, line))
-    })
+    classified_lines(text)
+        .filter(|(_, _, kind)| *kind == LineKind::Prose)
+        .map(|(number, line, _)| (number, line))
 }
 
 /// `text` outside fenced code blocks.
@@ -198,6 +255,39 @@ fn is_camel_case(token: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// (document, its blocks as (lang, body, fence line), or the unclosed
+    /// block's fence line): the line numbers the messages about a block use.
+    #[rstest::rstest]
+    #[case::two_blocks("# A\n```yaml\na: 1\n```\ntext\n  ```sh\n  ls\n  ```\n", Ok(vec![("yaml", "a: 1\n", 2), ("sh", "  ls\n", 6)]))]
+    #[case::a_quoted_fence_opens_none("Every ```` ```yaml ```` block\n```json\n{}\n```\n", Ok(vec![("json", "{}\n", 2)]))]
+    #[case::a_block_left_open("text\n```yaml\na: 1\n", Err(2))]
+    fn code_blocks_and_their_lines(
+        #[case] text: &str,
+        #[case] expected: Result<Vec<(&str, &str, usize)>, usize>,
+    ) {
+        let found = try_code_blocks(text)
+            .map(|blocks| {
+                blocks
+                    .iter()
+                    .map(|b| (b.lang.clone(), b.body.clone(), b.line))
+                    .collect::<Vec<_>>()
+            })
+            .map_err(|e| e.line);
+        let expected = expected.map(|blocks| {
+            blocks
+                .into_iter()
+                .map(|(lang, body, line)| (lang.to_owned(), body.to_owned(), line))
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(found, expected);
+    }
+
+    #[test]
+    fn prose_leaves_out_blocks_but_not_quoted_fences() {
+        let text = "# A\nEvery ```` ```yaml ```` block\n```yaml\n# not a heading\n```\n## B\n";
+        assert_eq!(headings(text), [(1, "A".to_owned()), (2, "B".to_owned())]);
+    }
 
     #[test]
     fn slugs_are_githubs() {

@@ -17,6 +17,7 @@ use e2e_tests::host::ContextAwareResource;
 use e2e_tests::markdown::{
     anchors, code_blocks, code_spans, first_line, headings, links, named_keys, shell_blocks,
 };
+use e2e_tests::repo_files::repo_files;
 use e2e_tests::{repo_root, shared_module, HostCapabilities, Session};
 use rstest::rstest;
 use serde_json::{json, Value};
@@ -69,32 +70,19 @@ fn chinese_edition(english: &str) -> String {
 }
 
 /// Every Markdown file of the repository, relative to its root (build
-/// output, VCS data and hidden folders left out).
+/// output, VCS data and hidden folders and files left out).
 fn markdown_files() -> Vec<String> {
-    fn walk(dir: &Path, root: &Path, out: &mut Vec<String>) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-            .map(|e| e.unwrap().path())
-            .collect();
-        entries.sort();
-        for path in entries {
-            let name = path.file_name().unwrap().to_string_lossy();
-            if name.starts_with('.') || name == "target" {
-                continue;
-            }
-            // Links are not followed: the labeler's sysfs fixtures link
-            // SR-IOV functions both ways (virtfn*/physfn), a cycle.
-            if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-                walk(&path, root, out);
-            } else if name.ends_with(".md") {
-                let relative = path.strip_prefix(root).unwrap();
-                out.push(relative.to_string_lossy().into_owned());
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(&repo_root(), &repo_root(), &mut files);
-    files
+    let root = repo_root();
+    let hidden = |path: &Path| {
+        path.components()
+            .any(|c| c.as_os_str().to_string_lossy().starts_with('.'))
+    };
+    repo_files(&root, &[])
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .filter(|path| path.extension().is_some_and(|e| e == "md") && !hidden(path))
+        .map(|path| path.to_string_lossy().into_owned())
+        .collect()
 }
 
 /// The operator documents that have a Chinese edition: the README and

@@ -7,7 +7,7 @@
 //!
 //! Needs `make policy.wasm` (or POLICY_WASM), as the scenario runner does.
 
-use e2e_tests::documented_settings::{find_all, SettingsBlock};
+use e2e_tests::documented_settings::{find_all, find_in_file, SettingsBlock};
 use e2e_tests::{repo_root, shared_module, HostCapabilities};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -129,4 +129,16 @@ fn refused_blocks_are_named_by_file_and_line() {
             "{refusal:?} is not {start:?}..."
         );
     }
+}
+
+/// A Markdown code block left open is an error naming the file and the
+/// block's fence, not a block whose settings go unchecked.
+#[test]
+fn an_unclosed_code_block_is_named_by_file_and_line() {
+    let text = "# Settings\n\n```yaml\ntopology:\n  affinity: required\n";
+    let error = find_in_file(Path::new("docs/guide.md"), text).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "docs/guide.md: line 3: an unclosed code block"
+    );
 }

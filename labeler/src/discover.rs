@@ -121,11 +121,30 @@ pub struct Discovery {
     pub warnings: Vec<String>,
 }
 
-/// Which tool output is being parsed.
+/// Which tool is run (or its recorded output read), and what its output is for.
 #[derive(Debug, Clone, Copy)]
 enum ToolKind {
+    /// `nvidia-smi topo -m`: the GPUs' links and NUMA nodes.
     NvidiaSmi,
+    /// `rocm-smi --showtopo`: the same for AMD GPUs.
     RocmSmi,
+    /// `nvidia-smi -L`: the GPUs' MIG devices.
+    NvidiaSmiList,
+}
+
+/// A tool's parsed output, for the part of [`Inputs`] it fills.
+enum ToolOutput {
+    Topology(ToolReport),
+    MigList(Vec<nvidia_smi_list::ListedGpu>),
+}
+
+impl ToolOutput {
+    fn record(self, inputs: &mut Inputs) {
+        match self {
+            ToolOutput::Topology(report) => inputs.tools.push(report),
+            ToolOutput::MigList(listed) => inputs.mig.listed = Some(listed),
+        }
+    }
 }
 
 impl ToolKind {
@@ -133,14 +152,43 @@ impl ToolKind {
         match self {
             ToolKind::NvidiaSmi => &["topo", "-m"],
             ToolKind::RocmSmi => &["--showtopo"],
+            ToolKind::NvidiaSmiList => &["-L"],
         }
     }
 
-    /// Parses the output; `ran_by_us` means we ran `topo -m` ourselves.
-    fn parse(self, text: &str, ran_by_us: bool) -> Result<ToolReport, crate::parse::ParseError> {
+    /// Parses the output; `ran_by_us` means we ran the tool ourselves.
+    fn parse(self, text: &str, ran_by_us: bool) -> Result<ToolOutput, crate::parse::ParseError> {
         match self {
-            ToolKind::NvidiaSmi => nvidia_smi::parse(text).map(|t| t.into_report(ran_by_us)),
-            ToolKind::RocmSmi => rocm_smi::parse(text),
+            ToolKind::NvidiaSmi => {
+                nvidia_smi::parse(text).map(|t| ToolOutput::Topology(t.into_report(ran_by_us)))
+            }
+            ToolKind::RocmSmi => rocm_smi::parse(text).map(ToolOutput::Topology),
+            ToolKind::NvidiaSmiList => nvidia_smi_list::parse(text).map(ToolOutput::MigList),
+        }
+    }
+
+    /// How warnings name a run of `program`: the MIG listing by its
+    /// argument, as nvidia-smi is also run for `topo -m`.
+    fn run_name(self, program: &str) -> String {
+        match self {
+            ToolKind::NvidiaSmi | ToolKind::RocmSmi => program.to_owned(),
+            ToolKind::NvidiaSmiList => format!("{program} -L"),
+        }
+    }
+
+    /// Whether a failed run falls back on the last good report
+    /// ([`ToolMemory::stand_in`]). Not the MIG listing: an operator (or
+    /// nvidia-mig-manager) re-cuts the MIG devices while the node runs, so an
+    /// earlier listing may no longer hold; a failed run costs the MIG labels.
+    const fn reuses_last_report(self) -> bool {
+        !matches!(self, ToolKind::NvidiaSmiList)
+    }
+
+    /// What a run's output that cannot be used costs, as warnings say it.
+    const fn loss(self) -> &'static str {
+        match self {
+            ToolKind::NvidiaSmi | ToolKind::RocmSmi => "its labels are left out",
+            ToolKind::NvidiaSmiList => "the MIG labels are left out",
         }
     }
 }
@@ -156,8 +204,16 @@ pub async fn discover(
     discovery.inputs.devices = options.devices.clone();
     discovery.inputs.mig = MigInput {
         strategy: options.mig_strategy,
-        listed: read_mig_list(options, memory, &mut discovery.warnings).await?,
+        listed: None,
     };
+    read_tool(
+        &options.nvidia_smi_list,
+        ToolKind::NvidiaSmiList,
+        options,
+        memory,
+        &mut discovery,
+    )
+    .await?;
     discovery.inputs.sysfs = match &options.sysfs {
         PathSource::Disabled => None,
         PathSource::Explicit(root) => Some(read_sysfs(root)?),
@@ -202,11 +258,7 @@ pub async fn discover(
         (&options.nvidia_smi, ToolKind::NvidiaSmi),
         (&options.rocm_smi, ToolKind::RocmSmi),
     ] {
-        if let Some(report) =
-            tool_report(source, kind, options, memory, &mut discovery.warnings).await?
-        {
-            discovery.inputs.tools.push(report);
-        }
+        read_tool(source, kind, options, memory, &mut discovery).await?;
     }
     let drop_ins = options.kubelet_drop_ins.as_deref();
     discovery.inputs.kubelet = match &options.kubelet {
@@ -225,96 +277,84 @@ pub async fn discover(
     Ok(discovery)
 }
 
-/// `nvidia-smi -L` from its file (an error when it does not parse: the
-/// operator named it) or run (its failure only costs the MIG labels).
-async fn read_mig_list(
-    options: &SourceOptions,
-    memory: &mut ToolMemory,
-    warnings: &mut Vec<String>,
-) -> Result<Option<Vec<nvidia_smi_list::ListedGpu>>, SourceError> {
-    match &options.nvidia_smi_list {
-        ToolSource::Disabled => Ok(None),
-        ToolSource::File(path) => {
-            let text = read_text(path)?;
-            nvidia_smi_list::parse(&text)
-                .map(Some)
-                .map_err(|e| SourceError::new(path.display().to_string(), e))
-        }
-        ToolSource::Command(_) if options.offline() => Ok(None),
-        ToolSource::Command(program) => {
-            let output = memory
-                .runner
-                .run(program, &["-L"], options.command_timeout)
-                .await;
-            match output {
-                Ok(CommandOutput::Stdout(text)) => match nvidia_smi_list::parse(&text) {
-                    Ok(listed) => Ok(Some(listed)),
-                    Err(e) => {
-                        warnings.push(format!(
-                            "{program} -L output not used ({e}): the MIG labels are left out"
-                        ));
-                        Ok(None)
-                    }
-                },
-                Ok(CommandOutput::NotInstalled) => Ok(None),
-                Err(e) => {
-                    warnings.push(format!(
-                        "{program} -L failed ({e}): the MIG labels are left out"
-                    ));
-                    Ok(None)
-                }
-            }
-        }
-    }
-}
-
-async fn tool_report(
+/// Reads one tool's output into `discovery`: from its recorded file (an
+/// error when it cannot be read or parsed: the operator named it), or by
+/// running it, when no recorded output of another node is read instead (a
+/// failed run costs only its labels, with a warning naming the run).
+async fn read_tool(
     source: &ToolSource,
     kind: ToolKind,
     options: &SourceOptions,
     memory: &mut ToolMemory,
-    warnings: &mut Vec<String>,
-) -> Result<Option<ToolReport>, SourceError> {
-    match source {
-        ToolSource::Disabled => Ok(None),
+    discovery: &mut Discovery,
+) -> Result<(), SourceError> {
+    let output = match source {
+        ToolSource::Disabled => None,
         ToolSource::File(path) => {
             let text = read_text(path)?;
-            kind.parse(&text, false)
-                .map(Some)
-                .map_err(|e| SourceError::new(path.display().to_string(), e))
+            let output = kind
+                .parse(&text, false)
+                .map_err(|e| SourceError::new(path.display().to_string(), e))?;
+            Some(output)
         }
-        ToolSource::Command(_) if options.offline() => Ok(None),
+        ToolSource::Command(_) if options.offline() => None,
         ToolSource::Command(program) => {
-            let output = memory
-                .runner
-                .run(program, kind.args(), options.command_timeout)
-                .await;
-            match output {
-                Ok(CommandOutput::NotInstalled) => {
-                    tracing::debug!(program, "not installed");
-                    Ok(None)
+            run_tool(program, kind, options, memory, &mut discovery.warnings).await
+        }
+    };
+    if let Some(output) = output {
+        output.record(&mut discovery.inputs);
+    }
+    Ok(())
+}
+
+/// Runs `program` as `kind` says; its failures are warnings.
+async fn run_tool(
+    program: &str,
+    kind: ToolKind,
+    options: &SourceOptions,
+    memory: &mut ToolMemory,
+    warnings: &mut Vec<String>,
+) -> Option<ToolOutput> {
+    let output = memory
+        .runner
+        .run(program, kind.args(), options.command_timeout)
+        .await;
+    match output {
+        Ok(CommandOutput::NotInstalled) => {
+            tracing::debug!(program, "not installed");
+            None
+        }
+        Ok(CommandOutput::Stdout(text)) => match kind.parse(&text, true) {
+            Ok(output) => {
+                if let ToolOutput::Topology(report) = &output {
+                    memory.remember(program, report, Instant::now());
                 }
-                Ok(CommandOutput::Stdout(text)) => match kind.parse(&text, true) {
-                    Ok(report) => {
-                        memory.remember(program, &report, Instant::now());
-                        Ok(Some(report))
-                    }
-                    // Output that does not parse is no passing failure (a
-                    // new driver's format): never papered over.
-                    Err(e) => {
-                        warnings.push(format!(
-                            "{program} output not used ({e}): its labels are left out"
-                        ));
-                        Ok(None)
-                    }
-                },
-                Err(e) => {
-                    let (report, warning) =
-                        memory.stand_in(program, &e.to_string(), Instant::now());
-                    warnings.push(warning);
-                    Ok(report)
-                }
+                Some(output)
             }
+            // Output that does not parse is no passing failure (a new
+            // driver's format): never papered over.
+            Err(e) => {
+                warnings.push(format!(
+                    "{} output not used ({e}): {}",
+                    kind.run_name(program),
+                    kind.loss()
+                ));
+                None
+            }
+        },
+        Err(e) if kind.reuses_last_report() => {
+            let (report, warning) = memory.stand_in(program, &e.to_string(), Instant::now());
+            warnings.push(warning);
+            report.map(ToolOutput::Topology)
+        }
+        Err(e) => {
+            warnings.push(format!(
+                "{} failed ({e}): {}",
+                kind.run_name(program),
+                kind.loss()
+            ));
+            None
         }
     }
 }

@@ -459,6 +459,7 @@ fn variant(file: &str) -> &'static Variant {
     VARIANTS.iter().find(|v| v.file == file).unwrap()
 }
 
+/// Every cluster's checked-in manifest, by each check below.
 #[rstest]
 #[case::kubeadm_gpu_operator("kubeadm-gpu-operator.yaml")]
 #[case::kubeadm_nfd("kubeadm-nfd.yaml")]
@@ -471,9 +472,20 @@ fn variant(file: &str) -> &'static Variant {
 #[case::aks_gpu_operator("aks-gpu-operator.yaml")]
 #[case::aks_no_nfd("aks-no-nfd.yaml")]
 #[case::openshift("openshift.yaml")]
-fn rendered_manifest_reads_the_distributions_kubelet_config(#[case] file: &str) {
+fn rendered_manifest(
+    #[case] file: &str,
+    #[values(
+        reads_the_distributions_kubelet_config,
+        selects_nodes_the_cluster_labels_and_its_runtime,
+        keeps_the_bases_rbac_and_labels_the_namespaces_it_creates
+    )]
+    check: fn(&Variant, Vec<Value>),
+) {
     let variant = variant(file);
-    let docs = checked_in(variant);
+    check(variant, checked_in(variant));
+}
+
+fn reads_the_distributions_kubelet_config(variant: &Variant, docs: Vec<Value>) {
     let pod = &daemonset(&docs)["spec"]["template"]["spec"];
     let container = &pod["containers"][0];
     let volume = |name: &str| {
@@ -527,21 +539,7 @@ fn rendered_manifest_reads_the_distributions_kubelet_config(#[case] file: &str) 
         .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
 }
 
-#[rstest]
-#[case::kubeadm_gpu_operator("kubeadm-gpu-operator.yaml")]
-#[case::kubeadm_nfd("kubeadm-nfd.yaml")]
-#[case::kubeadm_nfd_file("kubeadm-nfd-file.yaml")]
-#[case::kubeadm_no_nfd("kubeadm-no-nfd.yaml")]
-#[case::eks_gpu_operator("eks-gpu-operator.yaml")]
-#[case::eks_no_nfd("eks-no-nfd.yaml")]
-#[case::gke_gpu_operator("gke-gpu-operator.yaml")]
-#[case::gke_no_nfd("gke-no-nfd.yaml")]
-#[case::aks_gpu_operator("aks-gpu-operator.yaml")]
-#[case::aks_no_nfd("aks-no-nfd.yaml")]
-#[case::openshift("openshift.yaml")]
-fn rendered_manifest_selects_nodes_the_cluster_labels_and_its_runtime(#[case] file: &str) {
-    let variant = variant(file);
-    let docs = checked_in(variant);
+fn selects_nodes_the_cluster_labels_and_its_runtime(variant: &Variant, docs: Vec<Value>) {
     let pod = &daemonset(&docs)["spec"]["template"]["spec"];
     let terms = &pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
         ["nodeSelectorTerms"];
@@ -607,21 +605,7 @@ fn rendered_manifest_selects_nodes_the_cluster_labels_and_its_runtime(#[case] fi
     }
 }
 
-#[rstest]
-#[case::kubeadm_gpu_operator("kubeadm-gpu-operator.yaml")]
-#[case::kubeadm_nfd("kubeadm-nfd.yaml")]
-#[case::kubeadm_nfd_file("kubeadm-nfd-file.yaml")]
-#[case::kubeadm_no_nfd("kubeadm-no-nfd.yaml")]
-#[case::eks_gpu_operator("eks-gpu-operator.yaml")]
-#[case::eks_no_nfd("eks-no-nfd.yaml")]
-#[case::gke_gpu_operator("gke-gpu-operator.yaml")]
-#[case::gke_no_nfd("gke-no-nfd.yaml")]
-#[case::aks_gpu_operator("aks-gpu-operator.yaml")]
-#[case::aks_no_nfd("aks-no-nfd.yaml")]
-#[case::openshift("openshift.yaml")]
-fn rendered_manifest_keeps_the_bases_rbac_and_labels_the_namespaces_it_creates(#[case] file: &str) {
-    let variant = variant(file);
-    let docs = checked_in(variant);
+fn keeps_the_bases_rbac_and_labels_the_namespaces_it_creates(variant: &Variant, docs: Vec<Value>) {
     let base = documents(&read(&repo().join("examples/labeler").join(variant.base)));
     // The same objects as the base, in the same order.
     let names = |docs: &[Value]| -> Vec<(Value, Value, Value)> {

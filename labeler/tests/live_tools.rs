@@ -5,12 +5,13 @@
 
 mod common;
 
-use common::{scratch_dir, topology_fixtures};
+use common::{local_fixture, scratch_dir, topology_fixtures};
 use gpu_topology_labeler::discover::{
     discover, PathSource, SourceOptions, ToolMemory, ToolSource, REPORT_REUSE_LIMIT,
 };
 use gpu_topology_labeler::model::ToolReport;
-use gpu_topology_labeler::parse::nvidia_smi;
+use gpu_topology_labeler::parse::{nvidia_smi, nvidia_smi_list};
+use gpu_topology_labeler::reconcile::devices::MigStrategy;
 use gpu_topology_labeler::reconcile::{reconcile, VendorChoice};
 use gpu_topology_labeler::sources::command::{CommandOutput, Runner};
 use rstest::rstest;
@@ -19,6 +20,7 @@ use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 const FIXTURE: &str = "h100-sxm-8gpu-2numa.txt";
+const MIG_FIXTURE: &str = "mig/hgx-a100-mixed-nvidia-smi-L.txt";
 
 /// Every script, written before any test starts a process: a script still
 /// open for writing while another thread forks cannot be executed
@@ -60,6 +62,15 @@ static SCRIPTS: LazyLock<PathBuf> = LazyLock::new(|| {
                 "if [ -e '{}' ]; then exit 1; fi; cat '{}'",
                 dir.join("broken").display(),
                 fixture.display()
+            ),
+        ),
+        // `nvidia-smi -L`, good until the file `mig-broken` appears next to it.
+        (
+            "mig-flaky",
+            format!(
+                "if [ -e '{}' ]; then exit 1; fi; cat '{}'",
+                dir.join("mig-broken").display(),
+                local_fixture(MIG_FIXTURE).display()
             ),
         ),
     ];
@@ -267,6 +278,65 @@ async fn a_failed_run_reuses_the_last_good_report() {
             .any(|w| w.contains("its labels are left out")),
         "{:?}",
         unremembered.warnings
+    );
+}
+
+/// `nvidia-smi -L` as run for the MIG devices.
+fn live_mig_listing(program: &str) -> SourceOptions {
+    SourceOptions {
+        nvidia_smi: ToolSource::Disabled,
+        nvidia_smi_list: ToolSource::Command(program.to_owned()),
+        mig_strategy: MigStrategy::Mixed,
+        ..live(program)
+    }
+}
+
+/// The MIG listing is run like the topology tools, but a failed run never
+/// reuses an earlier listing (MIG devices are re-cut while a node runs): it
+/// costs the MIG labels, with a warning naming the run; output that does not
+/// parse likewise.
+#[tokio::test]
+async fn a_failed_mig_listing_leaves_the_mig_labels_out() {
+    let program = script("mig-flaky");
+    let broken = SCRIPTS.join("mig-broken");
+    let _ = std::fs::remove_file(&broken);
+    let mut memory = ToolMemory::default();
+    let good = discover(&live_mig_listing(&program), &mut memory)
+        .await
+        .unwrap();
+    let text = std::fs::read_to_string(local_fixture(MIG_FIXTURE)).unwrap();
+    assert_eq!(
+        good.inputs.mig.listed,
+        Some(nvidia_smi_list::parse(&text).unwrap())
+    );
+    assert!(good.warnings.is_empty(), "{:?}", good.warnings);
+
+    std::fs::write(&broken, "").unwrap();
+    let failed = discover(&live_mig_listing(&program), &mut memory)
+        .await
+        .unwrap();
+    std::fs::remove_file(&broken).unwrap();
+    assert_eq!(failed.inputs.mig.listed, None);
+    assert!(
+        failed
+            .warnings
+            .iter()
+            .any(|w| w.starts_with(&format!("{program} -L failed"))
+                && w.contains("exit status: 1")
+                && w.ends_with("the MIG labels are left out")),
+        "{:?}",
+        failed.warnings
+    );
+
+    let garbage = discover(&live_mig_listing(&script("garbage")), &mut memory)
+        .await
+        .unwrap();
+    assert_eq!(garbage.inputs.mig.listed, None);
+    assert!(
+        garbage.warnings.iter().any(|w| w.contains("-L output not used")
+            && w.ends_with("the MIG labels are left out")),
+        "{:?}",
+        garbage.warnings
     );
 }
 

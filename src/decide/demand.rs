@@ -278,17 +278,7 @@ fn container_demand(
             continue;
         };
         lists_gpu = true;
-        let count = Quantity::parse(&text)
-            .ok()
-            .and_then(|quantity| quantity.whole_units())
-            .and_then(|units| u32::try_from(units).ok())
-            .ok_or_else(|| {
-                format!(
-                    "{}: resources.{}.{resource} {text:?} is not a whole number of GPUs; set a whole number such as \"1\"",
-                    container.id,
-                    section.field()
-                )
-            })?;
+        let count = whole_count(container, section, resource, &text, "GPUs")?;
         if count > 0 {
             resources.push((resource.clone(), count));
         }
@@ -299,6 +289,30 @@ fn container_demand(
         lists_gpu,
         devices: device_counts(container, gpu_resources, devices)?,
     })
+}
+
+/// The count an extended resource's quantity `text` asks for: a whole
+/// number of `units` (extended resources are whole: the API server
+/// refuses a fraction of one) that fits in 32 bits, else the message
+/// naming the field.
+fn whole_count(
+    container: &Container<'_>,
+    section: Section,
+    resource: &str,
+    text: &str,
+    units: &str,
+) -> Result<u32, String> {
+    Quantity::parse(text)
+        .ok()
+        .and_then(|quantity| quantity.whole_units())
+        .and_then(|whole| u32::try_from(whole).ok())
+        .ok_or_else(|| {
+            format!(
+                "{}: resources.{}.{resource} {text:?} is not a whole number of {units}; set a whole number such as \"1\"",
+                container.id,
+                section.field()
+            )
+        })
 }
 
 /// The container's resources that `devices` names (and `gpuResources` does
@@ -325,17 +339,7 @@ fn device_counts(
             let Some(text) = container.resource(section, resource) else {
                 continue;
             };
-            let count = Quantity::parse(&text)
-                .ok()
-                .and_then(|quantity| quantity.whole_units())
-                .and_then(|units| u32::try_from(units).ok())
-                .ok_or_else(|| {
-                    format!(
-                        "{}: resources.{}.{resource} {text:?} is not a whole number of devices; set a whole number such as \"1\"",
-                        container.id,
-                        section.field()
-                    )
-                })?;
+            let count = whole_count(container, section, resource, &text, "devices")?;
             counts.push(DeviceCount {
                 resource: resource.to_owned(),
                 count,

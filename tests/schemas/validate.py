@@ -64,7 +64,14 @@ CRD_FILES = [
     "labeler/tests/fixtures/nfd/nodefeature-crd.yaml",
 ]
 
-SKIPPED_DIRS = {".git", "target", "fuzz", "fixtures", "node_modules"}
+# The repository walk of e2e-tests/src/repo_files.rs (the Rust tests'):
+# links are not followed (the labeler's sysfs fixtures link SR-IOV functions
+# both ways, a cycle), version control and build output are never entered,
+# wherever they are, nor the folders a .gitignore names with an anchored
+# literal entry (`/target`, `/.gl/`). Besides those, this check skips fuzz
+# inputs, test fixtures and hidden folders.
+SKIPPED_EVERYWHERE = {".git", "target", "node_modules"}
+SKIPPED_DIRS = SKIPPED_EVERYWHERE | {"fuzz", "fixtures"}
 OBJECT_META = "/api/_definitions.json#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 
@@ -190,12 +197,30 @@ def markdown_blocks(text):
         yield start + 1, block
 
 
+def gitignored_dirs(directory):
+    """The folders of `directory` its .gitignore names with an anchored literal entry."""
+    try:
+        with open(os.path.join(directory, ".gitignore")) as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return set()
+    entries = (line.rstrip()[1:].removesuffix("/") for line in lines if line.startswith("/"))
+    return {entry for entry in entries if entry and not any(c in entry for c in "/*?[\\")}
+
+
 def sources(root):
     """(path relative to root, line, document) of every YAML document to look at."""
+    # os.walk does not enter linked folders (followlinks=False); linked files
+    # are left out below.
     for directory, subdirectories, files in os.walk(root):
-        subdirectories[:] = sorted(d for d in subdirectories if d not in SKIPPED_DIRS and not d.startswith("."))
+        ignored = gitignored_dirs(directory)
+        subdirectories[:] = sorted(
+            d for d in subdirectories if d not in SKIPPED_DIRS and d not in ignored and not d.startswith(".")
+        )
         for name in sorted(files):
             path = os.path.join(directory, name)
+            if os.path.islink(path):
+                continue
             relative = os.path.relpath(path, root)
             if name.endswith((".yaml", ".yml")):
                 with open(path) as f:

@@ -2,6 +2,7 @@
 //! included: it answers (or names the input error) and never panics.
 //! `PROPTEST_CASES` sets the number of cases (default 256).
 
+use gpu_topology::kubelet::facts::MAX_UNITS_PER_NUMA;
 use gpu_topology::kubelet::{
     admit, ContainerDemand, ContainerKind, CpuManagerConfig, HugePages, MemoryManagerPolicy,
     NodeFacts, NumaNodeFacts, PodDemand, TopologyManagerConfig, Verdict,
@@ -9,6 +10,8 @@ use gpu_topology::kubelet::{
 use gpu_topology::{CpuManagerPolicy, TopologyManagerPolicy, TopologyManagerScope};
 use proptest::option;
 use proptest::prelude::*;
+use rstest::rstest;
+use std::collections::BTreeMap;
 
 /// Mostly known: unknown facts end the evaluation early.
 fn known<S: Strategy>(s: S) -> impl Strategy<Value = Option<S::Value>> {
@@ -212,4 +215,37 @@ proptest! {
             }
         }
     }
+}
+
+const TOO_MANY: u32 = MAX_UNITS_PER_NUMA + 1;
+
+/// A count no machine has is refused naming the NUMA node and what it
+/// counts, a device resource by its name.
+#[rstest]
+#[case::cpus(NumaNodeFacts { cpus: Some(TOO_MANY), ..NumaNodeFacts::default() }, &[], "NUMA node 1 reports more CPUs than any machine has")]
+#[case::gpus(NumaNodeFacts { gpus: Some(TOO_MANY), ..NumaNodeFacts::default() }, &[], "NUMA node 1 reports more GPUs than any machine has")]
+#[case::devices(
+    NumaNodeFacts::default(),
+    &[("rdma/rdma_shared_device_a", vec![0, TOO_MANY])],
+    "NUMA node 1 reports more rdma/rdma_shared_device_a devices than any machine has"
+)]
+fn a_count_no_machine_has_is_named(
+    #[case] second_numa: NumaNodeFacts,
+    #[case] devices: &[(&str, Vec<u32>)],
+    #[case] expected: &str,
+) {
+    let node = NodeFacts {
+        numa_nodes: Some(vec![NumaNodeFacts::default(), second_numa]),
+        devices: devices
+            .iter()
+            .map(|(resource, counts)| (resource.to_string(), counts.clone()))
+            .collect::<BTreeMap<_, _>>(),
+        ..NodeFacts::default()
+    };
+    let pod = PodDemand {
+        containers: vec![ContainerDemand::default()],
+        ..PodDemand::default()
+    };
+    let error = admit(&node, &pod).unwrap_err();
+    assert_eq!(error.to_string(), expected);
 }

@@ -332,9 +332,11 @@ pub enum InputError {
     NoContainers,
     /// The node lists no NUMA node (every machine has at least one).
     NoNumaNodes,
-    /// More CPUs or GPUs on a NUMA node than [`MAX_UNITS_PER_NUMA`].
+    /// More CPUs, GPUs or devices of one resource on a NUMA node than
+    /// [`MAX_UNITS_PER_NUMA`].
     CountTooLarge {
         numa: usize,
+        unit: CountedUnit,
     },
     /// Summing the pod's requests overflows.
     RequestOverflow,
@@ -375,10 +377,10 @@ impl fmt::Display for InputError {
             ),
             InputError::NoContainers => f.write_str("the pod has no containers"),
             InputError::NoNumaNodes => f.write_str("the node lists no NUMA node"),
-            InputError::CountTooLarge { numa } => {
+            InputError::CountTooLarge { numa, unit } => {
                 write!(
                     f,
-                    "NUMA node {numa} reports more CPUs or GPUs than any machine has"
+                    "NUMA node {numa} reports more {unit} than any machine has"
                 )
             }
             InputError::RequestOverflow => f.write_str("the pod's requests overflow"),
@@ -387,6 +389,25 @@ impl fmt::Display for InputError {
 }
 
 impl std::error::Error for InputError {}
+
+/// What a NUMA node counts, as [`InputError::CountTooLarge`] names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CountedUnit {
+    Cpus,
+    Gpus,
+    /// Devices of a device-plugin resource ([`NodeFacts::devices`]).
+    Devices(String),
+}
+
+impl fmt::Display for CountedUnit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CountedUnit::Cpus => f.write_str("CPUs"),
+            CountedUnit::Gpus => f.write_str("GPUs"),
+            CountedUnit::Devices(resource) => write!(f, "{resource} devices"),
+        }
+    }
+}
 
 /// The NUMA node facts of `node`, or the missing fact.
 pub(crate) fn numa_nodes(node: &NodeFacts) -> Result<&[NumaNodeFacts], Fact> {
@@ -414,9 +435,10 @@ pub(crate) fn validate(node: &NodeFacts, pod: &PodDemand) -> Result<(), InputErr
     let Some(numas) = node.numa_nodes.as_deref() else {
         return Ok(());
     };
-    for counts in node.devices.values() {
+    for (resource, counts) in &node.devices {
         if let Some(numa) = counts.iter().position(|&c| c > MAX_UNITS_PER_NUMA) {
-            return Err(InputError::CountTooLarge { numa });
+            let unit = CountedUnit::Devices(resource.clone());
+            return Err(InputError::CountTooLarge { numa, unit });
         }
     }
     for (numa, n) in numas.iter().enumerate() {
@@ -437,9 +459,10 @@ pub(crate) fn validate_cpus(
     n: &NumaNodeFacts,
     threads: Option<u32>,
 ) -> Result<(), InputError> {
-    let too_large = |count: Option<u32>| count.is_some_and(|c| c > MAX_UNITS_PER_NUMA);
-    if too_large(n.cpus) || too_large(n.gpus) {
-        return Err(InputError::CountTooLarge { numa });
+    for (count, unit) in [(n.cpus, CountedUnit::Cpus), (n.gpus, CountedUnit::Gpus)] {
+        if count.is_some_and(|c| c > MAX_UNITS_PER_NUMA) {
+            return Err(InputError::CountTooLarge { numa, unit });
+        }
     }
     if threads == Some(0) {
         return Err(InputError::ThreadsPerCoreZero);
