@@ -33,22 +33,39 @@
 //! `Collected` over the calls made (the 2,000 warm-up calls plus the printed
 //! count) is the instructions per call, host side of the waPC call included.
 //!
+//! With `SETTINGS` set to a settings file, the payload carries it instead of
+//! `examples/settings.yaml` (a revision before a settings key existed may
+//! refuse it: give it that revision's file, `git show REV:examples/settings.yaml`).
+//!
+//! With `SUMMARY_NODES=N` set (Wasm only), the host answers `get_resource`
+//! with the fleet summary ConfigMap of the fleet benchmark's cloud fleet of
+//! N nodes (`e2e_tests::fleets`, dated now) and refuses anything else: the
+//! default `capacity.source: auto` path with a fresh summary. Its instruction
+//! count at several N shows whether that path grows with the node count
+//! (`e2e-tests/bench-instructions.sh`). It then prints the summary's bytes,
+//! the host calls served and refused (it fails if the policy asked for
+//! anything but the summary) and the last answer's verdict and warnings.
+//!
 //! With MODULE `native`, the policy's `validate` compiled natively is timed
 //! instead. Alternating runs of several modules and `native`, and taking the
 //! fastest of each, compares them on a machine whose speed drifts (see
 //! BENCHMARKS.md).
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use e2e_tests::policy::validate_payload;
 use e2e_tests::scenario::load_settings;
-use e2e_tests::{load_request, repo_root};
+use e2e_tests::{fleets, load_request, repo_root};
+use gpu_topology::LabelPrefix;
+use serde_json::Value;
 use std::path::PathBuf;
-use std::time::Instant;
-use wapc::WapcHost;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use wapc::{HostCallback, WapcHost};
 use wasmtime_provider::{wasmtime, WasmtimeEngineProviderBuilder};
 
-const USAGE: &str =
-    "usage: profile MODULE.wasm REQUEST.json [SECONDS] (settings: examples/settings.yaml)";
+const USAGE: &str = "usage: [SETTINGS=FILE] [SUMMARY_NODES=N] profile MODULE.wasm REQUEST.json \
+    [SECONDS] (settings: examples/settings.yaml)";
 /// Calls before timing, so caches and the allocator are warm.
 const WARM_UP_CALLS: u32 = 2_000;
 /// Calls between clock reads.
@@ -64,11 +81,26 @@ fn main() -> Result<()> {
             .with_context(|| format!("SECONDS {text:?}: {USAGE}"))?,
         None => 5.0,
     };
-    let settings = load_settings(&repo_root().join("examples/settings.yaml"))?;
+    let settings = match std::env::var_os("SETTINGS") {
+        Some(path) => PathBuf::from(path),
+        None => repo_root().join("examples/settings.yaml"),
+    };
+    let settings = load_settings(&settings)?;
     let payload = validate_payload(&load_request(&request)?, &settings)?;
+    let summary = match std::env::var("SUMMARY_NODES") {
+        Ok(text) => {
+            Some(SummaryHost::new(text.parse().with_context(|| {
+                format!("SUMMARY_NODES {text:?}: a node count")
+            })?))
+        }
+        Err(_) => None,
+    };
     if module.as_os_str() == "native" {
+        if summary.is_some() {
+            bail!("SUMMARY_NODES needs a module: natively the policy has no host to ask");
+        }
         let call = || gpu_topology_policy::validate(&payload).map_err(|e| anyhow!("validate: {e}"));
-        return time(seconds, call);
+        return time(seconds, call).map(drop);
     }
     let mut config = wasmtime::Config::default();
     if std::env::var_os("PERFMAP").is_some() {
@@ -83,36 +115,112 @@ fn main() -> Result<()> {
         .build_pre()
         .map_err(|e| anyhow!("cannot compile {}: {e}", module.display()))?;
     let instance = || {
-        let refuse = |_: u64, _: &str, _: &str, _: &str, _: &[u8]| Err("refused".into());
+        let callback: Box<HostCallback> = match &summary {
+            Some(host) => host.callback(),
+            None => Box::new(|_: u64, _: &str, _: &str, _: &str, _: &[u8]| Err("refused".into())),
+        };
         let engine = pre.rehydrate(None).map_err(|e| anyhow!("{e}"))?;
-        WapcHost::new(Box::new(engine), Some(Box::new(refuse))).map_err(|e| anyhow!("{e}"))
+        WapcHost::new(Box::new(engine), Some(callback)).map_err(|e| anyhow!("{e}"))
     };
     let validate = |host: &WapcHost| {
         host.call("validate", &payload)
             .map_err(|e| anyhow!("validate: {e}"))
     };
-    if std::env::var_os("FRESH").is_some() {
+    let (answer, calls) = if std::env::var_os("FRESH").is_some() {
         // As policy-server does: a new instance for every request.
-        return time(seconds, || validate(&instance()?));
+        time(seconds, || validate(&instance()?))?
+    } else {
+        let host = instance()?;
+        time(seconds, || validate(&host))?
+    };
+    match summary {
+        Some(host) => host.report(calls, &answer),
+        None => Ok(()),
     }
-    let host = instance()?;
-    time(seconds, || validate(&host))
 }
 
 /// Calls `call` for about `seconds` after a warm-up; prints µs per call.
-fn time(seconds: f64, call: impl Fn() -> Result<Vec<u8>>) -> Result<()> {
+/// Returns the last answer and the calls made, warm-up included.
+fn time(seconds: f64, call: impl Fn() -> Result<Vec<u8>>) -> Result<(Vec<u8>, u64)> {
+    let mut answer = Vec::new();
     for _ in 0..WARM_UP_CALLS {
-        call()?;
+        answer = call()?;
     }
     let start = Instant::now();
     let mut calls = 0u64;
     while start.elapsed().as_secs_f64() < seconds {
         for _ in 0..BATCH {
-            std::hint::black_box(call()?);
+            answer = std::hint::black_box(call()?);
         }
         calls += u64::from(BATCH);
     }
     let micros = start.elapsed().as_secs_f64() * 1e6 / calls as f64;
-    println!("{micros:.2} µs per call over {calls} calls");
-    Ok(())
+    let all = calls + u64::from(WARM_UP_CALLS);
+    println!("{micros:.2} µs per call over {calls} calls ({all} calls in all)");
+    Ok((answer, all))
+}
+
+/// A host that serves the fleet summary of a generated fleet and refuses
+/// every other capability call, counting both.
+#[derive(Clone)]
+struct SummaryHost {
+    nodes: usize,
+    /// The summarizer's ConfigMap, as `get_resource` returns it.
+    config_map: Arc<Vec<u8>>,
+    served: Arc<AtomicU64>,
+    refused: Arc<AtomicU64>,
+}
+
+impl SummaryHost {
+    fn new(nodes: usize) -> Self {
+        let prefix = LabelPrefix::default();
+        // Dated now, so that it is fresh (maxAgeSeconds) for the whole run.
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let items = fleets::cloud_fleet(nodes, &prefix);
+        let config_map = fleets::summary_config_map(&items, now, &prefix).to_string();
+        Self {
+            nodes,
+            config_map: Arc::new(config_map.into_bytes()),
+            served: Arc::default(),
+            refused: Arc::default(),
+        }
+    }
+
+    fn callback(&self) -> Box<HostCallback> {
+        let host = self.clone();
+        Box::new(move |_, binding, namespace, operation, _| {
+            if (binding, namespace, operation) == ("kubewarden", "kubernetes", "get_resource") {
+                host.served.fetch_add(1, Ordering::Relaxed);
+                Ok(host.config_map.to_vec())
+            } else {
+                host.refused.fetch_add(1, Ordering::Relaxed);
+                Err("refused".into())
+            }
+        })
+    }
+
+    /// Prints what the host served and the last answer; fails unless every
+    /// one of the `calls` read the summary once and asked nothing else.
+    fn report(&self, calls: u64, answer: &[u8]) -> Result<()> {
+        let (served, refused) = (
+            self.served.load(Ordering::Relaxed),
+            self.refused.load(Ordering::Relaxed),
+        );
+        let answer: Value = serde_json::from_slice(answer).context("the answer is not JSON")?;
+        println!(
+            "summary of {} nodes: {} bytes; host calls: {served} get_resource served, {refused} refused; \
+             last answer: accepted {}, mutated {}, warnings {}",
+            self.nodes,
+            self.config_map.len(),
+            answer["accepted"],
+            !answer["mutated_object"].is_null(),
+            answer.get("warnings").unwrap_or(&Value::Null),
+        );
+        if served != calls || refused != 0 {
+            bail!("expected one summary read per call ({calls}) and nothing else");
+        }
+        Ok(())
+    }
 }
