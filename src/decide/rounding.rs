@@ -54,16 +54,20 @@ pub fn round_to_whole_cores(
     if config.qos.mode != QosMode::Mutate || !config.qos.round_to_whole_cores || multiple < 2 {
         return None;
     }
-    let search = Search::new(spec, input, config, multiple, verdicts);
-    let as_written = search.taking(qos)?;
+    // `verdicts` are the answers on the pod as planned with `qos`: whether
+    // a group takes it as written is read from them, not planned again.
+    let need = Need::for_pod(config);
+    let takes_as_written = verdicts
+        .iter()
+        .any(|verdict| verdict.takes_as(&verdict.answer, need, &input.demand.pod));
     // Groups the model cannot answer for stay eligible where the pod need
     // only be admitted: they may run it as written.
-    let may_run_as_written = as_written.contains(&true)
-        || (Need::for_pod(config) == Need::Admit
-            && verdicts.iter().any(|verdict| verdict.answer.is_unknown()));
+    let may_run_as_written = takes_as_written
+        || (need == Need::Admit && verdicts.iter().any(|verdict| verdict.answer.is_unknown()));
     if may_run_as_written || !verdicts.iter().any(refused_for_whole_cores) {
         return None;
     }
+    let search = Search::new(spec, input, config, multiple, verdicts);
     let rounded_qos = QosConfig {
         round_written_cpus: true,
         ..qos.clone()
