@@ -1,0 +1,105 @@
+//! The command line (docs/cli.md).
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "gpu-topology",
+    version,
+    about = "Explain, try and audit the GPU topology policy's decisions with its own code"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The decision for each object: message, warnings, change and the verdict of every node shape.
+    Explain(ExplainArgs),
+    /// The decision for each object before and after changed kubelet or policy settings.
+    WhatIf(WhatIfArgs),
+    /// Running GPU pods against their nodes' current facts.
+    Audit(AuditArgs),
+}
+
+/// Where the fleet comes from: files, or a live cluster.
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    /// What `kubectl get nodes -o yaml|json` prints. Without it and
+    /// without --summary the cluster is read live.
+    #[arg(long, value_name = "FILE")]
+    pub nodes: Option<PathBuf>,
+    /// The fleet-summary ConfigMap (YAML or JSON).
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<PathBuf>,
+    /// The kubeconfig of live mode (default: $KUBECONFIG, ~/.kube/config, in-cluster).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context of live mode.
+    #[arg(long)]
+    pub context: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    /// The policy's settings, or a ClusterAdmissionPolicy/AdmissionPolicy manifest whose spec.settings are used.
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Output {
+    /// Aligned tables, coloured on a terminal.
+    #[default]
+    Table,
+    Json,
+    Yaml,
+    /// PolicyReport objects (wgpolicyk8s.io/v1alpha2); audit only.
+    Policyreport,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Files or directories of Pods and workloads (YAML or JSON, multi-document, List objects); `-` reads standard input.
+    #[arg(required = true, value_name = "PATH")]
+    pub objects: Vec<PathBuf>,
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[arg(short, long, value_enum, default_value_t)]
+    pub output: Output,
+    /// The arithmetic per NUMA node, the hints and the smallest change that fits.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WhatIfArgs {
+    #[command(flatten)]
+    pub explain: ExplainArgs,
+    /// A kubelet setting to change, e.g. `topologyManagerPolicy=restricted` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// The node shapes --set changes (repeatable; default: every shape).
+    #[arg(long = "shape", value_name = "ID")]
+    pub shapes: Vec<String>,
+    /// The policy's settings after the change (default: unchanged).
+    #[arg(long, value_name = "FILE")]
+    pub new_settings: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// What `kubectl get pods -A -o json` prints; without it the pods are read live.
+    #[arg(long, value_name = "FILE")]
+    pub pods: Option<PathBuf>,
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[arg(short, long, value_enum, default_value_t)]
+    pub output: Output,
+}
