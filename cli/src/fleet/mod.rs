@@ -1,0 +1,67 @@
+//! Where the fleet comes from: files (`--nodes`, `--summary`) or a live
+//! cluster. Both end as a [`ClusterReader`], the seam the policy's own
+//! cluster reading goes through, so the decision code cannot tell them
+//! apart from policy-server.
+
+pub mod files;
+pub mod masks;
+pub mod selector;
+
+use crate::args::FleetArgs;
+use files::{FileCluster, FleetFileError};
+use gpu_topology_policy::cluster::host::ClusterReader;
+use std::fmt;
+
+/// The fleet the arguments name.
+pub enum FleetSource {
+    /// `--nodes` and/or `--summary`.
+    Files(FileCluster),
+    /// Neither: the cluster of the kubeconfig, or in-cluster.
+    Live(Box<dyn ClusterReader>),
+}
+
+impl FleetSource {
+    /// The reader the policy's decision code is handed.
+    pub fn reader(&self) -> &dyn ClusterReader {
+        match self {
+            FleetSource::Files(files) => files,
+            FleetSource::Live(live) => live.as_ref(),
+        }
+    }
+}
+
+/// Why there is no fleet.
+#[derive(Debug)]
+pub enum FleetError {
+    Files(FleetFileError),
+    /// Live mode is not part of this build yet (issue #22, part B).
+    LiveNotBuilt,
+}
+
+impl fmt::Display for FleetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FleetError::Files(error) => error.fmt(f),
+            FleetError::LiveNotBuilt => f.write_str(
+                "live mode not built: give the fleet as files (--nodes FILE, --summary FILE)",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FleetError {}
+
+/// Files when `--nodes` or `--summary` is given, else live.
+pub fn open(args: &FleetArgs) -> Result<FleetSource, FleetError> {
+    if args.nodes.is_some() || args.summary.is_some() {
+        return FileCluster::load(args.nodes.as_deref(), args.summary.as_deref())
+            .map(FleetSource::Files)
+            .map_err(FleetError::Files);
+    }
+    open_live(args)
+}
+
+/// The live cluster: the seam `fleet/live.rs` fills in.
+fn open_live(_args: &FleetArgs) -> Result<FleetSource, FleetError> {
+    Err(FleetError::LiveNotBuilt)
+}
