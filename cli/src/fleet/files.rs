@@ -23,6 +23,14 @@ use serde_json::{json, Value};
 use std::fmt;
 use std::path::Path;
 
+/// A host error as the policy reads it in Wasm: wapc-guest hands the host's
+/// message over as `Host error: <message>` (its `ErrorKind::HostError`
+/// display), which the policy's `KubewardenHost` passes on; native readers
+/// answer in the same words, so that warnings read the same.
+pub fn host_error(message: &str) -> String {
+    format!("Host error: {message}")
+}
+
 /// policy-evaluator's answer to a call for a resource the policy was not
 /// granted (the harness and kwctl use the same words).
 pub fn not_granted(api_version: &str, kind: &str) -> String {
@@ -194,14 +202,15 @@ impl ClusterReader for FileCluster {
         let (api_version, kind) = (request.api_version.as_str(), request.kind.as_str());
         let nodes = match &self.nodes {
             Some(nodes) if (api_version, kind) == ("v1", "Node") => nodes,
-            _ => return Err(not_granted(api_version, kind)),
+            _ => return Err(host_error(&not_granted(api_version, kind))),
         };
         if let Some(fields) = &request.field_selector {
-            return Err(format!(
+            return Err(host_error(&format!(
                 "the Node file cannot answer a field selector ({fields:?}): only label selectors"
-            ));
+            )));
         }
-        let selector = Selector::parse(request.label_selector.as_deref().unwrap_or_default())?;
+        let selector = Selector::parse(request.label_selector.as_deref().unwrap_or_default())
+            .map_err(|problem| host_error(&problem))?;
         let items: Vec<Value> = nodes
             .iter()
             .filter(|node| selector.matches(node.pointer("/metadata/labels")))
@@ -225,7 +234,7 @@ impl ClusterReader for FileCluster {
                 serde_json::to_vec(&prune(&summary.object, request.field_masks.as_ref()))
                     .map_err(|error| error.to_string())
             }
-            None => Err(not_found(&request.kind, &request.name)),
+            None => Err(host_error(&not_found(&request.kind, &request.name))),
         }
     }
 }
