@@ -25,6 +25,11 @@ pub struct RecordView {
     pub demand: String,
     pub view: View,
     pub shapes: Vec<ShapeRow>,
+    /// The policy adds required node affinity (its terms select shapes);
+    /// without, every shape is `selected`.
+    pub adds_required_affinity: bool,
+    /// The policy adds preferred node affinity.
+    pub adds_preferred_affinity: bool,
     /// The defaults lowered and CPUs rounded for this pod.
     pub adjustments: Vec<String>,
 }
@@ -148,6 +153,8 @@ impl RecordView {
                 .iter()
                 .map(|shape| ShapeRow::new(shape, named.then_some(&topologies[..])))
                 .collect(),
+            adds_required_affinity: !record.affinity.required.is_empty(),
+            adds_preferred_affinity: !record.affinity.preferred.is_empty(),
             adjustments: record.adjustments.clone(),
         }
     }

@@ -106,7 +106,7 @@ fn render_record(record: &RecordView, verbose: bool, out: &mut String) {
     if record.shapes.is_empty() {
         return;
     }
-    let _ = writeln!(out, "{}", shape_table(&record.shapes));
+    let _ = writeln!(out, "{}", shape_table(record));
     for shape in &record.shapes {
         let id = shape.shape.as_deref().unwrap_or("(no shape label)");
         if let (Some(why), Some(fix)) = (&shape.why, &shape.fix) {
@@ -131,7 +131,8 @@ fn or_unknown(value: &Option<String>) -> &str {
     value.as_deref().unwrap_or("?")
 }
 
-fn shape_table(shapes: &[ShapeRow]) -> Table {
+fn shape_table(record: &RecordView) -> Table {
+    let shapes = &record.shapes;
     let mut table = Table::new();
     table
         .load_preset(UTF8_FULL_CONDENSED)
@@ -183,11 +184,17 @@ fn shape_table(shapes: &[ShapeRow]) -> Table {
             ),
             _ => or_unknown(&kubelet.cpu_manager_policy).to_owned(),
         };
-        let affinity = match (shape.selected, shape.preferred) {
-            (true, true) => "selected, preferred",
-            (true, false) => "selected",
-            (false, true) => "preferred only",
-            (false, false) => "excluded",
+        let affinity = match (
+            record.adds_required_affinity,
+            shape.selected,
+            shape.preferred,
+        ) {
+            (false, _, false) if !record.adds_preferred_affinity => "none added",
+            (false, _, true) => "preferred",
+            (false, _, false) => "not preferred",
+            (true, true, true) => "selected, preferred",
+            (true, true, false) => "selected",
+            (true, false, _) => "excluded",
         };
         table.add_row([
             shape.shape.clone().unwrap_or_else(|| "-".to_owned()),
