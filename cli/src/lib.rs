@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod exit;
+pub mod remembered;
 pub mod what_if;
 
 use clap::Parser;
