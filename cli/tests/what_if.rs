@@ -150,7 +150,7 @@ fn the_policy_reads_the_changed_cluster_as_the_labeler_would_publish_it() {
     let azure = shape_of(&base, "ip-10-0-0-7.ec2.internal");
     let change = FleetChange::parse(
         &["topologyManagerPolicy=single-numa-node".to_owned()],
-        &[azure.clone()],
+        std::slice::from_ref(&azure),
     )
     .unwrap();
     let prefix = LabelPrefix::default();
