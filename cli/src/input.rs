@@ -232,13 +232,16 @@ fn collect_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), InputError>
         )
     };
     for entry in std::fs::read_dir(dir).map_err(unreadable)? {
-        let path = entry.map_err(unreadable)?.path();
-        if path.is_dir() {
+        let entry = entry.map_err(unreadable)?;
+        let path = entry.path();
+        // Linked directories are not followed: a link loop would never end.
+        if entry.file_type().map_err(unreadable)?.is_dir() {
             collect_files(&path, files)?;
-        } else if path
-            .extension()
-            .and_then(|extension| extension.to_str())
-            .is_some_and(|extension| EXTENSIONS.contains(&extension))
+        } else if path.is_file()
+            && path
+                .extension()
+                .and_then(|extension| extension.to_str())
+                .is_some_and(|extension| EXTENSIONS.contains(&extension))
         {
             files.push(path);
         }

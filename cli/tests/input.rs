@@ -88,3 +88,17 @@ fn a_single_object_file_must_hold_one_object() {
     assert_eq!(error.problem, Problem::NotOneObject(2));
     assert_eq!(read_object(&fixture("dir/b.yaml")).unwrap().kind(), "Pod");
 }
+
+/// A link back up the tree is not followed: the walk ends.
+#[cfg(unix)]
+#[test]
+fn linked_directories_are_not_followed() {
+    let root = std::env::temp_dir().join(format!("cli-input-loop-{}", std::process::id()));
+    let inner = root.join("inner");
+    std::fs::create_dir_all(&inner).unwrap();
+    std::fs::copy(fixture("dir/b.yaml"), inner.join("b.yaml")).unwrap();
+    std::os::unix::fs::symlink(&root, inner.join("back")).unwrap();
+    let documents = read_documents(std::slice::from_ref(&root));
+    std::fs::remove_dir_all(&root).unwrap();
+    assert_eq!(documents.unwrap().len(), 1);
+}
