@@ -8,7 +8,7 @@
 
 use crate::input::Source;
 use crate::render::diff::{describe, Change};
-use crate::render::shapes::RecordView;
+use crate::render::shapes::{NodeNames, RecordView};
 use crate::request::RequestText;
 use crate::settings::PolicySettings;
 use gpu_topology_policy::cluster::host::ClusterReader;
@@ -97,15 +97,14 @@ pub struct Explanation {
     pub record: Option<RecordView>,
 }
 
-/// Explains the CREATE of `object`; `nodes` are the Node file's Nodes,
-/// which name the nodes of each shape (none: no names).
+/// Explains the CREATE of `object`; `names` name the nodes of each shape.
 pub fn explain_object(
     object: &Value,
     settings: &PolicySettings,
     cluster: &dyn ClusterReader,
-    nodes: &[Value],
+    names: &NodeNames,
 ) -> Result<Explanation, String> {
-    explain_request(&RequestText::create(object), settings, cluster, nodes)
+    explain_request(&RequestText::create(object), settings, cluster, names)
 }
 
 /// Explains an admission request; `Err` when the policy's reader cannot
@@ -114,14 +113,14 @@ pub fn explain_request(
     request: &RequestText,
     settings: &PolicySettings,
     cluster: &dyn ClusterReader,
-    nodes: &[Value],
+    names: &NodeNames,
 ) -> Result<Explanation, String> {
     let parsed = request.parse().map_err(|error| error.to_string())?;
     let explained = explain_with(&parsed, &settings.config, cluster);
     let record = explained
         .pod
         .as_ref()
-        .map(|pod| RecordView::new(pod, nodes, &settings.config.label_prefix));
+        .map(|pod| RecordView::new(pod, names));
     let decision = explained.decision;
     let tree = request.to_value();
     let original = tree.get("object").filter(|object| !object.is_null());

@@ -7,6 +7,7 @@ use crate::fleet;
 use crate::input::{self, Document};
 use crate::remembered::Remembering;
 use crate::render;
+use crate::render::shapes::NodeNames;
 use crate::settings::{self, PolicySettings};
 use gpu_topology_policy::cluster::host::ClusterReader;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -38,7 +39,8 @@ pub fn explain(args: &ExplainArgs) -> Result<u8, UsageError> {
     let fleet = fleet::open(&args.fleet)?;
     // One fleet for the whole run: the policy's cluster read is made once.
     let cluster = Remembering::new(fleet.reader());
-    let explanations = explain_all(&documents, &settings, &cluster, fleet.nodes())?;
+    let names = NodeNames::read(fleet.nodes(), &settings.config.label_prefix);
+    let explanations = explain_all(&documents, &settings, &cluster, &names)?;
     let report =
         render::explain_report(&explanations, args.output, args.verbose).map_err(UsageError)?;
     let mut stdout = anstream::stdout();
@@ -55,12 +57,12 @@ pub fn explain_all(
     documents: &[Document],
     settings: &PolicySettings,
     cluster: &dyn ClusterReader,
-    nodes: &[serde_json::Value],
+    names: &NodeNames,
 ) -> Result<Vec<Explanation>, UsageError> {
     let progress = progress_bar(documents.len());
     let mut explanations = Vec::with_capacity(documents.len());
     for document in documents {
-        let mut explanation = explain_object(&document.object, settings, cluster, nodes)
+        let mut explanation = explain_object(&document.object, settings, cluster, names)
             .map_err(|problem| UsageError(format!("{}: {problem}", document.source)))?;
         explanation.source = Some(document.source.clone());
         explanations.push(explanation);

@@ -17,6 +17,7 @@ use e2e_tests::tool_files::{fleet_files, is_create_of_its_object};
 use e2e_tests::{shared_module, HostCapabilities, Outcome, Scenario};
 use gpu_topology_cli::explain::{explain_request, Explanation};
 use gpu_topology_cli::fleet::files::{host_error, FileCluster};
+use gpu_topology_cli::render::shapes::NodeNames;
 use gpu_topology_cli::request::RequestText;
 use gpu_topology_cli::settings;
 use gpu_topology_policy::cluster::host::{get_payload, list_payload, ClusterReader};
@@ -133,11 +134,12 @@ fn explain_agrees_with_the_module(#[files("scenarios/*.json")] path: PathBuf) {
         Some(files) => {
             let cluster = FileCluster::load(files.nodes.as_deref(), files.summary.as_deref())
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
-            explain_request(&request, &tool_settings, &cluster, cluster.nodes())
+            let names = NodeNames::read(cluster.nodes(), &tool_settings.config.label_prefix);
+            explain_request(&request, &tool_settings, &cluster, &names)
         }
         None => {
             let replayed = Replayed(Arc::into_inner(capabilities()).unwrap());
-            explain_request(&request, &tool_settings, &replayed, &[])
+            explain_request(&request, &tool_settings, &replayed, &NodeNames::none())
         }
     }
     .unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -73,8 +73,9 @@ pub struct ShapeRow {
     pub gpus: Option<u32>,
     pub numa_nodes: Option<u32>,
     pub nodes: u32,
-    /// The nodes' names, when the view came from a Node file (`null` from
-    /// a summary or a live read, which do not name nodes here).
+    /// The first names of its nodes (at most [`NAMES_KEPT`], in the Node
+    /// file's order), when the view came from a Node file (`null` from a
+    /// summary or a live read, which do not name nodes here).
     pub node_names: Option<Vec<String>>,
     pub kubelet: KubeletSettings,
     /// The Topology Manager scope the verdict assumes.
@@ -122,19 +123,57 @@ fn text(value: Option<impl Display>) -> Option<String> {
     value.map(|value| value.to_string())
 }
 
+/// The Node file's nodes grouped by topology, read once per run through
+/// the label contract as the policy's Node-list reader reads them, to name
+/// the nodes of each shape. Nodes whose labels do not parse are left out
+/// (the policy leaves them out too).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeNames {
+    /// Each topology and the names of its first [`NAMES_KEPT`] nodes.
+    groups: Vec<(NodeTopology, Vec<String>)>,
+}
+
+/// How many node names a shape keeps (the report says how many nodes
+/// there are): a few, whatever the fleet's size.
+pub const NAMES_KEPT: usize = 5;
+
+impl NodeNames {
+    /// None: no Node file (a summary or live read names no nodes here).
+    pub fn none() -> Self {
+        NodeNames::default()
+    }
+
+    pub fn read(nodes: &[Value], prefix: &LabelPrefix) -> Self {
+        let mut groups: Vec<(NodeTopology, Vec<String>)> = Vec::new();
+        for (name, topology) in nodes.iter().filter_map(|node| node_topology(node, prefix)) {
+            match groups.iter_mut().find(|(known, _)| *known == topology) {
+                Some((_, names)) if names.len() < NAMES_KEPT => names.push(name),
+                Some(_) => {}
+                None => groups.push((topology, vec![name])),
+            }
+        }
+        NodeNames { groups }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    fn of(&self, topology: &NodeTopology) -> Vec<String> {
+        self.groups
+            .iter()
+            .find(|(known, _)| known == topology)
+            .map(|(_, names)| names.clone())
+            .unwrap_or_default()
+    }
+}
+
 impl RecordView {
-    /// The view of `record`; `nodes` are the Node file's Nodes, to name the
-    /// nodes of each shape (empty: no names).
-    pub fn new(record: &PodRecord, nodes: &[Value], prefix: &LabelPrefix) -> Self {
-        let named = !nodes.is_empty() && matches!(record.view, ViewRecord::NodeList { .. });
-        let topologies: Vec<(String, NodeTopology)> = if named {
-            nodes
-                .iter()
-                .filter_map(|node| node_topology(node, prefix))
-                .collect()
-        } else {
-            Vec::new()
-        };
+    /// The view of `record`, its shapes' nodes named from `names` when the
+    /// view came from the Node list.
+    pub fn new(record: &PodRecord, names: &NodeNames) -> Self {
+        let names = (!names.is_empty() && matches!(record.view, ViewRecord::NodeList { .. }))
+            .then_some(names);
         RecordView {
             demand: record.demand.describe_unit(),
             view: match &record.view {
@@ -151,7 +190,7 @@ impl RecordView {
             shapes: record
                 .shapes
                 .iter()
-                .map(|shape| ShapeRow::new(shape, named.then_some(&topologies[..])))
+                .map(|shape| ShapeRow::new(shape, names))
                 .collect(),
             adds_required_affinity: !record.affinity.required.is_empty(),
             adds_preferred_affinity: !record.affinity.preferred.is_empty(),
@@ -161,8 +200,7 @@ impl RecordView {
 }
 
 /// A Node's name and topology, read from its labels through the label
-/// contract as the policy's Node-list reader reads them; `None` for a node
-/// whose labels do not parse (the policy leaves it out too).
+/// contract; `None` for a node without a name or whose labels do not parse.
 fn node_topology(node: &Value, prefix: &LabelPrefix) -> Option<(String, NodeTopology)> {
     let name = node
         .pointer("/metadata/name")
@@ -180,15 +218,9 @@ fn node_topology(node: &Value, prefix: &LabelPrefix) -> Option<(String, NodeTopo
 }
 
 impl ShapeRow {
-    fn new(shape: &ShapeRecord, nodes: Option<&[(String, NodeTopology)]>) -> Self {
+    fn new(shape: &ShapeRecord, names: Option<&NodeNames>) -> Self {
         let topology = &shape.topology;
-        let node_names = nodes.map(|nodes| {
-            nodes
-                .iter()
-                .filter(|(_, node)| *node == shape.topology)
-                .map(|(name, _)| name.clone())
-                .collect()
-        });
+        let node_names = names.map(|names| names.of(topology));
         ShapeRow {
             shape: text(topology.shape.as_ref()),
             gpus: topology.gpus,
@@ -269,5 +301,34 @@ fn unit(report: &UnitReport) -> UnitRow {
             .collect(),
         hint: text(report.hint.as_ref()),
         aligned: report.aligned,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn node(name: &str, gpus: &str) -> Value {
+        json!({"metadata": {"name": name, "labels": {"gpu-topology.io/gpus": gpus}}})
+    }
+
+    #[test]
+    fn a_few_names_are_kept_per_topology_in_file_order() {
+        let prefix = LabelPrefix::default();
+        let mut nodes: Vec<Value> = (0..7).map(|i| node(&format!("big-{i}"), "8")).collect();
+        nodes.push(node("small", "4"));
+        nodes.push(node("malformed", "eight"));
+        nodes.push(json!({"metadata": {"labels": {"gpu-topology.io/gpus": "8"}}}));
+        let names = NodeNames::read(&nodes, &prefix);
+        let topology = |gpus: &str| {
+            NodeTopology::from_labels(&prefix, [("gpu-topology.io/gpus", gpus)]).unwrap()
+        };
+        assert_eq!(
+            names.of(&topology("8")),
+            ["big-0", "big-1", "big-2", "big-3", "big-4"]
+        );
+        assert_eq!(names.of(&topology("4")), ["small"]);
+        assert!(names.of(&topology("2")).is_empty());
     }
 }

@@ -152,14 +152,14 @@ fn shape_table(record: &RecordView) -> Table {
     for shape in shapes {
         let names = match &shape.node_names {
             None => "-".to_owned(),
-            Some(names) if names.len() > NAMES_SHOWN => {
-                format!(
-                    "{} +{} more",
-                    names[..NAMES_SHOWN].join(", "),
-                    names.len() - NAMES_SHOWN
-                )
+            Some(names) => {
+                let shown = &names[..names.len().min(NAMES_SHOWN)];
+                let more = (shape.nodes as usize).saturating_sub(shown.len());
+                match more {
+                    0 => shown.join(", "),
+                    more => format!("{} +{more} more", shown.join(", ")),
+                }
             }
-            Some(names) => names.join(", "),
         };
         let kubelet = &shape.kubelet;
         // The scope the verdict assumes is said only where the labels do
