@@ -3,7 +3,6 @@
 
 use gpu_topology::LabelPrefix;
 use gpu_topology_cli::fleet::files::{host_error, not_found, not_granted, FileCluster};
-use gpu_topology_cli::input::parse_text;
 use gpu_topology_policy::cluster::fleet_summary::summary_request;
 use gpu_topology_policy::cluster::host::ClusterReader;
 use gpu_topology_policy::cluster::nodes::node_list_request;
@@ -13,37 +12,20 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
 };
 use rstest::rstest;
 use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
 
-const NODES: &str = r#"
-apiVersion: v1
-kind: List
-items:
-- apiVersion: v1
-  kind: Node
-  metadata:
-    name: gpu-a
-    uid: "1"
-    labels: {gpu-topology.io/gpus: "8", pool: train}
-  status: {capacity: {cpu: "192"}}
-- apiVersion: v1
-  kind: Node
-  metadata: {name: cpu-only, labels: {pool: web}}
-- apiVersion: v1
-  kind: Node
-  metadata: {name: unlabeled}
-"#;
+const NODES: &str = "tests/fixtures/fleet/three-nodes.yaml";
+const SUMMARY: &str = "tests/fixtures/fleet/hgx-mixed-summary.yaml";
 
-const SUMMARY: &str = r#"
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: gpu-topology-fleet, namespace: kube-system, uid: "9"}
-data: {format: gpu-topology.io/fleet-summary/v1}
-"#;
+fn fixture(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
 
-fn cluster(nodes: bool, summary: bool) -> FileCluster {
-    let nodes = nodes.then(|| parse_text("nodes.yaml", NODES).unwrap());
-    let summary = summary.then(|| parse_text("summary.yaml", SUMMARY).unwrap().remove(0));
-    FileCluster::from_objects(nodes, summary).unwrap()
+/// The cluster of the Node file and/or the summary file.
+fn cluster(with_nodes: bool, with_summary: bool) -> FileCluster {
+    let (nodes, summary) = (fixture(NODES), fixture(SUMMARY));
+    let nodes = with_nodes.then_some(nodes.as_path());
+    FileCluster::load(nodes, with_summary.then_some(summary.as_path())).unwrap()
 }
 
 fn json(answer: Result<Vec<u8>, String>) -> Value {
@@ -102,10 +84,10 @@ fn without_a_node_file_the_list_is_refused_as_an_ungranted_resource() {
 fn the_summary_is_answered_pruned_to_its_data() {
     let answer =
         json(cluster(false, true).get_resource(&summary_request(&FleetSummarySettings::default())));
-    assert_eq!(
-        answer,
-        json!({"data": {"format": "gpu-topology.io/fleet-summary/v1"}})
-    );
+    let text = std::fs::read_to_string(fixture(SUMMARY)).unwrap();
+    let config_map: Value = serde_saphyr::from_str(&text).unwrap();
+    // Its metadata (name, namespace) is pruned: the policy asks for `data`.
+    assert_eq!(answer, json!({"data": config_map["data"]}));
 }
 
 /// (name, namespace asked for): not the summary file's ConfigMap.
