@@ -14,6 +14,20 @@ use serde_json::{json, Value};
 /// the command names one.
 pub const DEFAULT_NAMESPACE: &str = "default";
 
+/// Why the API server would not admit `object` at all: it names no
+/// `apiVersion` (kubectl and the API refuse such an object before any
+/// webhook runs), or a `metadata` that is not a mapping.
+pub fn unsendable(object: &Value) -> Option<String> {
+    match object.get("apiVersion") {
+        Some(Value::String(version)) if !version.is_empty() => {}
+        _ => return Some("has no `apiVersion`".to_owned()),
+    }
+    match object.get("metadata") {
+        None | Some(Value::Object(_)) => None,
+        Some(_) => Some("`metadata` is not a mapping".to_owned()),
+    }
+}
+
 /// An AdmissionRequest document as JSON text, which the policy's reader
 /// borrows from.
 #[derive(Debug, Clone, PartialEq, Eq)]

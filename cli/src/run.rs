@@ -8,6 +8,7 @@ use crate::input::{self, Document};
 use crate::remembered::Remembering;
 use crate::render;
 use crate::render::shapes::NodeNames;
+use crate::request::unsendable;
 use crate::settings::{self, PolicySettings};
 use gpu_topology_policy::cluster::host::ClusterReader;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -62,6 +63,9 @@ pub fn explain_all(
     let progress = progress_bar(documents.len());
     let mut explanations = Vec::with_capacity(documents.len());
     for document in documents {
+        if let Some(problem) = unsendable(&document.object) {
+            return Err(UsageError(format!("{}: {problem}", document.source)));
+        }
         let mut explanation = explain_object(&document.object, settings, cluster, names)
             .map_err(|problem| UsageError(format!("{}: {problem}", document.source)))?;
         explanation.source = Some(document.source.clone());

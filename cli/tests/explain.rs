@@ -49,6 +49,8 @@ fn stderr(output: &Output) -> String {
 #[case::a_workload_rejected(&["tests/fixtures/objects/deployment-16-gpus.json", "--nodes", NODES], 1, None)]
 #[case::missing_file(&["tests/fixtures/objects/no-such.yaml", "--nodes", NODES], 2, Some("tests/fixtures/objects/no-such.yaml: cannot be read"))]
 #[case::not_yaml(&["tests/fixtures/input/not-yaml.yaml", "--nodes", NODES], 2, Some("tests/fixtures/input/not-yaml.yaml, document 1: is not YAML or JSON"))]
+#[case::no_api_version(&["tests/fixtures/input/no-api-version.yaml", "--nodes", NODES], 2, Some("tests/fixtures/input/no-api-version.yaml, document 2: has no `apiVersion`"))]
+#[case::metadata_not_a_mapping(&["tests/fixtures/input/metadata-not-a-mapping.yaml", "--nodes", NODES], 2, Some("document 1: `metadata` is not a mapping"))]
 #[case::a_node_list_item_without_metadata(&["tests/fixtures/objects/non-gpu-pod.yaml", "--nodes", "tests/fixtures/fleet/node-without-metadata.yaml"], 2,
     Some("tests/fixtures/fleet/node-without-metadata.yaml, document 1, item 2: the Node has no `metadata`"))]
 #[case::a_nodes_file_of_pods(&["tests/fixtures/objects/non-gpu-pod.yaml", "--nodes", "tests/fixtures/fleet/not-nodes.yaml"], 2, Some("is a Pod, not a Node"))]
