@@ -39,6 +39,10 @@ trap 'rm -f "$staging"' EXIT
 #                  `--sigstore-trust-config FILE` here, or it tries to fetch
 #                  the Sigstore trust root when it starts
 #   POLICY_MODULE  module to run (default: annotated-policy.wasm at the repo root)
+#   GPU_TOPOLOGY   the gpu-topology tool (default: target/debug/gpu-topology);
+#                  when it and TOOL_FILES (default: target/debug/tool-files)
+#                  exist, each scenario test also compares the tool's
+#                  `explain -o json` decision and patch with kwctl's
 # RUST_BACKTRACE is set to 1 for every test (setup_file).
 
 # `run --separate-stderr`: kwctl prints the response on stdout, logs on stderr.
