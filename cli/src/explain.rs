@@ -12,7 +12,7 @@ use crate::render::shapes::{NodeNames, RecordView};
 use crate::request::RequestText;
 use crate::settings::PolicySettings;
 use gpu_topology_policy::cluster::host::ClusterReader;
-use gpu_topology_policy::decide::record::explain_with;
+use gpu_topology_policy::decide::record::{explain_with, PodRecord};
 use gpu_topology_policy::decide::Verdict;
 use serde::Serialize;
 use serde_json::Value;
@@ -95,6 +95,9 @@ pub struct Explanation {
     pub changes: Vec<Change>,
     /// The record of a GPU pod or pod template: demand, view, shapes.
     pub record: Option<RecordView>,
+    /// The policy's own record behind [`Self::record`] (what-if compares
+    /// two of them shape by shape).
+    pub pod: Option<PodRecord>,
 }
 
 /// Explains the CREATE of `object`; `names` name the nodes of each shape.
@@ -143,6 +146,7 @@ pub fn explain_request(
                     patch: json_patch::Patch(Vec::new()),
                     changes: Vec::new(),
                     record,
+                    pod: explained.pod,
                 });
             };
             let mutated = mutated
@@ -169,5 +173,6 @@ pub fn explain_request(
         patch,
         changes,
         record,
+        pod: explained.pod,
     })
 }

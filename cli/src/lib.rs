@@ -34,9 +34,8 @@ pub fn main() -> ExitCode {
     };
     let outcome = match &cli.command {
         args::Command::Explain(explain) => run::explain(explain),
-        args::Command::WhatIf(_) | args::Command::Audit(_) => {
-            Err(run::UsageError("this command is not built yet".to_owned()))
-        }
+        args::Command::WhatIf(what_if) => what_if::run(what_if),
+        args::Command::Audit(_) => Err(run::UsageError("this command is not built yet".to_owned())),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

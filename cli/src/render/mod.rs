@@ -5,6 +5,7 @@ pub mod diff;
 pub mod report;
 pub mod shapes;
 pub mod text;
+pub mod what_if;
 
 use crate::args::Output;
 use crate::explain::Explanation;

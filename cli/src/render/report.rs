@@ -92,7 +92,7 @@ impl<'a> Item<'a> {
     }
 }
 
-fn source_ref(source: &Source) -> SourceRef<'_> {
+pub(crate) fn source_ref(source: &Source) -> SourceRef<'_> {
     SourceRef {
         file: &source.file,
         document: source.document,

@@ -262,7 +262,8 @@ fn numa_rows(topology: &NodeTopology) -> Vec<NumaRow> {
         .collect()
 }
 
-fn verdict(answer: &Answer) -> &'static str {
+/// The model's answer in one word, as the reports write it.
+pub fn verdict(answer: &Answer) -> &'static str {
     match answer {
         Answer::Admit { aligned: true } => "admits-aligned",
         Answer::Admit { aligned: false } => "admits-unaligned",

@@ -10,13 +10,13 @@ use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{ContentArrangement, Table};
 use std::fmt::Write;
 
-const HEADING: Style = Style::new().bold();
-const ACCEPTED: Style = AnsiColor::Green.on_default();
-const MUTATED: Style = AnsiColor::Cyan.on_default();
-const REJECTED: Style = AnsiColor::Red.on_default().bold();
-const WARNING: Style = AnsiColor::Yellow.on_default();
+pub(crate) const HEADING: Style = Style::new().bold();
+pub(crate) const ACCEPTED: Style = AnsiColor::Green.on_default();
+pub(crate) const MUTATED: Style = AnsiColor::Cyan.on_default();
+pub(crate) const REJECTED: Style = AnsiColor::Red.on_default().bold();
+pub(crate) const WARNING: Style = AnsiColor::Yellow.on_default();
 
-fn styled(style: Style, text: &str) -> String {
+pub(crate) fn styled(style: Style, text: &str) -> String {
     format!("{style}{text}{style:#}")
 }
 
@@ -52,16 +52,7 @@ fn render_one(explanation: &Explanation, verbose: bool, out: &mut String) {
         "{}{source}",
         styled(HEADING, &explanation.object.to_string())
     );
-    let decision = match explanation.outcome {
-        Outcome::Accepted => styled(ACCEPTED, "accepted"),
-        Outcome::Mutated => {
-            let n = explanation.changes.len();
-            let fields = if n == 1 { "field" } else { "fields" };
-            styled(MUTATED, &format!("mutated ({n} {fields})"))
-        }
-        Outcome::Rejected => styled(REJECTED, "REJECTED"),
-    };
-    let _ = writeln!(out, "  decision: {decision}");
+    let _ = writeln!(out, "  decision: {}", decision_cell(explanation));
     if let Some(message) = &explanation.message {
         let _ = writeln!(out, "  message:  {message}");
     }
@@ -119,7 +110,35 @@ fn render_record(record: &RecordView, verbose: bool, out: &mut String) {
     }
 }
 
-fn yes(flag: bool) -> &'static str {
+/// The decision in a word, styled: accepted, mutated (N fields), REJECTED.
+pub(crate) fn decision_cell(explanation: &Explanation) -> String {
+    match explanation.outcome {
+        Outcome::Accepted => styled(ACCEPTED, "accepted"),
+        Outcome::Mutated => {
+            let n = explanation.changes.len();
+            let fields = if n == 1 { "field" } else { "fields" };
+            styled(MUTATED, &format!("mutated ({n} {fields})"))
+        }
+        Outcome::Rejected => styled(REJECTED, "REJECTED"),
+    }
+}
+
+/// The first few node names of a shape and how many more there are.
+pub(crate) fn names_cell(shape: &ShapeRow) -> String {
+    match &shape.node_names {
+        None => "-".to_owned(),
+        Some(names) => {
+            let shown = &names[..names.len().min(NAMES_SHOWN)];
+            let more = (shape.nodes as usize).saturating_sub(shown.len());
+            match more {
+                0 => shown.join(", "),
+                more => format!("{} +{more} more", shown.join(", ")),
+            }
+        }
+    }
+}
+
+pub(crate) fn yes(flag: bool) -> &'static str {
     if flag {
         "yes"
     } else {
@@ -150,17 +169,7 @@ fn shape_table(record: &RecordView) -> Table {
             "AFFINITY",
         ]);
     for shape in shapes {
-        let names = match &shape.node_names {
-            None => "-".to_owned(),
-            Some(names) => {
-                let shown = &names[..names.len().min(NAMES_SHOWN)];
-                let more = (shape.nodes as usize).saturating_sub(shown.len());
-                match more {
-                    0 => shown.join(", "),
-                    more => format!("{} +{more} more", shown.join(", ")),
-                }
-            }
-        };
+        let names = names_cell(shape);
         let kubelet = &shape.kubelet;
         // The scope the verdict assumes is said only where the labels do
         // not publish it (the settings' scope is assumed there).

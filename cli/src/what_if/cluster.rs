@@ -52,6 +52,24 @@ impl ClusterReader for ChangedCluster<'_> {
 }
 
 impl ChangedCluster<'_> {
+    /// Nodes (as the Node file holds them) after the change: what names the
+    /// nodes of the after-shapes.
+    pub fn relabel_nodes(&self, nodes: &[Value]) -> Vec<Value> {
+        nodes
+            .iter()
+            .map(|node| {
+                let mut node = node.clone();
+                if let Some(labels) = node
+                    .pointer_mut("/metadata/labels")
+                    .and_then(Value::as_object_mut)
+                {
+                    self.relabel(labels);
+                }
+                node
+            })
+            .collect()
+    }
+
     /// Rewrites one node's labels after the change, as the labeler would:
     /// the changed settings and the shape; every other label as it was.
     fn relabel(&self, labels: &mut Map<String, Value>) {

@@ -1,7 +1,128 @@
 //! `gpu-topology what-if`: the decision for each object before and after
 //! changed kubelet settings (on some shapes or all) or changed policy
-//! settings, read through the same pipeline as `explain`.
+//! settings, each side decided by the policy's own code through the same
+//! pipeline as `explain`: the after-side reads the cluster as the labeler
+//! would publish it after the change ([`cluster::ChangedCluster`]).
 
 pub mod change;
 pub mod cluster;
 pub mod compare;
+
+use crate::args::WhatIfArgs;
+use crate::explain::Explanation;
+use crate::remembered::Remembering;
+use crate::render::shapes::NodeNames;
+use crate::run::{explain_all, UsageError};
+use crate::{exit, fleet, input, render, settings};
+use change::FleetChange;
+use cluster::ChangedCluster;
+use compare::{compare, ShapeChange};
+use std::io::Write;
+
+/// One object before and after.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub before: Explanation,
+    pub after: Explanation,
+    /// Each shape of the before-record and what became of it (empty for
+    /// objects without a record on both sides).
+    pub shapes: Vec<ShapeChange>,
+}
+
+impl Outcome {
+    /// The answer to the API server differs: outcome, message or warnings.
+    pub fn decision_changed(&self) -> bool {
+        self.before.outcome != self.after.outcome
+            || self.before.message != self.after.message
+            || self.before.warnings != self.after.warnings
+            || self.before.patch != self.after.patch
+    }
+}
+
+/// The kubelet and policy changes of one run, as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tried {
+    pub fleet: FleetChange,
+    /// `--new-settings` was given.
+    pub new_settings: bool,
+}
+
+/// `what-if`: the report on standard output; 0 when every object is
+/// admitted after the change, 1 when one is rejected after it.
+pub fn run(args: &WhatIfArgs) -> Result<u8, UsageError> {
+    let change = FleetChange::parse(&args.set, &args.shapes).map_err(UsageError)?;
+    if change.settings.is_empty() && !change.shapes.is_empty() {
+        return Err(UsageError(
+            "--shape chooses the shapes --set changes: give --set KEY=VALUE too".to_owned(),
+        ));
+    }
+    if change.is_empty() && args.new_settings.is_none() {
+        return Err(UsageError(
+            "nothing to try: give --set KEY=VALUE (kubelet settings) or --new-settings FILE (the policy's)".to_owned(),
+        ));
+    }
+    let explain = &args.explain;
+    let before_settings = settings::load(explain.policy.settings.as_deref())?;
+    let after_settings = match &args.new_settings {
+        Some(path) => settings::load(Some(path))?,
+        None => before_settings.clone(),
+    };
+    let documents = input::read_documents(&explain.objects)?;
+    if documents.is_empty() {
+        return Err(UsageError(
+            "no objects to try: the inputs hold no document".to_owned(),
+        ));
+    }
+    let fleet = fleet::open(&explain.fleet)?;
+    // The labels are the cluster's: the change is made under the prefix
+    // the cluster's labeler writes, the one of the settings in force.
+    let prefix = &before_settings.config.label_prefix;
+    let changed = ChangedCluster {
+        base: fleet.reader(),
+        change: &change,
+        prefix,
+    };
+    let before_names = NodeNames::read(fleet.nodes(), prefix);
+    let after_names = NodeNames::read(
+        &changed.relabel_nodes(fleet.nodes()),
+        &after_settings.config.label_prefix,
+    );
+    let before = explain_all(
+        &documents,
+        &before_settings,
+        &Remembering::new(fleet.reader()),
+        &before_names,
+    )?;
+    let after = explain_all(
+        &documents,
+        &after_settings,
+        &Remembering::new(&changed),
+        &after_names,
+    )?;
+    let outcomes: Vec<Outcome> = before
+        .into_iter()
+        .zip(after)
+        .map(|(before, after)| {
+            let shapes = match (&before.pod, &after.pod) {
+                (Some(b), Some(a)) => compare(b, a, &change, prefix),
+                _ => Vec::new(),
+            };
+            Outcome {
+                before,
+                after,
+                shapes,
+            }
+        })
+        .collect();
+    let tried = Tried {
+        fleet: change.clone(),
+        new_settings: args.new_settings.is_some(),
+    };
+    let report = render::what_if::report(&tried, &outcomes, explain.output).map_err(UsageError)?;
+    let mut stdout = anstream::stdout();
+    // A closed pipe (`| head`) is not an error of the decision.
+    let _ = stdout.write_all(report.as_bytes());
+    let _ = stdout.flush();
+    let rejected = outcomes.iter().any(|o| !o.after.outcome.allowed());
+    Ok(if rejected { exit::FINDINGS } else { exit::OK })
+}
