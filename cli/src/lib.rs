@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod exit;
+pub mod fleet;
 
 use clap::Parser;
 use std::process::ExitCode;
