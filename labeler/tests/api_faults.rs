@@ -64,6 +64,7 @@ impl Sink {
                 NODE.to_owned(),
                 DEFAULT_FIELD_MANAGER,
                 retry,
+                &gpu_topology::LabelPrefix::default(),
             )),
             Kind::NodeFeature => Sink::NodeFeature(NodeFeatureSink::new(
                 client,
@@ -74,6 +75,7 @@ impl Sink {
                 },
                 DEFAULT_FIELD_MANAGER,
                 retry,
+                &gpu_topology::LabelPrefix::default(),
             )),
         }
     }

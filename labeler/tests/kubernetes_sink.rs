@@ -11,6 +11,7 @@ use common::labels;
 use gpu_topology_labeler::sinks::kubernetes::{KubernetesSink, RetryPolicy, DEFAULT_FIELD_MANAGER};
 use gpu_topology_labeler::sinks::PublishError;
 use jiff::Timestamp;
+use rstest::rstest;
 use serde_json::json;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
@@ -28,12 +29,17 @@ fn sink(port: u16, attempts: u32) -> KubernetesSink {
         NODE.to_owned(),
         DEFAULT_FIELD_MANAGER,
         retry,
+        &gpu_topology::LabelPrefix::default(),
     )
 }
 
 /// A server answering each request with the next status (2xx echo the body).
 async fn scripted(statuses: Vec<u16>) -> (u16, Log, tokio::task::JoinHandle<()>) {
     fake_api::scripted(statuses.into_iter().map(Reply::status).collect()).await
+}
+
+fn at(time: &str) -> Timestamp {
+    time.parse().unwrap()
 }
 
 fn dgx_labels() -> std::collections::BTreeMap<String, String> {
@@ -48,7 +54,7 @@ fn dgx_labels() -> std::collections::BTreeMap<String, String> {
 async fn publishes_with_one_exact_server_side_apply_request() {
     let (port, log, server) = scripted(vec![200]).await;
     sink(port, 1)
-        .publish(&dgx_labels(), Timestamp::now())
+        .publish(&dgx_labels(), at("2025-12-01T22:45:52Z"))
         .await
         .unwrap();
     finish(server).await;
@@ -68,6 +74,7 @@ async fn publishes_with_one_exact_server_side_apply_request() {
                     "gpu-topology.io/gpus-per-numa-max": "2",
                     "gpu-topology.io/nvlink-group-max": "8",
                 },
+                "annotations": { "gpu-topology.io/published": "2025-12-01T22:45:52Z" },
             },
         })
     );
@@ -151,5 +158,83 @@ async fn refused_connections_fail_after_the_attempt_budget() {
     assert!(
         matches!(error, PublishError::Kubernetes { attempts: 2, .. }),
         "{error}"
+    );
+}
+
+/// (labels of the second publish, its time): the heartbeat of the first
+/// publish (12:00:00) is sent again until the labels change or the
+/// heartbeat interval (30 min) has passed; so unchanged re-applies every
+/// 10 minutes change nothing on the server.
+#[rstest]
+#[case::reapplied_unchanged(None, "2025-03-01T12:10:00Z", "2025-03-01T12:00:00Z")]
+#[case::unchanged_just_before_the_interval(None, "2025-03-01T12:29:59Z", "2025-03-01T12:00:00Z")]
+#[case::unchanged_at_the_interval(None, "2025-03-01T12:30:00Z", "2025-03-01T12:30:00Z")]
+#[case::changed_labels(Some("4"), "2025-03-01T12:10:00Z", "2025-03-01T12:10:00Z")]
+#[tokio::test]
+async fn the_heartbeat_is_refreshed_at_most_every_interval(
+    #[case] gpus: Option<&str>,
+    #[case] second_publish: &str,
+    #[case] heartbeat: &str,
+) {
+    let (port, log, server) = scripted(vec![200, 200]).await;
+    let mut sink = sink(port, 1);
+    sink.publish(&dgx_labels(), at("2025-03-01T12:00:00Z"))
+        .await
+        .unwrap();
+    let second = match gpus {
+        Some(gpus) => labels(&[("gpus", gpus)]),
+        None => dgx_labels(),
+    };
+    sink.publish(&second, at(second_publish)).await.unwrap();
+    finish(server).await;
+    let requests = log.lock().unwrap().clone();
+    let sent = |index: usize| requests[index].body["metadata"]["annotations"].clone();
+    assert_eq!(
+        sent(0),
+        json!({"gpu-topology.io/published": "2025-03-01T12:00:00Z"})
+    );
+    assert_eq!(sent(1), json!({"gpu-topology.io/published": heartbeat}));
+}
+
+#[tokio::test]
+async fn a_failed_apply_does_not_count_as_a_heartbeat_sent() {
+    let (port, log, server) = scripted(vec![403, 200]).await;
+    let mut sink = sink(port, 1);
+    sink.publish(&dgx_labels(), at("2025-03-01T12:00:00Z"))
+        .await
+        .unwrap_err();
+    sink.publish(&dgx_labels(), at("2025-03-01T12:10:00Z"))
+        .await
+        .unwrap();
+    finish(server).await;
+    let requests = log.lock().unwrap().clone();
+    assert_eq!(
+        requests[1].body["metadata"]["annotations"],
+        json!({"gpu-topology.io/published": "2025-03-01T12:10:00Z"})
+    );
+}
+
+#[tokio::test]
+async fn the_heartbeat_goes_under_the_labels_prefix() {
+    let (port, log, server) = scripted(vec![200]).await;
+    let prefix = gpu_topology::LabelPrefix::new("example.com").unwrap();
+    let mut sink = KubernetesSink::new(
+        sink_client(port, Duration::from_secs(5)),
+        NODE.to_owned(),
+        DEFAULT_FIELD_MANAGER,
+        RetryPolicy {
+            attempts: 1,
+            initial_backoff: Duration::from_millis(20),
+            max_backoff: Duration::from_millis(100),
+        },
+        &prefix,
+    );
+    sink.publish(&dgx_labels(), at("2025-03-01T12:00:00Z"))
+        .await
+        .unwrap();
+    finish(server).await;
+    assert_eq!(
+        log.lock().unwrap()[0].body["metadata"]["annotations"],
+        json!({"example.com/published": "2025-03-01T12:00:00Z"})
     );
 }
