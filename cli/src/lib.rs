@@ -5,7 +5,13 @@
 
 pub mod args;
 pub mod exit;
+pub mod explain;
 pub mod fleet;
+pub mod input;
+pub mod render;
+pub mod request;
+pub mod run;
+pub mod settings;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -24,9 +30,16 @@ pub fn main() -> ExitCode {
             });
         }
     };
-    match cli.command {
-        args::Command::Explain(_) | args::Command::WhatIf(_) | args::Command::Audit(_) => {
-            eprintln!("gpu-topology: this command is not built yet");
+    let outcome = match &cli.command {
+        args::Command::Explain(explain) => run::explain(explain),
+        args::Command::WhatIf(_) | args::Command::Audit(_) => {
+            Err(run::UsageError("this command is not built yet".to_owned()))
+        }
+    };
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(run::UsageError(problem)) => {
+            eprintln!("gpu-topology: {problem}");
             ExitCode::from(exit::USAGE)
         }
     }

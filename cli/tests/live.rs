@@ -2,7 +2,7 @@
 //! by page and pruned to the policy's field masks, the summary read, and a
 //! refused read or a missing summary giving the policy's own warnings.
 
-use fake_kube_api::{kubeconfig, requests, scripted, status_body, Log, Reply, Step};
+use fake_kube_api::{kubeconfig, requests, scripted, Log, Reply, Step};
 use gpu_topology::LabelPrefix;
 use gpu_topology_cli::fleet::live::{ConnectError, Credentials, LiveCluster};
 use gpu_topology_policy::cluster::fleet_summary::{parse_summary, summary_request};
@@ -86,9 +86,31 @@ fn version() -> Step {
 fn refused(code: u16, message: &str) -> Step {
     Reply {
         status: code,
-        body: Some(status_body(code, message)),
+        body: Some(
+            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
+                   "reason": reason(code), "code": code})
+            .to_string(),
+        ),
     }
     .into()
+}
+
+fn reason(code: u16) -> &'static str {
+    if code == 404 {
+        "NotFound"
+    } else {
+        "Forbidden"
+    }
+}
+
+/// The refusal as policy-server hands it to the policy (wapc-guest's prefix,
+/// kube-rs' `ApiError` display), written out as e2e-tests/scenarios/sessions
+/// recorded it.
+fn as_policy_server_says(code: u16, message: &str) -> String {
+    let reason = reason(code);
+    format!(
+        "Host error: ApiError: {message}: {reason} (ErrorResponse {{ status: \"Failure\", message: {message:?}, reason: \"{reason}\", code: {code} }})"
+    )
 }
 
 fn query(pairs: &[&str]) -> BTreeSet<String> {
@@ -243,15 +265,21 @@ fn refused_reads_give_the_policys_warnings(
     let pod = fixture("gpu-pod.json");
 
     let decision: Decision<Value> = evaluate_pod(&pod, &config, &live);
+    let said = |answer: Option<(u16, &str)>| {
+        answer.map_or(String::new(), |(code, message)| {
+            as_policy_server_says(code, message)
+        })
+    };
     let refusing = Refusing {
-        summary: summary.map_or("", |(_, message)| message).to_owned(),
-        nodes: nodes.map_or("", |(_, message)| message).to_owned(),
+        summary: said(summary),
+        nodes: said(nodes),
     };
     assert_eq!(decision, evaluate_pod(&pod, &config, &refusing));
     // Not equal by both being silent: the API server's words are quoted.
     let warnings = decision.warnings.join("\n");
     for (_, message) in summary.iter().chain(&nodes) {
-        assert!(warnings.contains(message), "{message:?} not in {warnings}");
+        let quoted = format!("ApiError: {}", &message[..message.len().min(60)]);
+        assert!(warnings.contains(&quoted), "{quoted:?} not in {warnings}");
     }
     server.finish();
 }
@@ -302,6 +330,11 @@ fn read_cluster_through_live_names_the_refusal() {
     let server = Server::start(vec![version(), refused(403, NODES_FORBIDDEN)]);
     let live = LiveCluster::connect(&server.credentials("read-cluster")).unwrap();
     let problem = read_cluster(&live, &LabelPrefix::default(), None).unwrap_err();
-    assert_eq!(problem, NODES_FORBIDDEN);
+    // Quoted as the policy quotes host errors: cut to 200 characters.
+    let said = as_policy_server_says(403, NODES_FORBIDDEN);
+    assert_eq!(
+        problem.trim_end_matches('…'),
+        said.chars().take(199).collect::<String>()
+    );
     server.finish();
 }

@@ -5,7 +5,8 @@
 //! ([`gpu_topology_policy::cluster`]) take its answers exactly as they take
 //! the Kubewarden host's. So a list is answered as one raw JSON list, every
 //! object pruned to the request's field masks (policy-server prunes the
-//! objects it caches and hands out to the masked fields), and a refused read
+//! objects it caches and hands out to the masked fields, [`super::masks`]),
+//! and a refused read
 //! is the `Err` text the policy quotes in its warnings: the API server's own
 //! words (`nodes is forbidden: ...`, `configmaps "x" not found`).
 //!
@@ -18,6 +19,8 @@
 //! and blocks on each request. It must not be used from inside another
 //! runtime (the tool has none).
 
+use super::files::host_error;
+use super::masks::prune;
 use gpu_topology_policy::cluster::host::ClusterReader;
 use kube::client::Body;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -27,7 +30,7 @@ use kube::Resource;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListAllResourcesRequest,
 };
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -239,61 +242,52 @@ pub fn api_resource(api_version: &str, kind: &str) -> ApiResource {
     ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind))
 }
 
-/// `object` with only the fields `masks` name (dotted paths such as
-/// `metadata.labels`), as policy-server prunes what it hands the policy;
-/// all of it without masks.
-pub fn prune(object: &Value, masks: Option<&BTreeSet<String>>) -> Value {
-    let Some(masks) = masks else {
-        return object.clone();
-    };
-    let mut pruned = Value::Object(Map::new());
-    for mask in masks {
-        let path: Vec<&str> = mask.split('.').collect();
-        if let Some(value) = at_path(object, &path) {
-            insert_at(&mut pruned, &path, value.clone());
-        }
-    }
-    pruned
-}
-
-fn at_path<'v>(object: &'v Value, path: &[&str]) -> Option<&'v Value> {
-    path.iter().try_fold(object, |value, key| value.get(key))
-}
-
-fn insert_at(target: &mut Value, path: &[&str], value: Value) {
-    let Some((last, parents)) = path.split_last() else {
-        return;
-    };
-    let mut here = target;
-    for key in parents {
-        let Value::Object(map) = here else { return };
-        here = map
-            .entry((*key).to_owned())
-            .or_insert_with(|| Value::Object(Map::new()));
-    }
-    if let Value::Object(map) = here {
-        map.insert((*last).to_owned(), value);
-    }
-}
-
-/// What a refused request means, in the API server's words: a `Status`
-/// answer's message (`nodes is forbidden: User ... cannot list resource
-/// "nodes" ...`), else the status code and the body's text.
+/// What a refused request means, in the words policy-server hands the
+/// policy: kube-rs' `ApiError` display of the API server's `Status` (as the
+/// e2e sessions recorded it, `ApiError: configmaps "x" not found: NotFound
+/// (ErrorResponse { status: "Failure", message: ..., reason: "NotFound",
+/// code: 404 })`), behind wapc-guest's `Host error: ` ([`host_error`]). A
+/// body that is not a `Status` is kept as its text, as kube-rs keeps it
+/// ("Failed to parse error data").
 pub fn refusal(code: u16, body: &[u8]) -> String {
-    let message = serde_json::from_slice::<Value>(body)
+    let status = serde_json::from_slice::<Value>(body)
         .ok()
-        .filter(|status| status.get("kind").and_then(Value::as_str) == Some("Status"))
-        .and_then(|status| status.get("message")?.as_str().map(str::to_owned))
-        .filter(|message| !message.trim().is_empty());
-    message.unwrap_or_else(|| {
-        let text = String::from_utf8_lossy(body);
-        let text = text.trim();
-        if text.is_empty() {
-            format!("the API server answered {code}")
-        } else {
-            format!("the API server answered {code}: {text}")
-        }
-    })
+        .filter(|status| status.get("kind").and_then(Value::as_str) == Some("Status"));
+    let field = |name: &str| {
+        status
+            .as_ref()
+            .and_then(|status| status.get(name)?.as_str())
+            .map(str::to_owned)
+    };
+    let response = match field("message") {
+        Some(message) => ErrorResponse {
+            status: field("status").unwrap_or_default(),
+            message,
+            reason: field("reason").unwrap_or_default(),
+            code,
+        },
+        None => ErrorResponse {
+            status: code.to_string(),
+            message: String::from_utf8_lossy(body).trim().to_owned(),
+            reason: "Failed to parse error data".to_owned(),
+            code,
+        },
+    };
+    host_error(&format!(
+        "ApiError: {}: {} ({response:?})",
+        response.message, response.reason
+    ))
+}
+
+/// kube-rs' `ErrorResponse`, whose `Debug` text the `ApiError` display ends
+/// with (field order and names as kube-rs declares them); only printed.
+#[derive(Debug)]
+#[allow(dead_code)]
+struct ErrorResponse {
+    status: String,
+    message: String,
+    reason: String,
+    code: u16,
 }
 
 /// An error with its causes, one after the other: kube's own text
@@ -350,44 +344,22 @@ fn read_kubeconfig(path: &Path) -> Result<Kubeconfig, ConnectError> {
 mod tests {
     use super::*;
     use rstest::rstest;
-    use serde_json::json;
-
-    fn masks(masks: &[&str]) -> BTreeSet<String> {
-        masks.iter().map(|mask| (*mask).to_owned()).collect()
-    }
 
     #[rstest]
-    #[case::node_labels_and_name(
-        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a", "uid": "u", "labels": {"x": "1"}}, "status": {}}),
-        Some(masks(&["metadata.labels", "metadata.name"])),
-        json!({"metadata": {"name": "a", "labels": {"x": "1"}}})
-    )]
-    #[case::a_mask_that_names_nothing(
-        json!({"metadata": {"name": "a"}}),
-        Some(masks(&["metadata.labels", "metadata.name"])),
-        json!({"metadata": {"name": "a"}})
-    )]
-    #[case::config_map_data(
-        json!({"kind": "ConfigMap", "metadata": {"name": "s"}, "data": {"k": "v"}}),
-        Some(masks(&["data"])),
-        json!({"data": {"k": "v"}})
-    )]
-    #[case::no_masks(json!({"a": 1}), None, json!({"a": 1}))]
-    #[case::through_a_scalar(json!({"metadata": 3}), Some(masks(&["metadata.name"])), json!({}))]
-    fn objects_are_pruned_to_their_masks(
-        #[case] object: Value,
-        #[case] masks: Option<BTreeSet<String>>,
-        #[case] pruned: Value,
+    #[case::not_found(404,
+        br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"configmaps \"gpu-topology-fleet\" not found","reason":"NotFound","code":404}"#.as_slice(),
+        // As e2e-tests/scenarios/sessions recorded policy-server's answer.
+        r#"Host error: ApiError: configmaps "gpu-topology-fleet" not found: NotFound (ErrorResponse { status: "Failure", message: "configmaps \"gpu-topology-fleet\" not found", reason: "NotFound", code: 404 })"#)]
+    #[case::forbidden(403,
+        br#"{"kind":"Status","status":"Failure","message":"nodes is forbidden: no","reason":"Forbidden","code":403}"#.as_slice(),
+        r#"Host error: ApiError: nodes is forbidden: no: Forbidden (ErrorResponse { status: "Failure", message: "nodes is forbidden: no", reason: "Forbidden", code: 403 })"#)]
+    #[case::plain_text(429, b"Too many requests\n".as_slice(),
+        r#"Host error: ApiError: Too many requests: Failed to parse error data (ErrorResponse { status: "429", message: "Too many requests", reason: "Failed to parse error data", code: 429 })"#)]
+    fn refusals_are_in_policy_servers_words(
+        #[case] code: u16,
+        #[case] body: &[u8],
+        #[case] said: &str,
     ) {
-        assert_eq!(prune(&object, masks.as_ref()), pruned);
-    }
-
-    #[rstest]
-    #[case::status(403, br#"{"kind":"Status","message":"nodes is forbidden: no","code":403}"#.as_slice(), "nodes is forbidden: no")]
-    #[case::plain_text(429, b"Too many requests\n".as_slice(), "the API server answered 429: Too many requests")]
-    #[case::empty(502, b"".as_slice(), "the API server answered 502")]
-    #[case::status_without_message(404, br#"{"kind":"Status","message":""}"#.as_slice(), r#"the API server answered 404: {"kind":"Status","message":""}"#)]
-    fn refusals_are_the_servers_words(#[case] code: u16, #[case] body: &[u8], #[case] said: &str) {
         assert_eq!(refusal(code, body), said);
     }
 

@@ -1,3 +1,78 @@
-//! Where the fleet comes from: files, or a live cluster.
+//! Where the fleet comes from: files (`--nodes`, `--summary`) or a live
+//! cluster. Both end as a [`ClusterReader`], the seam the policy's own
+//! cluster reading goes through, so the decision code cannot tell them
+//! apart from policy-server.
 
+pub mod files;
 pub mod live;
+pub mod masks;
+pub mod selector;
+
+use crate::args::FleetArgs;
+use files::{FileCluster, FleetFileError};
+use gpu_topology_policy::cluster::host::ClusterReader;
+use live::{ConnectError, Credentials, LiveCluster};
+use std::fmt;
+
+/// The fleet the arguments name.
+pub enum FleetSource {
+    /// `--nodes` and/or `--summary`.
+    Files(FileCluster),
+    /// Neither: the cluster of the kubeconfig, or in-cluster.
+    Live(Box<dyn ClusterReader>),
+}
+
+impl FleetSource {
+    /// The reader the policy's decision code is handed.
+    pub fn reader(&self) -> &dyn ClusterReader {
+        match self {
+            FleetSource::Files(files) => files,
+            FleetSource::Live(live) => live.as_ref(),
+        }
+    }
+}
+
+/// Why there is no fleet.
+#[derive(Debug)]
+pub enum FleetError {
+    Files(FleetFileError),
+    /// No kubeconfig, or an API server that cannot be reached.
+    Live(ConnectError),
+}
+
+impl fmt::Display for FleetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FleetError::Files(error) => error.fmt(f),
+            FleetError::Live(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for FleetError {}
+
+/// Files when `--nodes` or `--summary` is given, else live.
+pub fn open(args: &FleetArgs) -> Result<FleetSource, FleetError> {
+    if args.nodes.is_some() || args.summary.is_some() {
+        return FileCluster::load(args.nodes.as_deref(), args.summary.as_deref())
+            .map(FleetSource::Files)
+            .map_err(FleetError::Files);
+    }
+    open_live(args)
+}
+
+/// The live cluster of `--kubeconfig`/`--context` (else inferred), checked
+/// to answer.
+fn open_live(args: &FleetArgs) -> Result<FleetSource, FleetError> {
+    LiveCluster::connect(&credentials(args))
+        .map(|live| FleetSource::Live(Box::new(live)))
+        .map_err(FleetError::Live)
+}
+
+/// Live mode's credentials from the fleet arguments.
+pub fn credentials(args: &FleetArgs) -> Credentials {
+    Credentials {
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+    }
+}

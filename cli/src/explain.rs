@@ -1,0 +1,159 @@
+//! `explain`: the policy's decision on one object, computed natively by
+//! its own code ([`evaluate_with`]) on the request policy-server would
+//! send, with the cluster read through a [`ClusterReader`], and turned into
+//! what the API server would get: allowed or not, the message, the
+//! warnings and the JSON patch (`json_patch::diff` of the object and the
+//! mutated object, as policy-evaluator computes it).
+
+use crate::input::Source;
+use crate::render::diff::{describe, Change};
+use crate::request::RequestText;
+use crate::settings::PolicySettings;
+use gpu_topology_policy::cluster::host::ClusterReader;
+use gpu_topology_policy::decide::{evaluate_with, Verdict};
+use serde::Serialize;
+use serde_json::Value;
+
+/// What Kubewarden answers when a policy mutates a request without an
+/// object (policy-evaluator's words).
+pub const MUTATION_WITHOUT_OBJECT: &str = "Incoming object is null, which happens only with DELETE operations, but the policy is attempting a mutation. This is not allowed";
+
+/// The outcome for the API server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Admitted as it is.
+    Accepted,
+    /// Admitted with the patch.
+    Mutated,
+    Rejected,
+}
+
+impl Outcome {
+    pub fn allowed(self) -> bool {
+        self != Outcome::Rejected
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Accepted => "accepted",
+            Outcome::Mutated => "mutated",
+            Outcome::Rejected => "rejected",
+        }
+    }
+}
+
+/// The object, as a report names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectRef {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: String,
+    /// The name, or `generateName` followed by `*`.
+    pub name: String,
+}
+
+impl ObjectRef {
+    fn of(request: &Value) -> Self {
+        let text = |pointer: &str| request.pointer(pointer).and_then(Value::as_str);
+        let name = text("/object/metadata/name")
+            .filter(|name| !name.is_empty())
+            .map(str::to_owned)
+            .or_else(|| text("/object/metadata/generateName").map(|prefix| format!("{prefix}*")))
+            .unwrap_or_else(|| "-".to_owned());
+        ObjectRef {
+            api_version: text("/object/apiVersion").unwrap_or_default().to_owned(),
+            kind: text("/kind/kind").unwrap_or_default().to_owned(),
+            namespace: text("/namespace").unwrap_or_default().to_owned(),
+            name,
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+    }
+}
+
+/// The decision on one object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Explanation {
+    pub source: Option<Source>,
+    pub object: ObjectRef,
+    pub outcome: Outcome,
+    /// The rejection's message.
+    pub message: Option<String>,
+    pub warnings: Vec<String>,
+    /// The RFC 6902 patch (empty unless mutated).
+    pub patch: json_patch::Patch,
+    /// The patch as changed fields.
+    pub changes: Vec<Change>,
+}
+
+/// Explains the CREATE of `object`.
+pub fn explain_object(
+    object: &Value,
+    settings: &PolicySettings,
+    cluster: &dyn ClusterReader,
+) -> Result<Explanation, String> {
+    explain_request(&RequestText::create(object), settings, cluster)
+}
+
+/// Explains an admission request; `Err` when the policy's reader cannot
+/// read it (the module would fail the call).
+pub fn explain_request(
+    request: &RequestText,
+    settings: &PolicySettings,
+    cluster: &dyn ClusterReader,
+) -> Result<Explanation, String> {
+    let parsed = request.parse().map_err(|error| error.to_string())?;
+    let decision = evaluate_with(&parsed, &settings.config, cluster);
+    let tree = request.to_value();
+    let original = tree.get("object").filter(|object| !object.is_null());
+    let object = ObjectRef::of(&tree);
+    let (outcome, message, patch) = match decision.verdict {
+        Verdict::Accept => (Outcome::Accepted, None, json_patch::Patch(Vec::new())),
+        Verdict::Reject(message) => (
+            Outcome::Rejected,
+            Some(message),
+            json_patch::Patch(Vec::new()),
+        ),
+        Verdict::Mutate(mutated) => {
+            let Some(original) = original else {
+                return Ok(Explanation {
+                    source: None,
+                    object,
+                    outcome: Outcome::Rejected,
+                    message: Some(MUTATION_WITHOUT_OBJECT.to_owned()),
+                    warnings: Vec::new(),
+                    patch: json_patch::Patch(Vec::new()),
+                    changes: Vec::new(),
+                });
+            };
+            let mutated = mutated
+                .to_value()
+                .map_err(|error| format!("the policy's mutated object is not JSON: {error}"))?;
+            let patch = json_patch::diff(original, &mutated);
+            let outcome = if patch.0.is_empty() {
+                Outcome::Accepted
+            } else {
+                Outcome::Mutated
+            };
+            (outcome, None, patch)
+        }
+    };
+    let changes = original
+        .map(|original| describe(original, &patch.0))
+        .unwrap_or_default();
+    Ok(Explanation {
+        source: None,
+        object,
+        outcome,
+        message,
+        warnings: decision.warnings,
+        patch,
+        changes,
+    })
+}
