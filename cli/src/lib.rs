@@ -4,6 +4,7 @@
 //! try what-ifs and audit running pods.
 
 pub mod args;
+pub mod audit;
 pub mod exit;
 pub mod explain;
 pub mod fleet;
@@ -32,7 +33,8 @@ pub fn main() -> ExitCode {
     };
     let outcome = match &cli.command {
         args::Command::Explain(explain) => run::explain(explain),
-        args::Command::WhatIf(_) | args::Command::Audit(_) => {
+        args::Command::Audit(audit) => audit::run(audit),
+        args::Command::WhatIf(_) => {
             Err(run::UsageError("this command is not built yet".to_owned()))
         }
     };
