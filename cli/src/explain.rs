@@ -1,5 +1,6 @@
 //! `explain`: the policy's decision on one object, computed natively by
-//! its own code ([`evaluate_with`]) on the request policy-server would
+//! its own code ([`explain_with`]: exactly what `evaluate_with` answers,
+//! and the record behind it) on the request policy-server would
 //! send, with the cluster read through a [`ClusterReader`], and turned into
 //! what the API server would get: allowed or not, the message, the
 //! warnings and the JSON patch (`json_patch::diff` of the object and the
@@ -7,10 +8,12 @@
 
 use crate::input::Source;
 use crate::render::diff::{describe, Change};
+use crate::render::shapes::RecordView;
 use crate::request::RequestText;
 use crate::settings::PolicySettings;
 use gpu_topology_policy::cluster::host::ClusterReader;
-use gpu_topology_policy::decide::{evaluate_with, Verdict};
+use gpu_topology_policy::decide::record::explain_with;
+use gpu_topology_policy::decide::Verdict;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -90,15 +93,19 @@ pub struct Explanation {
     pub patch: json_patch::Patch,
     /// The patch as changed fields.
     pub changes: Vec<Change>,
+    /// The record of a GPU pod or pod template: demand, view, shapes.
+    pub record: Option<RecordView>,
 }
 
-/// Explains the CREATE of `object`.
+/// Explains the CREATE of `object`; `nodes` are the Node file's Nodes,
+/// which name the nodes of each shape (none: no names).
 pub fn explain_object(
     object: &Value,
     settings: &PolicySettings,
     cluster: &dyn ClusterReader,
+    nodes: &[Value],
 ) -> Result<Explanation, String> {
-    explain_request(&RequestText::create(object), settings, cluster)
+    explain_request(&RequestText::create(object), settings, cluster, nodes)
 }
 
 /// Explains an admission request; `Err` when the policy's reader cannot
@@ -107,9 +114,15 @@ pub fn explain_request(
     request: &RequestText,
     settings: &PolicySettings,
     cluster: &dyn ClusterReader,
+    nodes: &[Value],
 ) -> Result<Explanation, String> {
     let parsed = request.parse().map_err(|error| error.to_string())?;
-    let decision = evaluate_with(&parsed, &settings.config, cluster);
+    let explained = explain_with(&parsed, &settings.config, cluster);
+    let record = explained
+        .pod
+        .as_ref()
+        .map(|pod| RecordView::new(pod, nodes, &settings.config.label_prefix));
+    let decision = explained.decision;
     let tree = request.to_value();
     let original = tree.get("object").filter(|object| !object.is_null());
     let object = ObjectRef::of(&tree);
@@ -130,6 +143,7 @@ pub fn explain_request(
                     warnings: Vec::new(),
                     patch: json_patch::Patch(Vec::new()),
                     changes: Vec::new(),
+                    record,
                 });
             };
             let mutated = mutated
@@ -155,5 +169,6 @@ pub fn explain_request(
         warnings: decision.warnings,
         patch,
         changes,
+        record,
     })
 }

@@ -13,6 +13,7 @@ pub mod render;
 pub mod request;
 pub mod run;
 pub mod settings;
+pub mod what_if;
 
 use clap::Parser;
 use std::process::ExitCode;

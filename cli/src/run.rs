@@ -35,8 +35,9 @@ pub fn explain(args: &ExplainArgs) -> Result<u8, UsageError> {
         ));
     }
     let fleet = fleet::open(&args.fleet)?;
-    let explanations = explain_all(&documents, &settings, fleet.reader())?;
-    let report = render::explain_report(&explanations, args.output).map_err(UsageError)?;
+    let explanations = explain_all(&documents, &settings, fleet.reader(), fleet.nodes())?;
+    let report =
+        render::explain_report(&explanations, args.output, args.verbose).map_err(UsageError)?;
     let mut stdout = anstream::stdout();
     // A closed pipe (`| head`) is not an error of the decision.
     let _ = stdout.write_all(report.as_bytes());
@@ -51,11 +52,12 @@ pub fn explain_all(
     documents: &[Document],
     settings: &PolicySettings,
     cluster: &dyn ClusterReader,
+    nodes: &[serde_json::Value],
 ) -> Result<Vec<Explanation>, UsageError> {
     let progress = progress_bar(documents.len());
     let mut explanations = Vec::with_capacity(documents.len());
     for document in documents {
-        let mut explanation = explain_object(&document.object, settings, cluster)
+        let mut explanation = explain_object(&document.object, settings, cluster, nodes)
             .map_err(|problem| UsageError(format!("{}: {problem}", document.source)))?;
         explanation.source = Some(document.source.clone());
         explanations.push(explanation);

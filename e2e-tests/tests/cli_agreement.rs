@@ -214,7 +214,7 @@ fn explain_agrees_with_the_module(#[files("scenarios/*.json")] path: PathBuf) {
         Some((nodes, summary)) => {
             let cluster = FileCluster::load(nodes.as_deref(), summary.as_deref())
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
-            explain_request(&request, &tool_settings, &cluster)
+            explain_request(&request, &tool_settings, &cluster, cluster.nodes())
         }
         None => explain_request(
             &request,

@@ -235,11 +235,7 @@ pub fn place(
             }
         }
     }
-    let takes = |v: &GroupVerdict| match need {
-        Need::Host(alignment) => v.hosts(alignment, &demand.pod) && v.shape().is_some(),
-        Need::Admit => !v.answer.refuses(),
-    };
-    if !verdicts.iter().any(takes) {
+    if !verdicts.iter().any(|v| v.takes(need, &demand.pod)) {
         let message = explain::no_group_takes_it(demand, need, verdicts, topology);
         if !allow {
             return Err(message);

@@ -18,6 +18,7 @@ pub mod fit;
 pub mod lowering;
 pub mod model;
 pub mod qos;
+pub mod record;
 pub mod rounding;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -32,6 +33,7 @@ use affinity::AffinityRequirement;
 use demand::{Demand, PodDemand};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::Resource;
+use model::GroupVerdict;
 use qos::{QosPlan, Target};
 use serde_json::Value;
 use std::fmt;
@@ -136,24 +138,50 @@ pub fn evaluate_with(
     config: &Config,
     cluster: &dyn ClusterReader,
 ) -> Decision {
+    decide_request(request, config, cluster).decision
+}
+
+/// [`evaluate_with`], with the record of the GPU pod decided.
+pub(crate) fn decide_request(
+    request: &AdmissionRequest,
+    config: &Config,
+    cluster: &dyn ClusterReader,
+) -> Decided {
     if !request.sub_resource.is_empty()
         || config
             .exempt_namespaces
             .contains(request.namespace.as_ref())
     {
-        return Decision::accept();
+        return Decision::accept().into();
     }
     let (group, kind) = (request.kind.group.as_ref(), request.kind.kind.as_ref());
     let operation = request.operation.as_ref();
     if (group, kind) == (Pod::GROUP, Pod::KIND) {
         return match operation {
             CREATE => decide_pod(request.pod_text(), request.object_text(), config, cluster),
-            _ => Decision::accept(),
+            _ => Decision::accept().into(),
         };
     }
     match (workload::find(group, kind), operation) {
         (Some(workload), CREATE | UPDATE) => workload::evaluate(request, workload, config, cluster),
-        _ => Decision::accept(),
+        _ => Decision::accept().into(),
+    }
+}
+
+/// A decision and, for a GPU pod or pod template, the record it was made
+/// from.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Decided<Object = MutatedObject> {
+    pub decision: Decision<Object>,
+    pub pod: Option<(Demand, PodPlan)>,
+}
+
+impl<Object> From<Decision<Object>> for Decided<Object> {
+    fn from(decision: Decision<Object>) -> Self {
+        Decided {
+            decision,
+            pod: None,
+        }
     }
 }
 
@@ -164,7 +192,7 @@ pub fn evaluate_with(
 /// the pod is answered as it came. A pod text that reader does not handle is
 /// decided on its whole JSON tree instead, with the same outcome.
 pub fn evaluate_pod_text(text: &str, config: &Config, cluster: &dyn ClusterReader) -> Decision {
-    decide_pod(PodText::read(text), text, config, cluster)
+    decide_pod(PodText::read(text), text, config, cluster).decision
 }
 
 /// [`evaluate_pod_text`] with the pod already read (`None`: the reader does
@@ -174,21 +202,31 @@ fn decide_pod(
     text: &str,
     config: &Config,
     cluster: &dyn ClusterReader,
-) -> Decision {
+) -> Decided {
     if let Some(pod) = pod {
-        let decision = evaluate_pod(pod.reduced(), config, cluster)
+        let decided = decide_pod_tree(pod.reduced(), config, cluster);
+        let decision = decided
+            .decision
             .try_map(|changed| pod.rewrite(&changed).map(MutatedObject));
         if let Ok(decision) = decision {
-            return decision;
+            return Decided {
+                decision,
+                pod: decided.pod,
+            };
         }
     }
     let pod: Value = match serde_json::from_str(text) {
         Ok(pod) => pod,
-        Err(error) => return Decision::reject(format!("the Pod cannot be read: {error}")),
+        Err(error) => return Decision::reject(format!("the Pod cannot be read: {error}")).into(),
     };
-    evaluate_pod(&pod, config, cluster)
-        .try_map(|changed| MutatedObject::from_value(&changed))
-        .unwrap_or_else(Decision::reject)
+    let decided = decide_pod_tree(&pod, config, cluster);
+    Decided {
+        decision: decided
+            .decision
+            .try_map(|changed| MutatedObject::from_value(&changed))
+            .unwrap_or_else(Decision::reject),
+        pod: decided.pod,
+    }
 }
 
 /// What the decision reads from a GPU pod's spec, once.
@@ -220,40 +258,53 @@ impl<'a> PodInput<'a> {
 /// Decides on a Pod being created, given as a JSON tree (the whole pod, or
 /// the reduced pod of [`PodText`]); a mutation is the changed tree.
 pub fn evaluate_pod(pod: &Value, config: &Config, cluster: &dyn ClusterReader) -> Decision<Value> {
+    decide_pod_tree(pod, config, cluster).decision
+}
+
+/// [`evaluate_pod`], with the record of the pod's plan: the policy's
+/// answer is rendered from the plan here, the tool's from the same record
+/// ([`record`]).
+fn decide_pod_tree(pod: &Value, config: &Config, cluster: &dyn ClusterReader) -> Decided<Value> {
     let Some(spec) = pod.get("spec").filter(|spec| spec.is_object()) else {
-        return Decision::accept();
+        return Decision::accept().into();
     };
     let input = match PodInput::read(spec, config) {
         Ok(Some(input)) => input,
-        Ok(None) => return Decision::accept(),
-        Err(problem) => return Decision::reject(format!("GPU pod is malformed: {problem}")),
+        Ok(None) => return Decision::accept().into(),
+        Err(problem) => return Decision::reject(format!("GPU pod is malformed: {problem}")).into(),
     };
     let mut mutated = pod.clone();
     let Some(mutated_spec) = mutated.get_mut("spec") else {
-        return Decision::accept();
+        return Decision::accept().into();
     };
-    let plan = match plan_pod(
+    let mut plan = plan_pod(
         spec,
         mutated_spec,
         &input,
         config,
         cluster,
         QosProblems::Reject,
-    ) {
-        Ok(plan) => plan,
-        Err(message) => return Decision::reject(message),
-    };
-    if let Err(problem) = affinity::merge(mutated_spec, &plan.requirement, &config.label_prefix) {
-        return Decision::reject(format!("GPU pod is malformed: {problem}"));
+    );
+    if plan.rejection.is_none() {
+        if let Err(problem) = affinity::merge(mutated_spec, &plan.requirement, &config.label_prefix)
+        {
+            plan.rejection = Some(format!("GPU pod is malformed: {problem}"));
+        }
     }
-    let verdict = if mutated == *pod {
-        Verdict::Accept
-    } else {
-        Verdict::Mutate(mutated)
+    let decision = match &plan.rejection {
+        Some(message) => Decision::reject(message.clone()),
+        None => Decision {
+            verdict: if mutated == *pod {
+                Verdict::Accept
+            } else {
+                Verdict::Mutate(mutated)
+            },
+            warnings: plan.notes.warnings(),
+        },
     };
-    Decision {
-        verdict,
-        warnings: plan.warnings,
+    Decided {
+        decision,
+        pod: Some((input.demand, plan)),
     }
 }
 
@@ -267,11 +318,71 @@ pub(crate) enum QosProblems {
     Warn,
 }
 
-/// What a GPU pod gets, decided once for Pods and pod templates alike.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What was decided about one GPU pod (or pod template), stage by stage:
+/// the decision as data. The policy's answer (the rejection, or the
+/// affinity merged into the pod and [`Notes::warnings`]) and the tool's
+/// tables ([`record::PodRecord`]) both read it; neither decides again.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct PodPlan {
-    pub warnings: Vec<String>,
+    /// How the cluster was seen.
+    pub sight: fit::Sight,
+    /// The kubelet's answer for each group of the view's fleet, in the
+    /// fleet's order, on the pod as finally planned; empty without a view.
+    pub verdicts: Vec<model::ShapeVerdict>,
+    /// The Guaranteed-QoS edits written into the pod (none under
+    /// `qos.mode: validate` or `off`).
+    pub qos_edits: Vec<qos::Edit>,
+    pub notes: Notes,
+    /// The node affinity the pod gets.
     pub requirement: AffinityRequirement,
+    /// Why the pod is rejected, if it is.
+    pub rejection: Option<String>,
+}
+
+/// The warnings of each stage, in the order the answer lists them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Notes {
+    /// How the cluster was read ([`fit::look`]).
+    pub look: Vec<String>,
+    /// The check without a view ([`fit::check_without_view`]).
+    pub unchecked: Vec<String>,
+    /// The defaults lowered and the CPUs rounded for this pod
+    /// ([`lowering`], [`rounding`]).
+    pub adjustments: Vec<String>,
+    /// The fit against the view ([`fit::place`]).
+    pub placement: Vec<String>,
+    /// The QoS plan's ([`plan_qos`]).
+    pub qos: Vec<String>,
+    /// Why a pinned pod gets no affinity.
+    pub pinned: Option<String>,
+}
+
+impl Notes {
+    /// Every warning, in the answer's order.
+    pub fn warnings(&self) -> Vec<String> {
+        let Notes {
+            look,
+            unchecked,
+            adjustments,
+            placement,
+            qos,
+            pinned,
+        } = self;
+        [look, unchecked, adjustments, placement, qos]
+            .into_iter()
+            .flatten()
+            .chain(pinned)
+            .cloned()
+            .collect()
+    }
+}
+
+/// The stages' results that borrow the cluster view.
+struct Stages<'s> {
+    verdicts: Vec<GroupVerdict<'s>>,
+    qos_edits: Vec<qos::Edit>,
+    notes: Notes,
+    requirement: AffinityRequirement,
 }
 
 /// The pipeline for one GPU pod (PodSpec `spec`): the cluster view is read
@@ -279,8 +390,8 @@ pub(crate) struct PodPlan {
 /// [`lowering`], [`rounding`]) and written into `planned` (a copy of `spec`), and the
 /// kubelet model's verdict per node group, on the planned pod, decides the
 /// fit and writes the affinity ([`fit::place`]). Without a view, the
-/// static check and the count-based affinity stand in. `Err` is the
-/// rejection message.
+/// static check and the count-based affinity stand in. Each stage runs
+/// once and leaves its result in the plan.
 pub(crate) fn plan_pod(
     spec: &Value,
     planned: &mut Value,
@@ -288,26 +399,74 @@ pub(crate) fn plan_pod(
     config: &Config,
     cluster: &dyn ClusterReader,
     qos_problems: QosProblems,
-) -> Result<PodPlan, String> {
-    let look = fit::look(input.pinned_node(), config, cluster);
-    let mut warnings = look.warnings.clone();
-    if look.fleet().is_none() {
-        warnings.extend(fit::check_without_view(&input.demand, &look.sight, config)?);
+) -> PodPlan {
+    let fit::Look { sight, warnings } = fit::look(input.pinned_node(), config, cluster);
+    let mut stages = Stages {
+        verdicts: Vec::new(),
+        qos_edits: Vec::new(),
+        notes: Notes {
+            look: warnings,
+            ..Notes::default()
+        },
+        requirement: AffinityRequirement::default(),
+    };
+    let rejection = plan_stages(
+        spec,
+        planned,
+        input,
+        config,
+        &sight,
+        qos_problems,
+        &mut stages,
+    )
+    .err();
+    let Stages {
+        verdicts,
+        qos_edits,
+        notes,
+        requirement,
+    } = stages;
+    PodPlan {
+        verdicts: verdicts.into_iter().map(GroupVerdict::detach).collect(),
+        sight,
+        qos_edits,
+        notes,
+        requirement,
+        rejection,
     }
-    let multiple = look.fleet().map_or(1, model::cpu_multiple);
-    let qos_warnings = write_qos(spec, planned, input, config, multiple, qos_problems)?;
-    let fit::Sight::View(view) = &look.sight else {
-        warnings.extend(qos_warnings);
-        warnings.extend(pinned_warning(input, config));
-        return Ok(PodPlan {
-            warnings,
-            requirement: affinity_without_view(input, config),
-        });
+}
+
+/// The stages after the look; `Err` is the rejection message.
+fn plan_stages<'s>(
+    spec: &Value,
+    planned: &mut Value,
+    input: &PodInput,
+    config: &Config,
+    sight: &'s fit::Sight,
+    qos_problems: QosProblems,
+    stages: &mut Stages<'s>,
+) -> Result<(), String> {
+    let view = match sight {
+        fit::Sight::View(view) => Some(view),
+        _ => None,
+    };
+    if view.is_none() {
+        stages.notes.unchecked = fit::check_without_view(&input.demand, sight, config)?;
+    }
+    let multiple = view.map_or(1, |view| model::cpu_multiple(&view.fleet));
+    let qos = write_qos(spec, planned, input, config, multiple, qos_problems)?;
+    stages.qos_edits = qos.edits;
+    stages.notes.qos = qos.warnings;
+    stages.notes.pinned = pinned_warning(input, config);
+    let Some(view) = view else {
+        stages.requirement = affinity_without_view(input, config);
+        return Ok(());
     };
     let malformed = |problem| format!("GPU pod is malformed: {problem}");
-    let mut verdicts = fit::verdicts(&view.fleet, planned, input, config).map_err(malformed)?;
+    stages.verdicts = fit::verdicts(&view.fleet, planned, input, config).map_err(malformed)?;
     // Each adjustment plans the pod anew with its QoS configuration, and the
-    // verdicts on that plan are the ones the next stage reads.
+    // verdicts on that plan are the ones the next stage reads. The warnings
+    // of the first plan stand: an adjustment's own warning says what changed.
     let mut qos = config.qos.clone();
     let replan = |adjusted: QosConfig, planned: &mut Value| {
         *planned = spec.clone();
@@ -315,32 +474,30 @@ pub(crate) fn plan_pod(
             qos: adjusted,
             ..config.clone()
         };
-        write_qos(spec, planned, input, &replanned, multiple, qos_problems)?;
-        fit::verdicts(&view.fleet, planned, input, config).map_err(malformed)
+        let outcome = write_qos(spec, planned, input, &replanned, multiple, qos_problems)?;
+        let verdicts = fit::verdicts(&view.fleet, planned, input, config).map_err(malformed)?;
+        Ok::<_, String>((verdicts, outcome.edits))
     };
-    if let Some(lowered) = lowering::lower_defaults(spec, input, config, multiple, &verdicts) {
-        verdicts = replan(lowered.qos.clone(), planned)?;
+    if let Some(lowered) = lowering::lower_defaults(spec, input, config, multiple, &stages.verdicts)
+    {
+        (stages.verdicts, stages.qos_edits) = replan(lowered.qos.clone(), planned)?;
         qos = lowered.qos;
-        warnings.push(lowered.warning);
+        stages.notes.adjustments.push(lowered.warning);
     }
     if let Some(rounded) =
-        rounding::round_to_whole_cores(spec, input, config, &qos, multiple, &verdicts)
+        rounding::round_to_whole_cores(spec, input, config, &qos, multiple, &stages.verdicts)
     {
-        verdicts = replan(rounded.qos, planned)?;
-        warnings.push(rounded.warning);
+        (stages.verdicts, stages.qos_edits) = replan(rounded.qos, planned)?;
+        stages.notes.adjustments.push(rounded.warning);
     }
-    let placement = fit::place(input, view, &verdicts, config)?;
-    warnings.extend(placement.warnings);
-    warnings.extend(qos_warnings);
-    warnings.extend(pinned_warning(input, config));
-    Ok(PodPlan {
-        warnings,
-        requirement: placement.requirement,
-    })
+    let placement = fit::place(input, view, &stages.verdicts, config)?;
+    stages.notes.placement = placement.warnings;
+    stages.requirement = placement.requirement;
+    Ok(())
 }
 
-/// Plans Guaranteed QoS and writes the edits into `planned`; the warnings,
-/// or the rejection message (a Pod's QoS problem, a malformed spec).
+/// Plans Guaranteed QoS and writes the edits into `planned`; the edits and
+/// warnings, or the rejection message (a Pod's QoS problem, a malformed spec).
 fn write_qos(
     spec: &Value,
     planned: &mut Value,
@@ -348,17 +505,20 @@ fn write_qos(
     config: &Config,
     multiple: u64,
     qos_problems: QosProblems,
-) -> Result<Vec<String>, String> {
+) -> Result<QosOutcome, String> {
     match plan_qos(spec, &input.demand.pod, config, multiple) {
         Ok(qos) => {
             qos::apply(planned, &qos.edits)
                 .map_err(|problem| format!("GPU pod is malformed: {problem}"))?;
-            Ok(qos.warnings)
+            Ok(qos)
         }
         Err(message) if qos_problems == QosProblems::Reject => Err(message),
-        Err(message) => Ok(vec![format!(
-            "its pods will be rejected unless a LimitRange or another webhook sets their resources first: {message}"
-        )]),
+        Err(message) => Ok(QosOutcome {
+            edits: Vec::new(),
+            warnings: vec![format!(
+                "its pods will be rejected unless a LimitRange or another webhook sets their resources first: {message}"
+            )],
+        }),
     }
 }
 

@@ -227,6 +227,52 @@ pub struct GroupVerdict<'f> {
     pub admission: Option<Admission>,
 }
 
+/// A [`GroupVerdict`] without the borrow of its group: what the decision
+/// record keeps, beside the view whose fleet lists the groups in the same
+/// order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShapeVerdict {
+    pub scope: TopologyManagerScope,
+    pub facts: NodeFacts,
+    pub answer: Answer,
+    pub admission: Option<Admission>,
+}
+
+impl ShapeVerdict {
+    /// The verdict on `group` again (a copy), for the readers of a record.
+    pub fn on<'f>(&self, group: &'f NodeGroup) -> GroupVerdict<'f> {
+        GroupVerdict {
+            group,
+            scope: self.scope,
+            facts: self.facts.clone(),
+            answer: self.answer.clone(),
+            admission: self.admission.clone(),
+        }
+    }
+}
+
+impl<'f> GroupVerdict<'f> {
+    /// The verdict without its group (moved, not copied).
+    pub fn detach(self) -> ShapeVerdict {
+        ShapeVerdict {
+            scope: self.scope,
+            facts: self.facts,
+            answer: self.answer,
+            admission: self.admission,
+        }
+    }
+
+    /// Whether the nodes take the pod as `need` asks: under `required`,
+    /// hosted at the alignment and selectable by their shape label; else
+    /// not refused (an unknown answer stays eligible).
+    pub fn takes(&self, need: Need, demand: &PodDemand) -> bool {
+        match need {
+            Need::Host(alignment) => self.hosts(alignment, demand) && self.shape().is_some(),
+            Need::Admit => !self.answer.refuses(),
+        }
+    }
+}
+
 impl GroupVerdict<'_> {
     pub fn topology(&self) -> &NodeTopology {
         &self.group.topology

@@ -6,7 +6,7 @@
 //! affinity are still applied to each Pod when it is created.
 
 use crate::cluster::host::ClusterReader;
-use crate::decide::{plan_pod, Decision, PodInput, QosProblems, UPDATE};
+use crate::decide::{plan_pod, Decided, Decision, PodInput, QosProblems, UPDATE};
 use crate::request::AdmissionRequest;
 use crate::settings::Config;
 use serde_json::Value;
@@ -75,44 +75,45 @@ pub fn find(group: &str, kind: &str) -> Option<&'static WorkloadKind> {
 /// whose pods the QoS rules would reject as written is accepted with a
 /// warning: a LimitRange or another webhook may still fill in their
 /// resources before they reach this policy.
-pub fn evaluate(
+pub(crate) fn evaluate(
     request: &AdmissionRequest,
     workload: &WorkloadKind,
     config: &Config,
     cluster: &dyn ClusterReader,
-) -> Decision {
+) -> Decided {
     // Workloads are validated only, and far rarer than Pods: read as trees.
     let object = match read(request.object_text()) {
         Ok(object) => object,
-        Err(message) => return Decision::reject(message),
+        Err(message) => return Decision::reject(message).into(),
     };
     let Some(spec) = object
         .pointer(workload.pod_spec)
         .filter(|spec| spec.is_object())
     else {
-        return Decision::accept();
+        return Decision::accept().into();
     };
     // An update that leaves the template alone (scaling, labels, finalizers)
     // is never blocked, so a broken workload can still be scaled down or deleted.
     if request.operation == UPDATE {
         let old = read(request.old_object_text()).unwrap_or_default();
         if old.pointer(workload.pod_spec) == Some(spec) {
-            return Decision::accept();
+            return Decision::accept().into();
         }
     }
     let who = describe(&request.name, &object, workload);
     let input = match PodInput::read(spec, config) {
         Ok(Some(input)) => input,
-        Ok(None) => return Decision::accept(),
+        Ok(None) => return Decision::accept().into(),
         Err(problem) => {
             return Decision::reject(format!(
                 "{who}: its GPU pod template is malformed: {problem}"
             ))
+            .into()
         }
     };
     // The same stages as the Pod's; the edits are made to each Pod.
     let mut planned = spec.clone();
-    let fit = plan_pod(
+    let plan = plan_pod(
         spec,
         &mut planned,
         &input,
@@ -120,16 +121,21 @@ pub fn evaluate(
         cluster,
         QosProblems::Warn,
     );
-    match fit {
-        Ok(plan) => Decision {
+    let decision = match &plan.rejection {
+        None => Decision {
             warnings: plan
-                .warnings
+                .notes
+                .warnings()
                 .into_iter()
                 .map(|w| format!("{who}: {w}"))
                 .collect(),
             ..Decision::accept()
         },
-        Err(message) => Decision::reject(format!("{who}: {message}")),
+        Some(message) => Decision::reject(format!("{who}: {message}")),
+    };
+    Decided {
+        decision,
+        pod: Some((input.demand, plan)),
     }
 }
 

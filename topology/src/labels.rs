@@ -308,6 +308,39 @@ impl LabelKey {
         Self::ALL.into_iter().find(|key| key.name() == name)
     }
 
+    /// The kubelet setting the label publishes, named as the
+    /// `KubeletConfiguration` names it (a policy option as
+    /// `<options field>.<option>`); `None` for a label of the hardware or
+    /// of the shape. The words of their values are the kubelet's,
+    /// lowercased (`memoryManagerPolicy: Static` is `static`).
+    pub const fn kubelet_setting(self) -> Option<&'static str> {
+        match self {
+            LabelKey::TopologyManagerPolicy => Some("topologyManagerPolicy"),
+            LabelKey::TopologyManagerScope => Some("topologyManagerScope"),
+            LabelKey::CpuManagerPolicy => Some("cpuManagerPolicy"),
+            LabelKey::MemoryManagerPolicy => Some("memoryManagerPolicy"),
+            LabelKey::TopologyManagerPreferClosestNumaNodes => {
+                Some("topologyManagerPolicyOptions.prefer-closest-numa-nodes")
+            }
+            LabelKey::TopologyManagerMaxAllowableNumaNodes => {
+                Some("topologyManagerPolicyOptions.max-allowable-numa-nodes")
+            }
+            LabelKey::CpuManagerFullPcpusOnly => Some("cpuManagerPolicyOptions.full-pcpus-only"),
+            LabelKey::CpuManagerDistributeCpusAcrossNuma => {
+                Some("cpuManagerPolicyOptions.distribute-cpus-across-numa")
+            }
+            LabelKey::CpuManagerAlignBySocket => Some("cpuManagerPolicyOptions.align-by-socket"),
+            _ => None,
+        }
+    }
+
+    /// The label publishing the kubelet setting `name` ([`Self::kubelet_setting`]).
+    pub fn from_kubelet_setting(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|key| key.kubelet_setting() == Some(name))
+    }
+
     /// How readers treat the label's value.
     pub const fn role(self) -> LabelRole {
         match self {
@@ -997,6 +1030,36 @@ pub fn parse_count(value: &str) -> Option<u32> {
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    #[rstest]
+    #[case::topology_policy("topologyManagerPolicy", LabelKey::TopologyManagerPolicy)]
+    #[case::memory_policy("memoryManagerPolicy", LabelKey::MemoryManagerPolicy)]
+    #[case::a_topology_option(
+        "topologyManagerPolicyOptions.max-allowable-numa-nodes",
+        LabelKey::TopologyManagerMaxAllowableNumaNodes
+    )]
+    #[case::a_cpu_option(
+        "cpuManagerPolicyOptions.full-pcpus-only",
+        LabelKey::CpuManagerFullPcpusOnly
+    )]
+    fn kubelet_settings_name_their_labels(#[case] setting: &str, #[case] key: LabelKey) {
+        assert_eq!(LabelKey::from_kubelet_setting(setting), Some(key));
+        assert_eq!(key.kubelet_setting(), Some(setting));
+    }
+
+    #[test]
+    fn every_kubelet_setting_is_a_fact_of_the_shape_named_once() {
+        let settings: Vec<(&str, LabelKey)> = LabelKey::ALL
+            .into_iter()
+            .filter_map(|key| key.kubelet_setting().map(|setting| (setting, key)))
+            .collect();
+        assert_eq!(settings.len(), 9);
+        for (setting, key) in settings {
+            assert!(key.shapes(), "{setting} is part of the shape");
+            assert_eq!(LabelKey::from_kubelet_setting(setting), Some(key));
+        }
+        assert_eq!(LabelKey::from_kubelet_setting("numa-gpus"), None);
+    }
 
     fn dgx_a100() -> NodeTopology {
         NodeTopology {

@@ -30,6 +30,15 @@ impl FleetSource {
             FleetSource::Live(live) => live.as_ref(),
         }
     }
+
+    /// The Nodes that name each shape's nodes: the Node file's (a live
+    /// read does not keep them).
+    pub fn nodes(&self) -> &[serde_json::Value] {
+        match self {
+            FleetSource::Files(files) => files.nodes(),
+            FleetSource::Live(_) => &[],
+        }
+    }
 }
 
 /// Why there is no fleet.

@@ -3,6 +3,7 @@
 
 pub mod diff;
 pub mod report;
+pub mod shapes;
 pub mod text;
 
 use crate::args::Output;
@@ -10,10 +11,14 @@ use crate::explain::Explanation;
 use report::ExplainReport;
 
 /// The report in `format`; `Err` for a format explain does not write.
-pub fn explain_report(explanations: &[Explanation], format: Output) -> Result<String, String> {
+pub fn explain_report(
+    explanations: &[Explanation],
+    format: Output,
+    verbose: bool,
+) -> Result<String, String> {
     let report = ExplainReport::new(explanations);
     match format {
-        Output::Table => Ok(text::render(explanations)),
+        Output::Table => Ok(text::render(explanations, verbose)),
         Output::Json => serde_json::to_string_pretty(&report)
             .map(|mut json| {
                 json.push('\n');

@@ -6,6 +6,7 @@
 use crate::explain::{Explanation, ObjectRef, Outcome};
 use crate::input::Source;
 use crate::render::diff::Change;
+use crate::render::shapes::RecordView;
 use serde::Serialize;
 
 pub const API_VERSION: &str = "gpu-topology.io/v1alpha1";
@@ -49,6 +50,8 @@ pub struct Item<'a> {
     pub warnings: &'a [String],
     pub patch: &'a json_patch::Patch,
     pub changes: &'a [Change],
+    /// The record of a GPU pod or pod template (`null` for other objects).
+    pub record: Option<&'a RecordView>,
 }
 
 impl<'a> ExplainReport<'a> {
@@ -84,6 +87,7 @@ impl<'a> Item<'a> {
             warnings: &explanation.warnings,
             patch: &explanation.patch,
             changes: &explanation.changes,
+            record: explanation.record.as_ref(),
         }
     }
 }

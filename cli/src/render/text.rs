@@ -4,7 +4,10 @@
 //! when standard output is not a terminal or NO_COLOR is set.
 
 use crate::explain::{Explanation, Outcome};
+use crate::render::shapes::{RecordView, ShapeRow, View, NAMES_SHOWN};
 use anstyle::{AnsiColor, Style};
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{ContentArrangement, Table};
 use std::fmt::Write;
 
 const HEADING: Style = Style::new().bold();
@@ -19,10 +22,11 @@ fn styled(style: Style, text: &str) -> String {
 
 /// The report for `explanations`, styled (anstream strips the styles
 /// where they are not wanted).
-pub fn render(explanations: &[Explanation]) -> String {
+/// With `verbose`, each shape's figures per NUMA node and per alignment unit.
+pub fn render(explanations: &[Explanation], verbose: bool) -> String {
     let mut out = String::new();
     for explanation in explanations {
-        render_one(explanation, &mut out);
+        render_one(explanation, verbose, &mut out);
         out.push('\n');
     }
     let count = |outcome| explanations.iter().filter(|e| e.outcome == outcome).count();
@@ -37,7 +41,7 @@ pub fn render(explanations: &[Explanation]) -> String {
     out
 }
 
-fn render_one(explanation: &Explanation, out: &mut String) {
+fn render_one(explanation: &Explanation, verbose: bool, out: &mut String) {
     let source = explanation
         .source
         .as_ref()
@@ -68,6 +72,176 @@ fn render_one(explanation: &Explanation, out: &mut String) {
         let _ = writeln!(out, "  changes:");
         for change in &explanation.changes {
             let _ = writeln!(out, "    {change}");
+        }
+    }
+    if let Some(record) = &explanation.record {
+        render_record(record, verbose, out);
+    }
+}
+
+fn render_record(record: &RecordView, verbose: bool, out: &mut String) {
+    let _ = writeln!(out, "  demand:   {}", record.demand);
+    let view = match &record.view {
+        View::NodeList {
+            nodes,
+            malformed: 0,
+        } => format!("the Node list: {nodes} labeled GPU nodes"),
+        View::NodeList { nodes, malformed } => {
+            format!("the Node list: {nodes} labeled GPU nodes, {malformed} left out for malformed labels")
+        }
+        View::Summary { nodes } => {
+            format!(
+                "the fleet summary: {nodes} GPU nodes (a summary counts shapes; it names no nodes)"
+            )
+        }
+        View::Static => {
+            "the static limits (capacity.source: static): the cluster is not read".to_owned()
+        }
+        View::Unavailable { reason } => format!("none: {reason}"),
+    };
+    let _ = writeln!(out, "  fleet:    {view}");
+    for adjustment in &record.adjustments {
+        let _ = writeln!(out, "  adjusted: {adjustment}");
+    }
+    if record.shapes.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "{}", shape_table(record));
+    for shape in &record.shapes {
+        let id = shape.shape.as_deref().unwrap_or("(no shape label)");
+        if let (Some(why), Some(fix)) = (&shape.why, &shape.fix) {
+            let _ = writeln!(out, "  shape {id}: {why}");
+            let _ = writeln!(out, "    fix: {fix}");
+        }
+        if verbose {
+            render_figures(id, shape, out);
+        }
+    }
+}
+
+fn yes(flag: bool) -> &'static str {
+    if flag {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+fn or_unknown(value: &Option<String>) -> &str {
+    value.as_deref().unwrap_or("?")
+}
+
+fn shape_table(record: &RecordView) -> Table {
+    let shapes = &record.shapes;
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header([
+            "SHAPE",
+            "GPUS",
+            "NODES",
+            "NODE NAMES",
+            "TOPOLOGY MANAGER",
+            "CPU MANAGER",
+            "MEMORY MANAGER",
+            "VERDICT",
+            "TAKES",
+            "AFFINITY",
+        ]);
+    for shape in shapes {
+        let names = match &shape.node_names {
+            None => "-".to_owned(),
+            Some(names) if names.len() > NAMES_SHOWN => {
+                format!(
+                    "{} +{} more",
+                    names[..NAMES_SHOWN].join(", "),
+                    names.len() - NAMES_SHOWN
+                )
+            }
+            Some(names) => names.join(", "),
+        };
+        let kubelet = &shape.kubelet;
+        // The scope the verdict assumes is said only where the labels do
+        // not publish it (the settings' scope is assumed there).
+        let topology_manager = match &kubelet.topology_manager_scope {
+            Some(scope) if *scope == shape.scope => {
+                format!(
+                    "{}, {scope} scope",
+                    or_unknown(&kubelet.topology_manager_policy)
+                )
+            }
+            _ => format!(
+                "{}, {} scope assumed",
+                or_unknown(&kubelet.topology_manager_policy),
+                shape.scope
+            ),
+        };
+        let cpu_manager = match kubelet.full_pcpus_only {
+            Some(true) => format!(
+                "{}, full-pcpus-only",
+                or_unknown(&kubelet.cpu_manager_policy)
+            ),
+            _ => or_unknown(&kubelet.cpu_manager_policy).to_owned(),
+        };
+        let affinity = match (
+            record.adds_required_affinity,
+            shape.selected,
+            shape.preferred,
+        ) {
+            (false, _, false) if !record.adds_preferred_affinity => "none added",
+            (false, _, true) => "preferred",
+            (false, _, false) => "not preferred",
+            (true, true, true) => "selected, preferred",
+            (true, true, false) => "selected",
+            (true, false, _) => "excluded",
+        };
+        table.add_row([
+            shape.shape.clone().unwrap_or_else(|| "-".to_owned()),
+            shape
+                .gpus
+                .map_or_else(|| "?".to_owned(), |gpus| gpus.to_string()),
+            shape.nodes.to_string(),
+            names,
+            topology_manager,
+            cpu_manager,
+            or_unknown(&kubelet.memory_manager_policy).to_owned(),
+            shape.verdict.to_owned(),
+            yes(shape.takes).to_owned(),
+            affinity.to_owned(),
+        ]);
+    }
+    table
+}
+
+/// `-v`: what each NUMA node offers and how each unit's hints merged.
+fn render_figures(id: &str, shape: &ShapeRow, out: &mut String) {
+    let _ = writeln!(out, "  shape {id}, per NUMA node:");
+    let figure = |value: Option<u32>| value.map_or_else(|| "?".to_owned(), |v| v.to_string());
+    for numa in &shape.numa {
+        let _ = writeln!(
+            out,
+            "    NUMA {}: {} GPUs, {} CPUs ({} reserved), {} MiB memory",
+            numa.node,
+            figure(numa.gpus),
+            figure(numa.cpus),
+            figure(numa.reserved_cpus),
+            figure(numa.memory_mib)
+        );
+    }
+    for unit in &shape.units {
+        let hint = unit
+            .hint
+            .as_deref()
+            .unwrap_or("none (Topology Manager policy none)");
+        let aligned = if unit.aligned {
+            "aligned"
+        } else {
+            "not aligned"
+        };
+        let _ = writeln!(out, "    {}: merged hint {hint}, {aligned}", unit.unit);
+        for resource in &unit.resources {
+            let _ = writeln!(out, "      {resource}");
         }
     }
 }

@@ -1,0 +1,273 @@
+//! The node shapes of one decision, from the policy's record
+//! ([`PodRecord`]): one row per shape with its node count and a few node
+//! names, the kubelet's manager settings, the model's verdict, whether the
+//! shape takes the pod as its affinity mode needs, and whether the added
+//! affinity selects it; the policy's own words for a shape that does not
+//! take the pod; and, for `-v`, the model's figures per alignment unit.
+
+use gpu_topology::kubelet::outcome::{HintReport, UnitReport};
+use gpu_topology::kubelet::Admission;
+use gpu_topology::{LabelPrefix, NodeTopology};
+use gpu_topology_policy::decide::model::Answer;
+use gpu_topology_policy::decide::record::{PodRecord, ShapeRecord, ViewRecord};
+use serde::Serialize;
+use serde_json::Value;
+use std::fmt::Display;
+
+/// How many node names a row shows.
+pub const NAMES_SHOWN: usize = 3;
+
+/// The record as the reports show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordView {
+    /// The aligned unit of the demand, in the policy's words.
+    pub demand: String,
+    pub view: View,
+    pub shapes: Vec<ShapeRow>,
+    /// The policy adds required node affinity (its terms select shapes);
+    /// without, every shape is `selected`.
+    pub adds_required_affinity: bool,
+    /// The policy adds preferred node affinity.
+    pub adds_preferred_affinity: bool,
+    /// The defaults lowered and CPUs rounded for this pod.
+    pub adjustments: Vec<String>,
+}
+
+/// How the cluster was seen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "source", rename_all = "camelCase")]
+pub enum View {
+    #[serde(rename_all = "camelCase")]
+    NodeList {
+        nodes: u32,
+        malformed: u32,
+    },
+    Summary {
+        nodes: u32,
+    },
+    Static,
+    Unavailable {
+        reason: String,
+    },
+}
+
+/// The kubelet settings of a shape as its labels publish them (`null`:
+/// not published).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KubeletSettings {
+    pub topology_manager_policy: Option<String>,
+    pub topology_manager_scope: Option<String>,
+    pub cpu_manager_policy: Option<String>,
+    pub full_pcpus_only: Option<bool>,
+    pub memory_manager_policy: Option<String>,
+}
+
+/// One node shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShapeRow {
+    /// The shape label's ID (`null`: the nodes publish none).
+    pub shape: Option<String>,
+    pub gpus: Option<u32>,
+    pub numa_nodes: Option<u32>,
+    pub nodes: u32,
+    /// The nodes' names, when the view came from a Node file (`null` from
+    /// a summary or a live read, which do not name nodes here).
+    pub node_names: Option<Vec<String>>,
+    pub kubelet: KubeletSettings,
+    /// The Topology Manager scope the verdict assumes.
+    pub scope: String,
+    /// `admits-aligned`, `admits-unaligned`, `refuses`, `unknown` or
+    /// `contradictory`.
+    pub verdict: &'static str,
+    pub takes: bool,
+    pub selected: bool,
+    pub preferred: bool,
+    pub why: Option<String>,
+    pub fix: Option<String>,
+    /// What each NUMA node offers, as the labels publish it (what `-v`
+    /// prints against the demand).
+    pub numa: Vec<NumaRow>,
+    /// The model's figures per alignment unit (what `-v` prints).
+    pub units: Vec<UnitRow>,
+}
+
+/// One NUMA node of a shape (`null`: not published).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NumaRow {
+    pub node: usize,
+    pub gpus: Option<u32>,
+    pub cpus: Option<u32>,
+    pub reserved_cpus: Option<u32>,
+    pub memory_mib: Option<u32>,
+}
+
+/// One alignment unit's figures on a shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnitRow {
+    /// `pod`, or `container N` (counted from 0, in the pod's order).
+    pub unit: String,
+    /// Per resource: `GPUs 4: narrowest 1 NUMA node (1 free), 2 preferred masks`.
+    pub resources: Vec<String>,
+    /// The merged hint, e.g. `01 preferred` (`null` under policy `none`).
+    pub hint: Option<String>,
+    pub aligned: bool,
+}
+
+fn text(value: Option<impl Display>) -> Option<String> {
+    value.map(|value| value.to_string())
+}
+
+impl RecordView {
+    /// The view of `record`; `nodes` are the Node file's Nodes, to name the
+    /// nodes of each shape (empty: no names).
+    pub fn new(record: &PodRecord, nodes: &[Value], prefix: &LabelPrefix) -> Self {
+        let named = !nodes.is_empty() && matches!(record.view, ViewRecord::NodeList { .. });
+        let topologies: Vec<(String, NodeTopology)> = if named {
+            nodes
+                .iter()
+                .filter_map(|node| node_topology(node, prefix))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        RecordView {
+            demand: record.demand.describe_unit(),
+            view: match &record.view {
+                ViewRecord::NodeList { nodes, malformed } => View::NodeList {
+                    nodes: *nodes,
+                    malformed: *malformed,
+                },
+                ViewRecord::Summary { nodes } => View::Summary { nodes: *nodes },
+                ViewRecord::Static => View::Static,
+                ViewRecord::Unavailable { reason } => View::Unavailable {
+                    reason: reason.clone(),
+                },
+            },
+            shapes: record
+                .shapes
+                .iter()
+                .map(|shape| ShapeRow::new(shape, named.then_some(&topologies[..])))
+                .collect(),
+            adds_required_affinity: !record.affinity.required.is_empty(),
+            adds_preferred_affinity: !record.affinity.preferred.is_empty(),
+            adjustments: record.adjustments.clone(),
+        }
+    }
+}
+
+/// A Node's name and topology, read from its labels through the label
+/// contract as the policy's Node-list reader reads them; `None` for a node
+/// whose labels do not parse (the policy leaves it out too).
+fn node_topology(node: &Value, prefix: &LabelPrefix) -> Option<(String, NodeTopology)> {
+    let name = node
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)?
+        .to_owned();
+    let labels = node
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)?;
+    let texts = labels
+        .iter()
+        .filter_map(|(key, value)| Some((key.as_str(), value.as_str()?)));
+    NodeTopology::from_labels(prefix, texts)
+        .ok()
+        .map(|topology| (name, topology))
+}
+
+impl ShapeRow {
+    fn new(shape: &ShapeRecord, nodes: Option<&[(String, NodeTopology)]>) -> Self {
+        let topology = &shape.topology;
+        let node_names = nodes.map(|nodes| {
+            nodes
+                .iter()
+                .filter(|(_, node)| *node == shape.topology)
+                .map(|(name, _)| name.clone())
+                .collect()
+        });
+        ShapeRow {
+            shape: text(topology.shape.as_ref()),
+            gpus: topology.gpus,
+            numa_nodes: topology.numa_nodes,
+            nodes: shape.nodes,
+            node_names,
+            kubelet: KubeletSettings {
+                topology_manager_policy: text(topology.topology_manager_policy),
+                topology_manager_scope: text(topology.topology_manager_scope),
+                cpu_manager_policy: text(topology.cpu_manager_policy),
+                full_pcpus_only: topology.full_pcpus_only,
+                memory_manager_policy: text(topology.memory_manager_policy),
+            },
+            scope: shape.scope.to_string(),
+            verdict: verdict(&shape.answer),
+            takes: shape.takes,
+            selected: shape.selected,
+            preferred: shape.preferred,
+            why: shape.why.clone(),
+            fix: shape.fix.clone(),
+            numa: numa_rows(topology),
+            units: shape.admission.as_ref().map(units).unwrap_or_default(),
+        }
+    }
+}
+
+fn numa_rows(topology: &NodeTopology) -> Vec<NumaRow> {
+    let count = topology.numa_nodes.unwrap_or(0) as usize;
+    let at =
+        |values: &Option<Vec<u32>>, node: usize| values.as_ref().and_then(|v| v.get(node).copied());
+    (0..count.min(gpu_topology::kubelet::MAX_NUMA_NODES))
+        .map(|node| NumaRow {
+            node,
+            gpus: at(&topology.numa_gpus, node),
+            cpus: at(&topology.numa_cpus, node),
+            reserved_cpus: at(&topology.numa_reserved_cpus, node),
+            memory_mib: at(&topology.numa_memory_mib, node),
+        })
+        .collect()
+}
+
+fn verdict(answer: &Answer) -> &'static str {
+    match answer {
+        Answer::Admit { aligned: true } => "admits-aligned",
+        Answer::Admit { aligned: false } => "admits-unaligned",
+        Answer::Refuse(_) => "refuses",
+        Answer::Unknown(_) => "unknown",
+        Answer::Contradictory(_) => "contradictory",
+    }
+}
+
+fn units(admission: &Admission) -> Vec<UnitRow> {
+    admission.units.iter().map(unit).collect()
+}
+
+fn unit(report: &UnitReport) -> UnitRow {
+    UnitRow {
+        unit: report
+            .container
+            .map_or_else(|| "pod".to_owned(), |index| format!("container {index}")),
+        resources: report
+            .resources
+            .iter()
+            .map(|resource| {
+                let hints = match resource.hints {
+                    HintReport::DontCare => "no NUMA preference".to_owned(),
+                    HintReport::NoFit => "no NUMA affinity can hold it".to_owned(),
+                    HintReport::Hints {
+                        narrowest_capacity,
+                        narrowest_available,
+                        preferred_masks,
+                    } => format!(
+                        "fits on {narrowest_capacity} NUMA node(s) by capacity, {narrowest_available} by what is free; {preferred_masks} preferred mask(s)"
+                    ),
+                };
+                format!("{} {}: {hints}", resource.resource, resource.request)
+            })
+            .collect(),
+        hint: text(report.hint.as_ref()),
+        aligned: report.aligned,
+    }
+}

@@ -1,0 +1,210 @@
+//! The `gpu-topology explain` binary: exit codes, settings, inputs and the
+//! golden outputs (tests/snapshots/*.snap, committed: a change of output
+//! must be reviewed, `cargo insta review`, never written by CI).
+
+use gpu_topology_policy::settings::validation_response;
+use rstest::rstest;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+const NODES: &str = "tests/fixtures/fleet/hgx-mixed-nodes.yaml";
+const SUMMARY: &str = "tests/fixtures/fleet/hgx-mixed-summary.yaml";
+
+/// Runs the binary in the crate's directory (relative fixture paths, so
+/// outputs name them the same everywhere), without colour.
+fn explain(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gpu-topology"));
+    command
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("explain")
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("the binary runs");
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(text.as_bytes()).unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+/// (arguments, exit code, what standard error says, if anything).
+#[rstest]
+#[case::all_admitted(&["tests/fixtures/objects/pod-8-gpus.yaml", "--nodes", NODES], 0, None)]
+#[case::a_directory_of_admitted_objects(&["tests/fixtures/input/dir", "--nodes", NODES], 0, None)]
+#[case::one_of_two_rejected(&["tests/fixtures/objects/pods-4-and-16-gpus.yaml", "--nodes", NODES], 1, None)]
+#[case::a_workload_rejected(&["tests/fixtures/objects/deployment-16-gpus.json", "--nodes", NODES], 1, None)]
+#[case::missing_file(&["tests/fixtures/objects/no-such.yaml", "--nodes", NODES], 2, Some("tests/fixtures/objects/no-such.yaml: cannot be read"))]
+#[case::not_yaml(&["tests/fixtures/input/not-yaml.yaml", "--nodes", NODES], 2, Some("tests/fixtures/input/not-yaml.yaml, document 1: is not YAML or JSON"))]
+#[case::a_node_list_item_without_metadata(&["tests/fixtures/objects/non-gpu-pod.yaml", "--nodes", "tests/fixtures/fleet/node-without-metadata.yaml"], 2,
+    Some("tests/fixtures/fleet/node-without-metadata.yaml, document 1, item 2: the Node has no `metadata`"))]
+#[case::a_nodes_file_of_pods(&["tests/fixtures/objects/non-gpu-pod.yaml", "--nodes", "tests/fixtures/fleet/not-nodes.yaml"], 2, Some("is a Pod, not a Node"))]
+#[case::live_mode_is_not_built(&["tests/fixtures/objects/non-gpu-pod.yaml"], 2, Some("live mode not built"))]
+#[case::no_objects(&[], 2, Some("required"))]
+#[case::an_unknown_flag(&["x.yaml", "--nodez", NODES], 2, Some("--nodez"))]
+#[case::policyreport_is_audit_s(&["tests/fixtures/objects/non-gpu-pod.yaml", "--nodes", NODES, "-o", "policyreport"], 2, Some("audit only"))]
+fn exit_codes(#[case] args: &[&str], #[case] code: i32, #[case] says: Option<&str>) {
+    let output = explain(args, None);
+    assert_eq!(output.status.code(), Some(code), "{}", stderr(&output));
+    if let Some(says) = says {
+        assert!(stderr(&output).contains(says), "{}", stderr(&output));
+    }
+}
+
+/// Bad settings are refused with validate_settings' own message, the key
+/// named, from a plain settings file or a policy manifest's spec.settings.
+#[rstest]
+#[case::plain_settings(
+    "tests/fixtures/settings/bad-alignment.yaml",
+    r#"{"topology": {"alignment": "sideways"}}"#
+)]
+#[case::admission_policy_manifest(
+    "tests/fixtures/settings/bad-key-in-manifest.yaml",
+    r#"{"qos": {"cpuPerGPU": "4"}}"#
+)]
+fn bad_settings_are_refused_as_validate_settings_refuses_them(
+    #[case] file: &str,
+    #[case] settings: &str,
+) {
+    let refused = validation_response(settings.as_bytes());
+    let message = refused.message.expect("validate_settings refuses them");
+    let output = explain(
+        &[
+            "tests/fixtures/objects/non-gpu-pod.yaml",
+            "--nodes",
+            NODES,
+            "--settings",
+            file,
+        ],
+        None,
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output).trim_end(),
+        format!("gpu-topology: {file}: the policy refuses these settings: {message}")
+    );
+}
+
+/// A manifest's spec.settings and the same settings in a plain file decide
+/// alike, and not as the defaults do (required affinity rejects the 16-GPU
+/// pod alike, but steers the 4-GPU pod to NUMA-aligned shapes).
+#[test]
+fn a_policy_manifest_s_settings_are_the_settings() {
+    let run = |settings: &[&str]| {
+        let args = [
+            &[
+                "tests/fixtures/objects/pods-4-and-16-gpus.yaml",
+                "--nodes",
+                NODES,
+                "-o",
+                "json",
+            ][..],
+            settings,
+        ]
+        .concat();
+        let report: serde_json::Value =
+            serde_json::from_str(&stdout(&explain(&args, None))).unwrap();
+        report["items"].clone()
+    };
+    let manifest = run(&["--settings", "tests/fixtures/settings/policy.yaml"]);
+    assert_eq!(
+        manifest,
+        run(&["--settings", "tests/fixtures/settings/plain.yaml"])
+    );
+    assert_ne!(manifest, run(&[]));
+}
+
+#[test]
+fn standard_input_is_read_for_dash() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/objects/pods-4-and-16-gpus.yaml"),
+    )
+    .unwrap();
+    let output = explain(&["-", "--nodes", NODES, "-o", "json"], Some(&text));
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(
+        report["items"][1]["source"],
+        serde_json::json!({"file": "-", "document": 2})
+    );
+    assert_eq!(report["items"][1]["decision"], "rejected");
+}
+
+#[test]
+fn the_table_against_a_node_file() {
+    let output = explain(
+        &[
+            "tests/fixtures/objects/pod-8-gpus.yaml",
+            "tests/fixtures/objects/pods-4-and-16-gpus.yaml",
+            "--nodes",
+            NODES,
+        ],
+        None,
+    );
+    insta::assert_snapshot!(stdout(&output));
+}
+
+#[test]
+fn the_verbose_table_against_a_summary() {
+    let output = explain(
+        &[
+            "tests/fixtures/objects/pod-8-gpus.yaml",
+            "--summary",
+            SUMMARY,
+            "--settings",
+            "tests/fixtures/settings/summary-trusted.yaml",
+            "-v",
+        ],
+        None,
+    );
+    insta::assert_snapshot!(stdout(&output));
+}
+
+#[test]
+fn the_json_report() {
+    let output = explain(
+        &[
+            "tests/fixtures/objects/pod-8-gpus.yaml",
+            "tests/fixtures/objects/deployment-16-gpus.json",
+            "tests/fixtures/objects/non-gpu-pod.yaml",
+            "--nodes",
+            NODES,
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    insta::assert_json_snapshot!(report);
+}
+
+#[test]
+fn the_yaml_report_is_the_json_report() {
+    let args = [
+        "tests/fixtures/objects/pods-4-and-16-gpus.yaml",
+        "--nodes",
+        NODES,
+        "-o",
+    ];
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&explain(&[&args[..], &["json"]].concat(), None))).unwrap();
+    let yaml: serde_json::Value =
+        serde_saphyr::from_str(&stdout(&explain(&[&args[..], &["yaml"]].concat(), None))).unwrap();
+    assert_eq!(yaml, json);
+    assert_eq!(json["apiVersion"], "gpu-topology.io/v1alpha1");
+    assert_eq!(json["kind"], "ExplainReport");
+}

@@ -1,0 +1,322 @@
+//! The decision as the operator's tool reads it (`gpu-topology explain`):
+//! the policy's answer and, for a GPU pod or pod template, the record it
+//! was made from, with the verdict of every node shape.
+//!
+//! Nothing here decides: [`explain_with`] runs the policy's own pipeline
+//! ([`super::decide_request`]) once and only puts its plan into owned,
+//! plain data. The words for a shape that does not take the pod are the
+//! policy's own ([`explain::why_and_fix`]), computed here because only the
+//! tool shows them for every shape.
+
+use crate::cluster::host::ClusterReader;
+use crate::cluster::Unavailable;
+use crate::decide::affinity::AffinityRequirement;
+use crate::decide::demand::Demand;
+use crate::decide::fit::Sight;
+use crate::decide::model::{Answer, Need};
+use crate::decide::{decide_request, explain, qos, Decision, PodPlan};
+use crate::request::AdmissionRequest;
+use crate::settings::Config;
+use gpu_topology::kubelet::Admission;
+use gpu_topology::selector::terms_match;
+use gpu_topology::{NodeTopology, TopologyManagerScope};
+
+/// The policy's answer to one request and the record behind it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Explained {
+    /// Exactly what [`super::evaluate_with`] answers.
+    pub decision: Decision,
+    /// The GPU pod or workload template decided; `None` when the request
+    /// is no GPU pod, or is accepted before its pod is read (an exempt
+    /// namespace, an update that leaves the template alone, a malformed
+    /// GPU count).
+    pub pod: Option<PodRecord>,
+}
+
+/// What the policy decided about one GPU pod, stage by stage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodRecord {
+    /// The GPU demand, computed once from the spec.
+    pub demand: Demand,
+    /// How the cluster was seen.
+    pub view: ViewRecord,
+    /// The kubelet's answer on every node shape of the view, on the pod as
+    /// planned (its QoS edits made); empty without a view.
+    pub shapes: Vec<ShapeRecord>,
+    /// The Guaranteed-QoS edits written into the pod.
+    pub qos_edits: Vec<qos::Edit>,
+    /// The warnings of the defaults lowered and the CPUs rounded for this
+    /// pod, one per adjustment made (they are also among the decision's
+    /// warnings).
+    pub adjustments: Vec<String>,
+    /// The node affinity merged into the pod (none for a workload, whose
+    /// pods get it when they are created).
+    pub affinity: AffinityRequirement,
+    /// Why the pod is rejected, if it is (the decision's message).
+    pub rejection: Option<String>,
+}
+
+/// How the cluster was seen for the decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ViewRecord {
+    /// Read from the labels of the Node list.
+    NodeList {
+        /// The labeled GPU nodes in the fit.
+        nodes: u32,
+        /// The nodes left out for malformed labels.
+        malformed: u32,
+    },
+    /// Read from the fleet summary.
+    Summary { nodes: u32 },
+    /// `capacity.source: static`: the cluster is not read.
+    Static,
+    /// No view, and why.
+    Unavailable { reason: String },
+}
+
+/// One node shape (nodes with identical topology labels) and the kubelet's
+/// answer there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShapeRecord {
+    /// The facts as read from the labels: the shape ID and the kubelet's
+    /// manager settings among them.
+    pub topology: NodeTopology,
+    pub nodes: u32,
+    /// The Topology Manager scope the answer assumes.
+    pub scope: TopologyManagerScope,
+    pub answer: Answer,
+    /// The nodes take the pod as its affinity mode needs (hosted at the
+    /// alignment under `required`, not refused otherwise).
+    pub takes: bool,
+    /// The pod's added required affinity lets the scheduler choose these
+    /// nodes (true when it adds no required terms).
+    pub selected: bool,
+    /// The pod's added preferred affinity favours these nodes.
+    pub preferred: bool,
+    /// Why the nodes do not take the pod as needed, in the policy's words.
+    pub why: Option<String>,
+    /// What to change so that they would.
+    pub fix: Option<String>,
+    /// The model's units, hints and per-NUMA figures behind the answer.
+    pub admission: Option<Admission>,
+}
+
+/// Decides on `request` as [`super::evaluate_with`] does and returns the
+/// record with the answer.
+pub fn explain_with(
+    request: &AdmissionRequest,
+    config: &Config,
+    cluster: &dyn ClusterReader,
+) -> Explained {
+    let decided = decide_request(request, config, cluster);
+    Explained {
+        decision: decided.decision,
+        pod: decided
+            .pod
+            .map(|(demand, plan)| PodRecord::new(demand, plan, config)),
+    }
+}
+
+impl PodRecord {
+    fn new(demand: Demand, plan: PodPlan, config: &Config) -> Self {
+        let PodPlan {
+            sight,
+            verdicts,
+            qos_edits,
+            notes,
+            requirement,
+            rejection,
+        } = plan;
+        let need = Need::for_pod(config);
+        let (view, shapes) = match sight {
+            Sight::Static => (ViewRecord::Static, Vec::new()),
+            Sight::Unavailable(Unavailable::NodeList(reason) | Unavailable::Summary(reason)) => {
+                (ViewRecord::Unavailable { reason }, Vec::new())
+            }
+            Sight::View(view) => {
+                let nodes = view.fleet.groups().iter().map(|group| group.nodes).sum();
+                let record = if view.from_node_list {
+                    ViewRecord::NodeList {
+                        nodes,
+                        malformed: view.malformed,
+                    }
+                } else {
+                    ViewRecord::Summary { nodes }
+                };
+                let shapes = view
+                    .fleet
+                    .groups()
+                    .iter()
+                    .zip(&verdicts)
+                    .map(|(group, verdict)| {
+                        let verdict = verdict.on(group);
+                        let takes = verdict.takes(need, &demand.pod);
+                        let (why, fix) = if takes {
+                            (None, None)
+                        } else {
+                            let (why, fix) = explain::why_and_fix(&demand, need, &verdict);
+                            (Some(why), Some(fix))
+                        };
+                        ShapeRecord {
+                            selected: requirement.required.is_empty()
+                                || terms_match(&requirement.required, &group.topology),
+                            preferred: !requirement.preferred.is_empty()
+                                && terms_match(&requirement.preferred, &group.topology),
+                            topology: group.topology.clone(),
+                            nodes: group.nodes,
+                            scope: verdict.scope,
+                            takes,
+                            why,
+                            fix,
+                            answer: verdict.answer,
+                            admission: verdict.admission,
+                        }
+                    })
+                    .collect();
+                (record, shapes)
+            }
+        };
+        PodRecord {
+            demand,
+            view,
+            shapes,
+            qos_edits,
+            adjustments: notes.adjustments,
+            affinity: requirement,
+            rejection,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::evaluate_with;
+    use crate::decide::testing::{config, hgx, l4, pod};
+    use crate::decide::Verdict;
+    use kubewarden_policy_sdk::host_capabilities::kubernetes::{
+        GetResourceRequest, ListAllResourcesRequest,
+    };
+    use rstest::rstest;
+    use serde_json::{json, Value};
+
+    /// A cluster that lists these nodes and has no fleet summary.
+    struct Nodes(Vec<(NodeTopology, u32)>);
+
+    impl ClusterReader for Nodes {
+        fn list_all_resources(&self, _: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+            let prefix = gpu_topology::LabelPrefix::default();
+            let items: Vec<Value> = (self.0.iter())
+                .flat_map(|(topology, count)| (0..*count).map(move |_| topology))
+                .enumerate()
+                .map(|(index, topology)| {
+                    json!({"metadata": {"name": format!("node-{index}"), "labels": topology.to_labels(&prefix)}})
+                })
+                .collect();
+            Ok(serde_json::to_vec(&json!({ "items": items })).unwrap())
+        }
+
+        fn get_resource(&self, _: &GetResourceRequest) -> Result<Vec<u8>, String> {
+            Err("configmaps \"gpu-topology-fleet-summary\" not found".to_owned())
+        }
+    }
+
+    /// A cluster that refuses every read.
+    struct Refusing;
+
+    impl ClusterReader for Refusing {
+        fn list_all_resources(&self, _: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+            Err("not allowed".to_owned())
+        }
+
+        fn get_resource(&self, _: &GetResourceRequest) -> Result<Vec<u8>, String> {
+            Err("not allowed".to_owned())
+        }
+    }
+
+    fn pod_request(spec: Value) -> String {
+        json!({
+            "uid": "1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "name": "train", "namespace": "ml", "operation": "CREATE",
+            "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train"}, "spec": spec},
+        })
+        .to_string()
+    }
+
+    /// What the record says per shape: (nodes, takes, selected, why given).
+    type Row = (u32, bool, bool, bool);
+
+    #[rstest]
+    #[case::both_shapes_take_four_gpus(4, vec![(hgx("single-numa-node"), 3), (l4(), 2)], false, vec![(3, true, true, false), (2, true, true, false)])]
+    #[case::a_single_numa_kubelet_refuses_five(5, vec![(hgx("single-numa-node"), 3), (hgx("best-effort"), 2)], false, vec![(3, false, false, true), (2, true, true, false)])]
+    #[case::no_shape_takes_eight_aligned(8, vec![(hgx("single-numa-node"), 3), (l4(), 2)], true, vec![(3, false, true, true), (2, false, true, true)])]
+    fn the_record_has_every_shapes_verdict_and_the_answer_evaluate_gives(
+        #[case] gpus: u32,
+        #[case] fleet: Vec<(NodeTopology, u32)>,
+        #[case] rejected: bool,
+        #[case] rows: Vec<Row>,
+    ) {
+        let config = config(json!({}));
+        let text = pod_request(pod(gpus, 16));
+        let request = AdmissionRequest::parse(&text).unwrap();
+        let cluster = Nodes(fleet);
+        let explained = explain_with(&request, &config, &cluster);
+        assert_eq!(
+            explained.decision,
+            evaluate_with(&request, &config, &cluster)
+        );
+        let record = explained.pod.expect("a GPU pod has a record");
+        assert_eq!(
+            record.view,
+            ViewRecord::NodeList {
+                nodes: rows.iter().map(|row| row.0).sum(),
+                malformed: 0
+            }
+        );
+        let got: Vec<Row> = (record.shapes.iter())
+            .map(|s| {
+                (
+                    s.nodes,
+                    s.takes,
+                    s.selected,
+                    s.why.is_some() && s.fix.is_some(),
+                )
+            })
+            .collect();
+        assert_eq!(got, rows);
+        assert_eq!(record.rejection.is_some(), rejected);
+        if let (Verdict::Reject(message), Some(rejection)) =
+            (&explained.decision.verdict, &record.rejection)
+        {
+            assert_eq!(message, rejection);
+        }
+        assert!(
+            !record.qos_edits.is_empty(),
+            "the pod's memory request is filled in"
+        );
+    }
+
+    #[test]
+    fn a_pod_without_gpus_has_no_record() {
+        let text = pod_request(json!({"containers": [{"name": "web"}]}));
+        let request = AdmissionRequest::parse(&text).unwrap();
+        let explained = explain_with(&request, &config(json!({})), &Nodes(Vec::new()));
+        assert_eq!(explained.decision, Decision::accept());
+        assert_eq!(explained.pod, None);
+    }
+
+    #[test]
+    fn a_refused_read_is_recorded_with_the_hosts_reason() {
+        let text = pod_request(pod(4, 16));
+        let request = AdmissionRequest::parse(&text).unwrap();
+        let record = explain_with(&request, &config(json!({})), &Refusing)
+            .pod
+            .unwrap();
+        let ViewRecord::Unavailable { reason } = &record.view else {
+            panic!("no view: {:?}", record.view);
+        };
+        assert!(reason.contains("not allowed"), "{reason}");
+        assert!(record.shapes.is_empty());
+    }
+}
