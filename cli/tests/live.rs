@@ -338,3 +338,110 @@ fn read_cluster_through_live_names_the_refusal() {
     );
     server.finish();
 }
+
+/// A pod of the live listing.
+fn live_pod(name: &str, node: &str) -> Value {
+    json!({"metadata": {"name": name, "namespace": "ml", "uid": format!("uid-{name}")},
+           "spec": {"nodeName": node, "containers": [{"name": "trainer",
+               "resources": {"limits": {"cpu": "8", "memory": "8Gi", "nvidia.com/gpu": "1"}}}]},
+           "status": {"phase": "Running", "qosClass": "Guaranteed"}})
+}
+
+fn list(items: Vec<Value>, next: Option<&str>) -> Step {
+    let mut metadata = json!({"resourceVersion": "7"});
+    if let Some(next) = next {
+        metadata["continue"] = json!(next);
+    }
+    Reply::json(&json!({"kind": "List", "apiVersion": "v1", "metadata": metadata, "items": items}))
+        .into()
+}
+
+#[rstest]
+#[case::nodefeatures_read(None)]
+#[case::no_nodefeature_api(Some(404))]
+fn audit_reads_pods_and_nodes_live(#[case] nodefeatures_refused: Option<u16>) {
+    use gpu_topology_cli::audit::{nodes, pods};
+    let prefix = LabelPrefix::default();
+    let labels = json!({"gpu-topology.io/gpus": "8"});
+    let node = |name: &str, heartbeat: Option<&str>| {
+        let mut node = json!({"metadata": {"name": name, "labels": labels, "uid": "x",
+                                            "annotations": {"other": "kept out by no mask"}},
+                              "status": {"capacity": {}}});
+        if let Some(heartbeat) = heartbeat {
+            node["metadata"]["annotations"]["gpu-topology.io/published"] = json!(heartbeat);
+        }
+        node
+    };
+    let feature = json!({"metadata": {"name": "gpu-topology-gpu-b",
+        "labels": {"nfd.node.kubernetes.io/node-name": "gpu-b", "app.kubernetes.io/name": "gpu-topology-labeler"},
+        "annotations": {"gpu-topology.io/published": "2026-12-01T11:00:00Z"}}});
+    let features = match nodefeatures_refused {
+        None => list(vec![feature], None),
+        Some(code) => refused(code, "the server could not find the requested resource"),
+    };
+    let server = Server::start(vec![
+        version(),
+        list(vec![live_pod("a", "gpu-a")], Some("pods-2")),
+        list(vec![live_pod("b", "gpu-b")], None),
+        list(
+            vec![
+                node("gpu-a", Some("2026-12-01T11:30:00Z")),
+                node("gpu-b", None),
+            ],
+            None,
+        ),
+        features,
+    ]);
+    let live = LiveCluster::connect(&server.credentials("audit")).unwrap();
+    let pods = pods::from_cluster(&live).unwrap();
+    assert_eq!(
+        pods.iter().map(|pod| pod.name.as_str()).collect::<Vec<_>>(),
+        ["a", "b"]
+    );
+    assert_eq!(pods[1].node.as_deref(), Some("gpu-b"));
+    let (nodes, problem) = nodes::from_cluster(&live, &prefix).unwrap();
+    assert_eq!(
+        nodes["gpu-a"].heartbeat.as_deref(),
+        Some("2026-12-01T11:30:00Z")
+    );
+    match nodefeatures_refused {
+        // The nodefeature sink's heartbeat, for the node that has none itself.
+        None => {
+            assert_eq!(
+                nodes["gpu-b"].heartbeat.as_deref(),
+                Some("2026-12-01T11:00:00Z")
+            );
+            assert_eq!(problem, None);
+        }
+        Some(_) => {
+            assert_eq!(nodes["gpu-b"].heartbeat, None);
+            assert!(problem.unwrap().contains("NotFound"));
+        }
+    }
+    assert_eq!(
+        nodes["gpu-b"]
+            .labels
+            .get("gpu-topology.io/gpus")
+            .map(String::as_str),
+        Some("8")
+    );
+
+    let sent = server.finish();
+    let ended = "fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed";
+    assert_eq!(sent[1].path, "/api/v1/pods");
+    assert_eq!(sent[1].query, query(&[ended, "limit=500"]));
+    assert_eq!(
+        sent[2].query,
+        query(&["continue=pods-2", ended, "limit=500"])
+    );
+    assert_eq!(sent[3].path, "/api/v1/nodes");
+    assert_eq!(sent[3].query, query(&["limit=500"]));
+    assert_eq!(sent[4].path, "/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures");
+    assert_eq!(
+        sent[4].query,
+        query(&[
+            "labelSelector=app.kubernetes.io%2Fname%3Dgpu-topology-labeler",
+            "limit=500"
+        ])
+    );
+}
