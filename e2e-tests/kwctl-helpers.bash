@@ -65,10 +65,67 @@ run_scenario() {
       --argjson patch "${patch:-[]}" \
       -f "$BATS_TEST_DIRNAME/kwctl-check.jq" <<<"$output"); then
     failures=$(jq -n --arg out "$output" '["cannot check kwctl output: \($out)"]')
+  else
+    # The operator's tool must answer as kwctl did (issue #22).
+    failures=$(jq -n --argjson a "$failures" --argjson b "$(tool_differences "$file" "$output" "${patch:-[]}")" '$a + $b')
   fi
   if [ "$(jq length <<<"$failures")" -ne 0 ]; then
     echo "FAIL $name ($(jq -r .description "$file")):"
     jq -r '.[] | "  - " + .' <<<"$failures"
     return 1
   fi
+}
+
+# The `gpu-topology` binary: GPU_TOPOLOGY, else the workspace's debug build
+# (`cargo test --workspace` builds it); fails when there is none.
+tool_binary() {
+  local tool="${GPU_TOPOLOGY:-$REPO_ROOT/target/debug/gpu-topology}"
+  [ -x "$tool" ] && echo "$tool"
+}
+
+# The differences, as a JSON list, between `gpu-topology explain -o json`
+# on scenario FILE and kwctl's answer (its AdmissionResponse OUTPUT and
+# decoded PATCH): the decision and the patch (operations in any order).
+# `[]` when there is no gpu-topology binary, or when the scenario cannot
+# be given to the tool as files (`tool-files` exits 3: an UPDATE, a
+# refused read, no session), so the suite runs without the tool too.
+tool_differences() {
+  local file=$1 kwctl_output=$2 kwctl_patch=$3 tool files dir args_text report code
+  local args=()
+  files="${TOOL_FILES:-$REPO_ROOT/target/debug/tool-files}"
+  if ! tool=$(tool_binary) || [ ! -x "$files" ]; then
+    echo '[]'
+    return 0
+  fi
+  dir=$(mktemp -d "${BATS_TEST_TMPDIR:-${TMPDIR:-/tmp}}/tool.XXXXXX")
+  if args_text=$("$files" "$file" "$dir"); then
+    code=0
+  else
+    code=$?
+  fi
+  if [ "$code" -eq 3 ]; then
+    echo '[]'
+    return 0
+  elif [ "$code" -ne 0 ]; then
+    jq -n --arg f "$file" '["tool-files cannot write the tool'"'"'s inputs for \($f)"]'
+    return 0
+  fi
+  mapfile -t args <<<"$args_text"
+  # 0: all admitted, 1: rejected; 2 is bad input.
+  if report=$("$tool" explain "${args[@]}" -o json); then
+    code=0
+  else
+    code=$?
+  fi
+  if [ "$code" -gt 1 ]; then
+    jq -n --arg args "${args[*]}" '["gpu-topology explain \($args) failed (bad input)"]'
+    return 0
+  fi
+  jq -n --argjson report "$report" --arg out "$kwctl_output" --argjson patch "$kwctl_patch" '
+    ($out | fromjson) as $kwctl
+    | $report.items[0] as $tool
+    | [ (if $tool.allowed != $kwctl.allowed
+         then "gpu-topology explain: allowed \($tool.allowed), kwctl run: \($kwctl.allowed)" else empty end),
+        (if ($tool.patch | sort_by(.path)) != ($patch | sort_by(.path))
+         then "gpu-topology explain patch \($tool.patch | tojson) differs from kwctl run'"'"'s \($patch | tojson)" else empty end) ]'
 }

@@ -16,7 +16,8 @@
 //! - [`markdown`]: the documents' code blocks, headings, links and keys, which
 //!   the documentation tests check;
 //! - [`repo_files`]: the repository's files, as the tests that read them all
-//!   walk it.
+//!   walk it;
+//! - [`tool_files`]: a scenario as the `gpu-topology` tool's input files.
 
 pub mod admission;
 pub mod demo;
@@ -30,6 +31,7 @@ pub mod readable;
 pub mod repo_files;
 pub mod scenario;
 pub mod session;
+pub mod tool_files;
 
 pub use admission::{admission_request, load_request, Outcome, ValidationResponse};
 pub use host::{ContextAwareResource, HostCapabilities};

@@ -5,19 +5,18 @@
 //! policy.wasm under the harness. Needs `make policy.wasm`.
 //!
 //! The scenario's recorded cluster becomes the tool's fleet files where
-//! files can say it: a session whose every exchange is a served Node list,
-//! a served fleet-summary ConfigMap or the API's 404 for that ConfigMap,
-//! each of a resource the scenario grants. Refused reads, host failures
-//! and ungranted resources cannot be written as files; there the session
+//! files can say it ([`e2e_tests::tool_files`]). Refused reads, host
+//! failures, ungranted resources and scenarios without a session cannot
+//! be written as files; there the session
 //! is replayed to the native policy as the harness replays it to the
 //! module, through the same allow list (the tool's request building and
 //! settings loading are still the ones under test).
 
-use e2e_tests::scenario::{ScenarioFile, SettingsSource};
-use e2e_tests::session::{HostRequest, Response};
-use e2e_tests::{shared_module, HostCapabilities, Outcome, Scenario, Session};
+use e2e_tests::scenario::SettingsSource;
+use e2e_tests::tool_files::{fleet_files, is_create_of_its_object};
+use e2e_tests::{shared_module, HostCapabilities, Outcome, Scenario};
 use gpu_topology_cli::explain::{explain_request, Explanation};
-use gpu_topology_cli::fleet::files::{host_error, not_found, FileCluster};
+use gpu_topology_cli::fleet::files::{host_error, FileCluster};
 use gpu_topology_cli::request::RequestText;
 use gpu_topology_cli::settings;
 use gpu_topology_policy::cluster::host::{get_payload, list_payload, ClusterReader};
@@ -25,8 +24,8 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListAllResourcesRequest,
 };
 use rstest::rstest;
-use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use serde_json::Value;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The native policy's host when the session cannot be files: the
@@ -52,89 +51,12 @@ impl ClusterReader for Replayed {
     }
 }
 
-fn granted(file: &ScenarioFile, request: &HostRequest) -> bool {
-    let (api_version, kind) = request.resource();
-    file.context_aware_resources
-        .iter()
-        .any(|resource| resource.api_version == api_version && resource.kind == kind)
-}
-
-/// The session as fleet files in `dir`: (`--nodes`, `--summary`), or
-/// `None` when files cannot say what it records.
-fn as_files(
-    scenario: &Scenario,
-    session: &Session,
-    dir: &Path,
-) -> Option<(Option<PathBuf>, Option<PathBuf>)> {
-    let (mut nodes, mut summary) = (None, None);
-    for exchange in session.exchanges() {
-        if !granted(&scenario.file, &exchange.request) {
-            return None;
-        }
-        match (&exchange.request, &exchange.response) {
-            (
-                HostRequest::KubernetesListResourceAll {
-                    api_version, kind, ..
-                },
-                Response::Success { payload },
-            ) if (api_version.as_str(), kind.as_str()) == ("v1", "Node") && nodes.is_none() => {
-                let path = dir.join("nodes.json");
-                std::fs::write(&path, payload).ok()?;
-                nodes = Some(path);
-            }
-            (
-                HostRequest::KubernetesGetResource {
-                    api_version,
-                    kind,
-                    name,
-                    namespace,
-                    ..
-                },
-                response,
-            ) if (api_version.as_str(), kind.as_str()) == ("v1", "ConfigMap")
-                && summary.is_none() =>
-            {
-                match response {
-                    // The recorded body is pruned to `data`; the file is the
-                    // ConfigMap as kubectl prints it, named as requested.
-                    Response::Success { payload } => {
-                        let mut config_map: Value = serde_json::from_str(payload).ok()?;
-                        config_map["apiVersion"] = json!("v1");
-                        config_map["kind"] = json!("ConfigMap");
-                        config_map["metadata"] = json!({"name": name, "namespace": namespace});
-                        let path = dir.join("summary.json");
-                        std::fs::write(&path, config_map.to_string()).ok()?;
-                        summary = Some(path);
-                    }
-                    // No summary file: the reader answers the same 404.
-                    Response::Error { message } if *message == not_found(kind, name) => {}
-                    Response::Error { .. } => return None,
-                }
-            }
-            _ => return None,
-        }
-    }
-    Some((nodes, summary))
-}
-
 /// The request the tool builds for the scenario's object when the scenario
-/// is a CREATE the API server would send for it; else the scenario's own
-/// request (an UPDATE, a subresource, another namespace), which the tool's
-/// explain takes as it is.
+/// is the CREATE of that object; else the scenario's own request (an
+/// UPDATE, a subresource), which the tool's explain takes as it is.
 fn tool_request(request: &Value) -> (RequestText, bool) {
-    let Some(object) = request.get("object").filter(|o| o.is_object()) else {
-        return (RequestText::given(request), false);
-    };
-    let built = RequestText::create(object);
-    let tree = built.to_value();
-    let same = ["/kind", "/namespace", "/operation", "/name"]
-        .iter()
-        .all(|pointer| tree.pointer(pointer) == request.pointer(pointer).or(Some(&json!(""))))
-        && request
-            .get("subResource")
-            .is_none_or(|s| s.as_str() == Some(""));
-    if same {
-        (built, true)
+    if is_create_of_its_object(request) {
+        (RequestText::create(&request["object"]), true)
     } else {
         (RequestText::given(request), false)
     }
@@ -206,21 +128,17 @@ fn explain_agrees_with_the_module(#[files("scenarios/*.json")] path: PathBuf) {
     let (request, built) = tool_request(&scenario.request);
     let dir = std::env::temp_dir().join(format!("cli-agreement-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let files = scenario
-        .session
-        .as_ref()
-        .and_then(|session| as_files(&scenario, session, &dir));
+    let files = fleet_files(&scenario, &dir).unwrap_or_else(|e| panic!("{name}: {e:#}"));
     let tool = match &files {
-        Some((nodes, summary)) => {
-            let cluster = FileCluster::load(nodes.as_deref(), summary.as_deref())
+        Some(files) => {
+            let cluster = FileCluster::load(files.nodes.as_deref(), files.summary.as_deref())
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             explain_request(&request, &tool_settings, &cluster, cluster.nodes())
         }
-        None => explain_request(
-            &request,
-            &tool_settings,
-            &Replayed(Arc::into_inner(capabilities()).unwrap()),
-        ),
+        None => {
+            let replayed = Replayed(Arc::into_inner(capabilities()).unwrap());
+            explain_request(&request, &tool_settings, &replayed, &[])
+        }
     }
     .unwrap_or_else(|e| panic!("{name}: {e}"));
     std::fs::remove_dir_all(&dir).unwrap();
