@@ -61,9 +61,12 @@ impl Server {
         requests(&self.log)
     }
 
+    /// A kubeconfig for this server, in a directory of its own: rstest
+    /// cases run in parallel.
     fn credentials(&self, dir: &str) -> Credentials {
+        let dir = scratch(&format!("{dir}-{}", self.port));
         Credentials {
-            kubeconfig: Some(kubeconfig(&scratch(dir), self.port, "default")),
+            kubeconfig: Some(kubeconfig(&dir, self.port, "default")),
             context: None,
         }
     }

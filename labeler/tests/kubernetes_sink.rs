@@ -11,7 +11,6 @@ use common::labels;
 use gpu_topology_labeler::sinks::kubernetes::{KubernetesSink, RetryPolicy, DEFAULT_FIELD_MANAGER};
 use gpu_topology_labeler::sinks::PublishError;
 use jiff::Timestamp;
-use rstest::rstest;
 use serde_json::json;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
@@ -158,59 +157,6 @@ async fn refused_connections_fail_after_the_attempt_budget() {
     assert!(
         matches!(error, PublishError::Kubernetes { attempts: 2, .. }),
         "{error}"
-    );
-}
-
-/// (labels of the second publish, its time): the heartbeat of the first
-/// publish (12:00:00) is sent again until the labels change or the
-/// heartbeat interval (30 min) has passed; so unchanged re-applies every
-/// 10 minutes change nothing on the server.
-#[rstest]
-#[case::reapplied_unchanged(None, "2025-03-01T12:10:00Z", "2025-03-01T12:00:00Z")]
-#[case::unchanged_just_before_the_interval(None, "2025-03-01T12:29:59Z", "2025-03-01T12:00:00Z")]
-#[case::unchanged_at_the_interval(None, "2025-03-01T12:30:00Z", "2025-03-01T12:30:00Z")]
-#[case::changed_labels(Some("4"), "2025-03-01T12:10:00Z", "2025-03-01T12:10:00Z")]
-#[tokio::test]
-async fn the_heartbeat_is_refreshed_at_most_every_interval(
-    #[case] gpus: Option<&str>,
-    #[case] second_publish: &str,
-    #[case] heartbeat: &str,
-) {
-    let (port, log, server) = scripted(vec![200, 200]).await;
-    let mut sink = sink(port, 1);
-    sink.publish(&dgx_labels(), at("2025-03-01T12:00:00Z"))
-        .await
-        .unwrap();
-    let second = match gpus {
-        Some(gpus) => labels(&[("gpus", gpus)]),
-        None => dgx_labels(),
-    };
-    sink.publish(&second, at(second_publish)).await.unwrap();
-    finish(server).await;
-    let requests = log.lock().unwrap().clone();
-    let sent = |index: usize| requests[index].body["metadata"]["annotations"].clone();
-    assert_eq!(
-        sent(0),
-        json!({"gpu-topology.io/published": "2025-03-01T12:00:00Z"})
-    );
-    assert_eq!(sent(1), json!({"gpu-topology.io/published": heartbeat}));
-}
-
-#[tokio::test]
-async fn a_failed_apply_does_not_count_as_a_heartbeat_sent() {
-    let (port, log, server) = scripted(vec![403, 200]).await;
-    let mut sink = sink(port, 1);
-    sink.publish(&dgx_labels(), at("2025-03-01T12:00:00Z"))
-        .await
-        .unwrap_err();
-    sink.publish(&dgx_labels(), at("2025-03-01T12:10:00Z"))
-        .await
-        .unwrap();
-    finish(server).await;
-    let requests = log.lock().unwrap().clone();
-    assert_eq!(
-        requests[1].body["metadata"]["annotations"],
-        json!({"gpu-topology.io/published": "2025-03-01T12:10:00Z"})
     );
 }
 

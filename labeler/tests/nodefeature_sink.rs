@@ -466,38 +466,3 @@ async fn the_published_labels_read_back_through_the_label_contract() {
     assert!(!read.is_empty());
     assert_eq!(read.to_labels(&prefix), labels);
 }
-
-/// (labels of the second publish, its time): as on the Node, the heartbeat
-/// on the NodeFeature changes only with the labels or after the interval.
-#[rstest]
-#[case::reapplied_unchanged(None, "2025-03-01T12:10:00Z", "2025-03-01T12:00:00Z")]
-#[case::unchanged_at_the_interval(None, "2025-03-01T12:30:00Z", "2025-03-01T12:30:00Z")]
-#[case::changed_labels(Some("4"), "2025-03-01T12:10:00Z", "2025-03-01T12:10:00Z")]
-#[tokio::test]
-async fn the_heartbeat_is_refreshed_at_most_every_interval(
-    #[case] gpus: Option<&str>,
-    #[case] second_publish: &str,
-    #[case] heartbeat: &str,
-) {
-    let (port, log, server) =
-        fake_api::scripted(vec![Reply::status(200), Reply::status(200)]).await;
-    let mut sink = sink(port, Some(NAMESPACE), None);
-    sink.publish(&dgx_labels(), "2025-03-01T12:00:00Z".parse().unwrap())
-        .await
-        .unwrap();
-    let second = match gpus {
-        Some(gpus) => labels(&[("gpus", gpus)]),
-        None => dgx_labels(),
-    };
-    sink.publish(&second, second_publish.parse().unwrap())
-        .await
-        .unwrap();
-    finish(server).await;
-    let requests = requests(&log);
-    let sent = |index: usize| requests[index].body["metadata"]["annotations"].clone();
-    assert_eq!(
-        sent(0),
-        json!({"gpu-topology.io/published": "2025-03-01T12:00:00Z"})
-    );
-    assert_eq!(sent(1), json!({"gpu-topology.io/published": heartbeat}));
-}

@@ -20,14 +20,13 @@ use crate::exit;
 use crate::fleet::files::FileCluster;
 use crate::fleet::live::LiveCluster;
 use crate::fleet::{credentials, FleetError};
-use crate::run::UsageError;
+use crate::run::{progress_bar, UsageError};
 use crate::settings;
 use checks::{audit_pod, Judge, PodAudit};
 use gpu_topology::LabelPrefix;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nodes::Nodes;
 use pods::RunningPod;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 /// More pods than this show a progress bar (on a terminal).
 const PROGRESS_FROM: usize = 1000;
@@ -97,7 +96,7 @@ fn read_live_nodes(live: &LiveCluster, prefix: &LabelPrefix) -> Result<Nodes, Us
 /// The audit of every GPU pod, in the order given, with a progress bar on
 /// a terminal for long runs.
 pub fn audit_all(pods: &[RunningPod], nodes: &Nodes, judge: &Judge<'_>) -> Vec<PodAudit> {
-    let progress = progress_bar(pods.len());
+    let progress = progress_bar(pods.len(), PROGRESS_FROM, "pods");
     let mut audits = Vec::new();
     for pod in pods {
         let node = pod.node.as_ref().and_then(|name| nodes.get(name));
@@ -131,15 +130,4 @@ pub fn render(
             Ok(out)
         }
     }
-}
-
-fn progress_bar(pods: usize) -> ProgressBar {
-    if pods <= PROGRESS_FROM || !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(pods as u64), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} pods ({eta})") {
-        bar.set_style(style);
-    }
-    bar
 }
