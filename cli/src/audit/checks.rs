@@ -6,6 +6,7 @@
 use super::nodes::NodeRecord;
 use super::pods::RunningPod;
 use gpu_topology::kubelet::facts_from_topology;
+use gpu_topology::quantity::Quantity;
 use gpu_topology::{parse_heartbeat, CpuManagerPolicy, NodeGroup, NodeTopology};
 use gpu_topology_policy::decide::demand::{Demand, PodDemand};
 use gpu_topology_policy::decide::explain::{unknown_words, why_and_fix};
@@ -91,6 +92,11 @@ pub enum AdmissionCheck {
     Unknown {
         why: String,
     },
+    /// The node's labels contradict themselves (more reserved CPUs than
+    /// CPUs, say): no answer can be trusted.
+    Contradictory {
+        why: String,
+    },
     /// The node has no usable labels (see the label check).
     NoFacts,
 }
@@ -159,7 +165,9 @@ impl Check {
             Check::Cpus(CpuCheck::NoStaticCpuManager) => Outcome::Warn,
             Check::Cpus(CpuCheck::NotGuaranteed | CpuCheck::Unknown) => Outcome::Skip,
             Check::Admission(AdmissionCheck::Aligned) => Outcome::Pass,
-            Check::Admission(AdmissionCheck::Unaligned { .. }) => Outcome::Warn,
+            Check::Admission(
+                AdmissionCheck::Unaligned { .. } | AdmissionCheck::Contradictory { .. },
+            ) => Outcome::Warn,
             Check::Admission(AdmissionCheck::Refused { .. }) => Outcome::Fail,
             Check::Admission(AdmissionCheck::Unknown { .. } | AdmissionCheck::NoFacts) => {
                 Outcome::Skip
@@ -194,6 +202,7 @@ impl Check {
             Check::Admission(AdmissionCheck::Unaligned { .. }) => "admits unaligned".to_owned(),
             Check::Admission(AdmissionCheck::Refused { .. }) => "refuses".to_owned(),
             Check::Admission(AdmissionCheck::Unknown { .. }) => "unknown".to_owned(),
+            Check::Admission(AdmissionCheck::Contradictory { .. }) => "contradictory".to_owned(),
             Check::Admission(AdmissionCheck::NoFacts) => "-".to_owned(),
             Check::Labels(LabelCheck::Fresh { age_seconds }) => {
                 format!("fresh ({})", age_words(*age_seconds))
@@ -256,6 +265,7 @@ impl Check {
                 format!("the node's kubelet would refuse it now: {why}")
             }
             Check::Admission(AdmissionCheck::Unknown { why }) => format!("unknown: {why}"),
+            Check::Admission(AdmissionCheck::Contradictory { why }) => why.clone(),
             Check::Admission(AdmissionCheck::NoFacts) => {
                 "not checked: the node's labels give no facts".to_owned()
             }
@@ -397,13 +407,10 @@ fn qos_check(
     demand: &PodDemand,
     config: &Config,
 ) -> QosCheck {
-    let class = pod.qos_class.clone().unwrap_or_else(|| {
-        if model_pod.guaranteed {
-            "Guaranteed".to_owned()
-        } else {
-            "not Guaranteed".to_owned()
-        }
-    });
+    let class = pod
+        .qos_class
+        .clone()
+        .unwrap_or_else(|| computed_class(&pod.spec, model_pod.guaranteed).to_owned());
     if class == "Guaranteed" {
         return QosCheck::Guaranteed;
     }
@@ -416,6 +423,41 @@ fn qos_check(
         Err(problem) => vec![problem],
     };
     QosCheck::NotGuaranteed { class, missing }
+}
+
+/// The QoS class Kubernetes computes (`ComputePodQOS`): Guaranteed as the
+/// model says, else BestEffort when no container (nor the pod) sets a cpu or
+/// memory request or limit, else Burstable.
+fn computed_class(spec: &serde_json::Value, guaranteed: bool) -> &'static str {
+    if guaranteed {
+        return "Guaranteed";
+    }
+    let sets_cpu_or_memory = |resources: Option<&serde_json::Value>| {
+        ["requests", "limits"].iter().any(|section| {
+            ["cpu", "memory"].iter().any(|resource| {
+                // Only a positive quantity counts (`ComputePodQOS` compares with zero).
+                resources
+                    .and_then(|r| r.get(section))
+                    .and_then(|s| s.get(resource))
+                    .and_then(serde_json::Value::as_str)
+                    .and_then(|text| Quantity::parse(text).ok())
+                    .is_some_and(|quantity| !quantity.is_zero())
+            })
+        })
+    };
+    let containers = ["initContainers", "containers"]
+        .iter()
+        .filter_map(|list| spec.get(list).and_then(serde_json::Value::as_array))
+        .flatten();
+    let any = sets_cpu_or_memory(spec.get("resources"))
+        || containers
+            .into_iter()
+            .any(|container| sets_cpu_or_memory(container.get("resources")));
+    if any {
+        "Burstable"
+    } else {
+        "BestEffort"
+    }
 }
 
 fn cpu_check(
@@ -482,7 +524,7 @@ fn admission_check(
         Answer::Unknown(unknown) => AdmissionCheck::Unknown {
             why: unknown_words(unknown),
         },
-        Answer::Contradictory(_) => AdmissionCheck::Unknown { why: words() },
+        Answer::Contradictory(_) => AdmissionCheck::Contradictory { why: words() },
     }
 }
 
@@ -538,5 +580,47 @@ pub fn age_words(seconds: u64) -> String {
         120..=7199 => format!("{} min", seconds / 60),
         7200..=172_799 => format!("{} h {} min", seconds / 3600, seconds / 60 % 60),
         _ => format!("{} d {} h", seconds / 86_400, seconds / 3600 % 24),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    /// (spec, the model's Guaranteed, the class): as `ComputePodQOS` says
+    /// when the pod's status does not.
+    #[rstest]
+    #[case::guaranteed(json!({"containers": [{}]}), true, "Guaranteed")]
+    #[case::nothing_set(json!({"containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]}), false, "BestEffort")]
+    #[case::zero_counts_as_unset(json!({"containers": [{"resources": {"requests": {"cpu": "0"}}}]}), false, "BestEffort")]
+    #[case::a_request(json!({"containers": [{"resources": {"requests": {"memory": "1Gi"}}}]}), false, "Burstable")]
+    #[case::an_init_container_limit(json!({"initContainers": [{"resources": {"limits": {"cpu": "1"}}}], "containers": [{}]}), false, "Burstable")]
+    #[case::pod_level(json!({"resources": {"limits": {"cpu": "2"}}, "containers": [{}]}), false, "Burstable")]
+    fn the_class_is_computed_as_kubernetes_does(
+        #[case] spec: serde_json::Value,
+        #[case] guaranteed: bool,
+        #[case] class: &str,
+    ) {
+        assert_eq!(computed_class(&spec, guaranteed), class);
+    }
+
+    #[rstest]
+    #[case::seconds(45, "45 s")]
+    #[case::minutes(20 * 60, "20 min")]
+    #[case::hours(5 * 3600 + 180, "5 h 3 min")]
+    #[case::days(3 * 86_400 + 4 * 3600, "3 d 4 h")]
+    fn ages_are_worded_in_their_unit(#[case] seconds: u64, #[case] words: &str) {
+        assert_eq!(age_words(seconds), words);
+    }
+
+    #[rstest]
+    #[case::millis(500, "500m CPU")]
+    #[case::whole(8000, "8 CPUs")]
+    #[case::fraction(3500, "3.5 CPUs")]
+    #[case::fine_fraction(1250, "1.25 CPUs")]
+    fn cpus_are_worded_as_written(#[case] millis: u64, #[case] words: &str) {
+        assert_eq!(cpu_words(millis), words);
     }
 }

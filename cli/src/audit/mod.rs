@@ -1,5 +1,5 @@
 //! `gpu-topology audit`: the running GPU pods against their nodes' current
-//! facts (docs/cli.md, "Audit"). For each pod: Guaranteed QoS, exclusive
+//! facts (cli/README.md, "Audit"). For each pod: Guaranteed QoS, exclusive
 //! CPUs where the static CPU Manager would give them, whether its node's
 //! kubelet would admit it now, aligned, as the node's labels describe that
 //! kubelet today (label drift after a kubelet change shows here), and

@@ -1,4 +1,4 @@
-//! The audit as a versioned document (`-o json|yaml`, docs/cli.md "Audit
+//! The audit as a versioned document (`-o json|yaml`, cli/README.md "Audit
 //! report schema"): `apiVersion: gpu-topology.io/v1alpha1`, `kind:
 //! AuditReport`. Fields are only ever added within a version.
 

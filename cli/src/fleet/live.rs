@@ -1,5 +1,5 @@
 //! Live mode: the cluster read from the API server, as policy-server reads it
-//! for the policy (docs/cli.md, "Live mode").
+//! for the policy (cli/README.md, "Live mode").
 //!
 //! [`LiveCluster`] is a [`ClusterReader`]: the policy's own readers
 //! ([`gpu_topology_policy::cluster`]) take its answers exactly as they take
