@@ -448,3 +448,84 @@ fn audit_reads_pods_and_nodes_live(#[case] nodefeatures_refused: Option<u16>) {
         ])
     );
 }
+
+/// The tool's binary, run against `server`'s kubeconfig.
+fn run_binary(server: &Server, dir: &str, args: &[&str]) -> std::process::Output {
+    let credentials = server.credentials(dir);
+    let kubeconfig = credentials.kubeconfig.unwrap();
+    std::process::Command::new(env!("CARGO_BIN_EXE_gpu-topology"))
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn explain_reads_the_cluster_live() {
+    let server = Server::start(vec![
+        version(),
+        refused(404, SUMMARY_MISSING),
+        Reply::json(&fixture("nodes-page-1.json")).into(),
+        Reply::json(&fixture("nodes-page-2.json")).into(),
+    ]);
+    let pod = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/live/gpu-pod.json");
+    let output = run_binary(
+        &server,
+        "explain",
+        &["explain", pod.to_str().unwrap(), "-o", "json"],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let text = report.to_string();
+    // Read from the Node list, both pages.
+    assert_eq!(
+        report["items"][0]["record"]["view"],
+        json!({"malformed": 0, "nodes": 3, "source": "nodeList"})
+    );
+    // The missing summary is the policy's warning, in policy-server's words.
+    assert!(
+        text.contains("the fleet summary ConfigMap kube-system/gpu-topology-fleet is unavailable"),
+        "{text}"
+    );
+    assert!(
+        text.contains("configmaps \\\"gpu-topology-fleet\\\" not found: NotFound"),
+        "{text}"
+    );
+    let sent = server.finish();
+    assert_eq!(
+        sent[1].path,
+        "/api/v1/namespaces/kube-system/configmaps/gpu-topology-fleet"
+    );
+    assert_eq!(sent[2].path, "/api/v1/nodes");
+    assert!(sent[3].query.contains("continue=page-2-token"));
+}
+
+#[test]
+fn audit_reads_the_cluster_live() {
+    let server = Server::start(vec![
+        version(),
+        list(vec![live_pod("a", "gpu-a-1")], None),
+        Reply::json(&fixture("nodes-page-1.json")).into(),
+        Reply::json(&fixture("nodes-page-2.json")).into(),
+        refused(404, "the server could not find the requested resource"),
+    ]);
+    let output = run_binary(&server, "audit", &["audit", "-o", "policyreport"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // gpu-a-1 publishes no heartbeat and no kubelet facts: nothing fails,
+    // some checks are skipped.
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("NodeFeature objects were not read"),
+        "{stderr}"
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("kind: PolicyReport"), "{text}");
+    assert!(text.contains("name: a"), "{text}");
+    let sent = server.finish();
+    assert_eq!(sent[1].path, "/api/v1/pods");
+    assert_eq!(sent[2].path, "/api/v1/nodes");
+    assert_eq!(sent[4].path, "/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures");
+}
