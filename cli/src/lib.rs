@@ -9,6 +9,7 @@ pub mod exit;
 pub mod explain;
 pub mod fleet;
 pub mod input;
+pub mod remembered;
 pub mod render;
 pub mod request;
 pub mod run;

@@ -5,6 +5,7 @@ use crate::exit;
 use crate::explain::{explain_object, Explanation};
 use crate::fleet;
 use crate::input::{self, Document};
+use crate::remembered::Remembering;
 use crate::render;
 use crate::settings::{self, PolicySettings};
 use gpu_topology_policy::cluster::host::ClusterReader;
@@ -35,7 +36,9 @@ pub fn explain(args: &ExplainArgs) -> Result<u8, UsageError> {
         ));
     }
     let fleet = fleet::open(&args.fleet)?;
-    let explanations = explain_all(&documents, &settings, fleet.reader(), fleet.nodes())?;
+    // One fleet for the whole run: the policy's cluster read is made once.
+    let cluster = Remembering::new(fleet.reader());
+    let explanations = explain_all(&documents, &settings, &cluster, fleet.nodes())?;
     let report =
         render::explain_report(&explanations, args.output, args.verbose).map_err(UsageError)?;
     let mut stdout = anstream::stdout();

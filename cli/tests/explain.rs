@@ -209,3 +209,22 @@ fn the_yaml_report_is_the_json_report() {
     assert_eq!(json["apiVersion"], "gpu-topology.io/v1alpha1");
     assert_eq!(json["kind"], "ExplainReport");
 }
+
+/// Piped output carries no colour, even without NO_COLOR.
+#[test]
+fn piped_output_is_not_coloured() {
+    let output = Command::new(env!("CARGO_BIN_EXE_gpu-topology"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "explain",
+            "tests/fixtures/objects/pods-4-and-16-gpus.yaml",
+            "--nodes",
+            NODES,
+        ])
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE")
+        .output()
+        .unwrap();
+    assert!(stdout(&output).contains("REJECTED"));
+    assert!(!stdout(&output).contains('\u{1b}'), "{}", stdout(&output));
+}

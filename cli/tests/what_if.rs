@@ -192,3 +192,38 @@ fn the_policy_reads_the_changed_cluster_as_the_labeler_would_publish_it() {
     );
     assert_eq!(before.shapes.len(), after.shapes.len());
 }
+
+#[test]
+fn compare_matches_each_shape_with_its_nodes_after_the_change() {
+    use gpu_topology_cli::what_if::compare::compare;
+    let base = nodes();
+    let azure = shape_of(&base, "ip-10-0-0-7.ec2.internal");
+    let change = FleetChange::parse(
+        &["topologyManagerPolicy=single-numa-node".to_owned()],
+        std::slice::from_ref(&azure),
+    )
+    .unwrap();
+    let prefix = LabelPrefix::default();
+    let listed = Listed(base);
+    let changed = ChangedCluster {
+        base: &listed,
+        change: &change,
+        prefix: &prefix,
+    };
+    let before = explain(4, &listed).pod.unwrap();
+    let after = explain(4, &changed).pod.unwrap();
+    let shapes = compare(&before, &after, &change, &prefix);
+    assert_eq!(shapes.len(), before.shapes.len());
+    for shape in &shapes {
+        let is_azure = shape.before_shape.map(|id| id.to_string()) == Some(azure.clone());
+        assert_eq!(shape.changed, is_azure);
+        assert_eq!(shape.differs(), is_azure, "{shape:?}");
+        assert_eq!(shape.before_shape != shape.after_shape, is_azure);
+        if is_azure {
+            assert_eq!(shape.nodes, 2);
+            let after = shape.after.as_ref().unwrap();
+            assert!(matches!(after.answer, Answer::Refuse(_)));
+            assert!(!after.takes && after.why.is_some());
+        }
+    }
+}

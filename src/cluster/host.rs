@@ -6,7 +6,10 @@
 //! ([`crate::cluster::nodes`], [`crate::cluster::fleet_summary`]) take only what they need from
 //! it, where the SDK's helpers would deserialise whole Kubernetes objects.
 
+use crate::cluster::ClusterRead;
 use crate::response::json_write::write_string;
+use crate::settings::FleetSources;
+use gpu_topology::LabelPrefix;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListAllResourcesRequest,
 };
@@ -21,6 +24,22 @@ pub trait ClusterReader {
     /// The raw JSON object answering `request` (`get_resource`), or why there
     /// is none.
     fn get_resource(&self, request: &GetResourceRequest) -> Result<Vec<u8>, String>;
+
+    /// The cluster view of one admission, when this reader keeps it already
+    /// read: [`crate::cluster::read`] asks first. A reader that answers many
+    /// requests from one unchanging cluster (the operator's tool explaining
+    /// 1,000 manifests against one Node list) reads it once instead of
+    /// parsing the same list for every request; it must answer exactly what
+    /// [`crate::cluster::read`] over its own answers would. The Kubewarden
+    /// host keeps nothing (`None`): the cluster changes between admissions.
+    fn remembered_read(
+        &self,
+        _sources: &FleetSources,
+        _prefix: &LabelPrefix,
+        _pinned_node: Option<&str>,
+    ) -> Option<ClusterRead> {
+        None
+    }
 }
 
 /// The Kubewarden host's `kubernetes` capabilities.

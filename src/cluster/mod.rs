@@ -39,6 +39,9 @@ pub fn read(
     prefix: &LabelPrefix,
     pinned_node: Option<&str>,
 ) -> ClusterRead {
+    if let Some(read) = cluster.remembered_read(sources, prefix, pinned_node) {
+        return read;
+    }
     let mut summary_passed_over = None;
     if let Some(summary) = &sources.summary {
         match fleet_summary::read_summary(cluster, summary, fleet_summary::now) {

@@ -4,3 +4,4 @@
 
 pub mod change;
 pub mod cluster;
+pub mod compare;
