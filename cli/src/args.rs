@@ -102,4 +102,50 @@ pub struct AuditArgs {
     pub policy: PolicyArgs,
     #[arg(short, long, value_enum, default_value_t)]
     pub output: Output,
+    /// Labels whose heartbeat is older than this are stale (e.g. 90m, 3h; default: three of the labeler's heartbeats).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "90m")]
+    pub stale_after: std::time::Duration,
+    /// Judge the labels' age at this time (RFC 3339; default: now), e.g. for a dump taken earlier.
+    #[arg(long, value_name = "TIME")]
+    pub at: Option<jiff::Timestamp>,
+}
+
+/// A positive duration as jiff reads it (`90m`, `1h 30m`, `5400s`).
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let duration: jiff::SignedDuration = text
+        .parse()
+        .map_err(|error| format!("{text:?} is not a duration like 90m or 3h: {error}"))?;
+    std::time::Duration::try_from(duration)
+        .ok()
+        .filter(|duration| !duration.is_zero())
+        .ok_or_else(|| format!("{text:?} is not a positive duration"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[test]
+    fn the_default_staleness_is_the_contracts() {
+        let args = Cli::try_parse_from(["gpu-topology", "audit"]).unwrap();
+        let Command::Audit(audit) = args.command else {
+            panic!("not audit");
+        };
+        assert_eq!(
+            audit.stale_after.as_secs(),
+            gpu_topology::DEFAULT_STALE_AFTER_SECONDS
+        );
+    }
+
+    #[rstest]
+    #[case::minutes("90m", Some(5400))]
+    #[case::hours_and_minutes("1h 30m", Some(5400))]
+    #[case::seconds("5400s", Some(5400))]
+    #[case::zero("0s", None)]
+    #[case::negative("-5m", None)]
+    #[case::words("soon", None)]
+    fn durations_are_read_as_jiff_reads_them(#[case] text: &str, #[case] seconds: Option<u64>) {
+        assert_eq!(parse_duration(text).ok().map(|d| d.as_secs()), seconds);
+    }
 }

@@ -4,6 +4,7 @@
 //! try what-ifs and audit running pods.
 
 pub mod args;
+pub mod audit;
 pub mod exit;
 pub mod explain;
 pub mod fleet;
@@ -35,7 +36,7 @@ pub fn main() -> ExitCode {
     let outcome = match &cli.command {
         args::Command::Explain(explain) => run::explain(explain),
         args::Command::WhatIf(what_if) => what_if::run(what_if),
-        args::Command::Audit(_) => Err(run::UsageError("this command is not built yet".to_owned())),
+        args::Command::Audit(audit) => audit::run(audit),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

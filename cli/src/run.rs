@@ -60,7 +60,7 @@ pub fn explain_all(
     cluster: &dyn ClusterReader,
     names: &NodeNames,
 ) -> Result<Vec<Explanation>, UsageError> {
-    let progress = progress_bar(documents.len());
+    let progress = progress_bar(documents.len(), PROGRESS_FROM, "objects");
     let mut explanations = Vec::with_capacity(documents.len());
     for document in documents {
         if let Some(problem) = unsendable(&document.object) {
@@ -76,12 +76,15 @@ pub fn explain_all(
     Ok(explanations)
 }
 
-fn progress_bar(objects: usize) -> ProgressBar {
-    if objects <= PROGRESS_FROM || !std::io::stderr().is_terminal() {
+/// A progress bar on standard error for `count` items called `what`, shown
+/// on a terminal from more than `from` items on (hidden otherwise).
+pub fn progress_bar(count: usize, from: usize, what: &str) -> ProgressBar {
+    if count <= from || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::with_draw_target(Some(objects as u64), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} objects ({eta})") {
+    let bar = ProgressBar::with_draw_target(Some(count as u64), ProgressDrawTarget::stderr());
+    let template = format!("{{bar:40}} {{pos}}/{{len}} {what} ({{eta}})");
+    if let Ok(style) = ProgressStyle::with_template(&template) {
         bar.set_style(style);
     }
     bar

@@ -54,7 +54,8 @@ fn stderr(output: &Output) -> String {
 #[case::a_node_list_item_without_metadata(&["tests/fixtures/objects/non-gpu-pod.yaml", "--nodes", "tests/fixtures/fleet/node-without-metadata.yaml"], 2,
     Some("tests/fixtures/fleet/node-without-metadata.yaml, document 1, item 2: the Node has no `metadata`"))]
 #[case::a_nodes_file_of_pods(&["tests/fixtures/objects/non-gpu-pod.yaml", "--nodes", "tests/fixtures/fleet/not-nodes.yaml"], 2, Some("is a Pod, not a Node"))]
-#[case::live_mode_is_not_built(&["tests/fixtures/objects/non-gpu-pod.yaml"], 2, Some("live mode not built"))]
+#[case::live_mode_without_a_kubeconfig(&["tests/fixtures/objects/non-gpu-pod.yaml", "--kubeconfig", "/nonexistent/kubeconfig"], 2,
+    Some("live mode has no cluster: /nonexistent/kubeconfig"))]
 #[case::no_objects(&[], 2, Some("required"))]
 #[case::an_unknown_flag(&["x.yaml", "--nodez", NODES], 2, Some("--nodez"))]
 #[case::policyreport_is_audit_s(&["tests/fixtures/objects/non-gpu-pod.yaml", "--nodes", NODES, "-o", "policyreport"], 2, Some("audit only"))]

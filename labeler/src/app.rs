@@ -81,7 +81,8 @@ pub enum Publisher {
 
 impl Publisher {
     /// Builds the sink; the API sinks need in-cluster (or kubeconfig) credentials.
-    pub async fn from_config(sink: &SinkConfig) -> Result<Self, kube::Error> {
+    /// The API sinks publish their heartbeat under `prefix`.
+    pub async fn from_config(sink: &SinkConfig, prefix: &LabelPrefix) -> Result<Self, kube::Error> {
         Ok(match sink {
             SinkConfig::Stdout(output) => Publisher::Stdout(output.clone()),
             SinkConfig::Nfd {
@@ -99,6 +100,7 @@ impl Publisher {
                     node.clone(),
                     &settings.field_manager,
                     settings.retry,
+                    prefix,
                 ))
             }
             SinkConfig::NodeFeature {
@@ -111,6 +113,7 @@ impl Publisher {
                     target.clone(),
                     &settings.field_manager,
                     settings.retry,
+                    prefix,
                 );
                 if target.pod.is_none() {
                     tracing::warn!(

@@ -36,7 +36,7 @@ fn main() -> ExitCode {
         return ExitCode::from(exit::USAGE);
     };
     let code = runtime.block_on(async {
-        let mut publisher = match Publisher::from_config(&config.sink).await {
+        let mut publisher = match Publisher::from_config(&config.sink, &config.prefix).await {
             Ok(publisher) => publisher,
             Err(error) => {
                 tracing::error!(%error, "cannot build the Kubernetes client");

@@ -10,6 +10,10 @@
 //! Every attempt sends the same, complete object: a fault never publishes part
 //! of the labels, and a failed publish leaves the last good object as it was
 //! (the API server applies a request whole or not at all).
+//!
+//! Both sinks also carry the heartbeat annotation: it is refreshed only with
+//! the labels or once its interval has passed, and a failed apply does not
+//! count as one sent.
 
 mod common;
 
@@ -64,6 +68,7 @@ impl Sink {
                 NODE.to_owned(),
                 DEFAULT_FIELD_MANAGER,
                 retry,
+                &gpu_topology::LabelPrefix::default(),
             )),
             Kind::NodeFeature => Sink::NodeFeature(NodeFeatureSink::new(
                 client,
@@ -74,6 +79,7 @@ impl Sink {
                 },
                 DEFAULT_FIELD_MANAGER,
                 retry,
+                &gpu_topology::LabelPrefix::default(),
             )),
         }
     }
@@ -477,4 +483,74 @@ async fn an_invalid_object_exits_with_the_publish_code(#[case] sink: &str, #[cas
     );
     assert!(stderr.contains(object), "{stderr}");
     assert!(stderr.contains("must be 63 characters or less"), "{stderr}");
+}
+
+/// The heartbeat annotation of an apply (on the Node, or on the NodeFeature
+/// object itself).
+fn applied_heartbeat(request: &Request) -> serde_json::Value {
+    request.body["metadata"]["annotations"].clone()
+}
+
+fn at(time: &str) -> Timestamp {
+    time.parse().unwrap()
+}
+
+/// (labels of the second publish, its time, the heartbeat it carries): the
+/// heartbeat of the first publish (12:00:00) is sent again until the labels
+/// change or the heartbeat interval (30 min) has passed, so the sinks'
+/// unchanged re-applies every 10 minutes change nothing on the server.
+#[rstest]
+#[case::reapplied_unchanged(None, "2025-03-01T12:10:00Z", "2025-03-01T12:00:00Z")]
+#[case::unchanged_just_before_the_interval(None, "2025-03-01T12:29:59Z", "2025-03-01T12:00:00Z")]
+#[case::unchanged_at_the_interval(None, "2025-03-01T12:30:00Z", "2025-03-01T12:30:00Z")]
+#[case::changed_labels(Some("4"), "2025-03-01T12:10:00Z", "2025-03-01T12:10:00Z")]
+#[tokio::test]
+async fn the_heartbeat_is_refreshed_at_most_every_interval(
+    #[values(Kind::Kubernetes, Kind::NodeFeature)] kind: Kind,
+    #[case] gpus: Option<&str>,
+    #[case] second_publish: &str,
+    #[case] heartbeat: &str,
+) {
+    let (port, log, server) =
+        fake_api::scripted(vec![Reply::status(200), Reply::status(200)]).await;
+    let mut sink = Sink::new(kind, port, 1, None);
+    sink.publish_at(&dgx_labels(), at("2025-03-01T12:00:00Z"))
+        .await
+        .unwrap();
+    let second = match gpus {
+        Some(gpus) => labels(&[("gpus", gpus)]),
+        None => dgx_labels(),
+    };
+    sink.publish_at(&second, at(second_publish)).await.unwrap();
+    finish(server).await;
+    let requests = requests(&log);
+    assert_eq!(
+        applied_heartbeat(&requests[0]),
+        json!({"gpu-topology.io/published": "2025-03-01T12:00:00Z"})
+    );
+    assert_eq!(
+        applied_heartbeat(&requests[1]),
+        json!({"gpu-topology.io/published": heartbeat})
+    );
+}
+
+#[rstest]
+#[tokio::test]
+async fn a_failed_apply_does_not_count_as_a_heartbeat_sent(
+    #[values(Kind::Kubernetes, Kind::NodeFeature)] kind: Kind,
+) {
+    let (port, log, server) =
+        fake_api::scripted(vec![Reply::status(403), Reply::status(200)]).await;
+    let mut sink = Sink::new(kind, port, 1, None);
+    sink.publish_at(&dgx_labels(), at("2025-03-01T12:00:00Z"))
+        .await
+        .unwrap_err();
+    sink.publish_at(&dgx_labels(), at("2025-03-01T12:10:00Z"))
+        .await
+        .unwrap();
+    finish(server).await;
+    assert_eq!(
+        applied_heartbeat(&requests(&log)[1]),
+        json!({"gpu-topology.io/published": "2025-03-01T12:10:00Z"})
+    );
 }

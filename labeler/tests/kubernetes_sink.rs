@@ -28,12 +28,17 @@ fn sink(port: u16, attempts: u32) -> KubernetesSink {
         NODE.to_owned(),
         DEFAULT_FIELD_MANAGER,
         retry,
+        &gpu_topology::LabelPrefix::default(),
     )
 }
 
 /// A server answering each request with the next status (2xx echo the body).
 async fn scripted(statuses: Vec<u16>) -> (u16, Log, tokio::task::JoinHandle<()>) {
     fake_api::scripted(statuses.into_iter().map(Reply::status).collect()).await
+}
+
+fn at(time: &str) -> Timestamp {
+    time.parse().unwrap()
 }
 
 fn dgx_labels() -> std::collections::BTreeMap<String, String> {
@@ -48,7 +53,7 @@ fn dgx_labels() -> std::collections::BTreeMap<String, String> {
 async fn publishes_with_one_exact_server_side_apply_request() {
     let (port, log, server) = scripted(vec![200]).await;
     sink(port, 1)
-        .publish(&dgx_labels(), Timestamp::now())
+        .publish(&dgx_labels(), at("2025-12-01T22:45:52Z"))
         .await
         .unwrap();
     finish(server).await;
@@ -68,6 +73,7 @@ async fn publishes_with_one_exact_server_side_apply_request() {
                     "gpu-topology.io/gpus-per-numa-max": "2",
                     "gpu-topology.io/nvlink-group-max": "8",
                 },
+                "annotations": { "gpu-topology.io/published": "2025-12-01T22:45:52Z" },
             },
         })
     );
@@ -151,5 +157,30 @@ async fn refused_connections_fail_after_the_attempt_budget() {
     assert!(
         matches!(error, PublishError::Kubernetes { attempts: 2, .. }),
         "{error}"
+    );
+}
+
+#[tokio::test]
+async fn the_heartbeat_goes_under_the_labels_prefix() {
+    let (port, log, server) = scripted(vec![200]).await;
+    let prefix = gpu_topology::LabelPrefix::new("example.com").unwrap();
+    let mut sink = KubernetesSink::new(
+        sink_client(port, Duration::from_secs(5)),
+        NODE.to_owned(),
+        DEFAULT_FIELD_MANAGER,
+        RetryPolicy {
+            attempts: 1,
+            initial_backoff: Duration::from_millis(20),
+            max_backoff: Duration::from_millis(100),
+        },
+        &prefix,
+    );
+    sink.publish(&dgx_labels(), at("2025-03-01T12:00:00Z"))
+        .await
+        .unwrap();
+    finish(server).await;
+    assert_eq!(
+        log.lock().unwrap()[0].body["metadata"]["annotations"],
+        json!({"example.com/published": "2025-03-01T12:00:00Z"})
     );
 }

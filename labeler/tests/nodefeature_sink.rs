@@ -40,6 +40,7 @@ fn sink(port: u16, namespace: Option<&str>, pod: Option<&str>) -> NodeFeatureSin
         target,
         DEFAULT_FIELD_MANAGER,
         retry,
+        &gpu_topology::LabelPrefix::default(),
     )
 }
 
@@ -187,7 +188,14 @@ fn is_label_key(text: &str) -> bool {
 /// What ObjectMeta validation would reject in the fields the sink sets.
 fn metadata_errors(metadata: &Value) -> Vec<String> {
     let mut errors = Vec::new();
-    let known: BTreeSet<&str> = ["name", "namespace", "labels", "ownerReferences"].into();
+    let known: BTreeSet<&str> = [
+        "name",
+        "namespace",
+        "labels",
+        "annotations",
+        "ownerReferences",
+    ]
+    .into();
     for key in metadata.as_object().unwrap().keys() {
         if !known.contains(key.as_str()) {
             errors.push(format!("metadata.{key}: not a field the sink should set"));
@@ -209,6 +217,16 @@ fn metadata_errors(metadata: &Value) -> Vec<String> {
         if !is_label_key(key) || !value.as_str().is_some_and(is_label_value) {
             errors.push(format!(
                 "metadata.labels: {key}={value} is not a valid label"
+            ));
+        }
+    }
+    // Annotation keys are label keys; values are any string (the heartbeat's
+    // is read through the contract).
+    for (key, value) in metadata["annotations"].as_object().into_iter().flatten() {
+        let heartbeat = value.as_str().map(gpu_topology::parse_heartbeat);
+        if !is_label_key(key) || !matches!(heartbeat, Some(Ok(_))) {
+            errors.push(format!(
+                "metadata.annotations: {key}={value} is not a heartbeat annotation"
             ));
         }
     }
@@ -241,7 +259,7 @@ fn nodefeature_errors(crd: &Crd, object: &Value) -> Vec<String> {
 async fn publishes_with_one_exact_server_side_apply_request() {
     let (port, log, server) = fake_api::scripted(vec![Reply::status(201)]).await;
     sink(port, Some(NAMESPACE), None)
-        .publish(&dgx_labels(), Timestamp::now())
+        .publish(&dgx_labels(), "2025-12-01T22:45:52Z".parse().unwrap())
         .await
         .unwrap();
     finish(server).await;
@@ -269,6 +287,8 @@ async fn publishes_with_one_exact_server_side_apply_request() {
                     "nfd.node.kubernetes.io/node-name": NODE,
                     "app.kubernetes.io/name": "gpu-topology-labeler",
                 },
+                // On the object: nfd-master copies no annotation to the Node.
+                "annotations": { "gpu-topology.io/published": "2025-12-01T22:45:52Z" },
             },
             "spec": {
                 "labels": {

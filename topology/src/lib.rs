@@ -11,6 +11,7 @@
 
 pub mod fit;
 pub mod fleet;
+pub mod heartbeat;
 pub mod kubelet;
 pub mod labels;
 pub mod quantity;
@@ -22,6 +23,10 @@ pub use fit::{
     required_terms, Alignment, GpuDemand,
 };
 pub use fleet::{Fleet, NodeGroup, NodeRead, Offer};
+pub use heartbeat::{
+    format_heartbeat, parse_heartbeat, HeartbeatError, DEFAULT_STALE_AFTER_SECONDS,
+    HEARTBEAT_INTERVAL_SECONDS,
+};
 pub use labels::{
     device_key_name, device_resource_of, format_count_list, is_label_value, parse_count_list,
     CpuManagerPolicy, Interconnect, LabelError, LabelKey, LabelPrefix, LabelRole,

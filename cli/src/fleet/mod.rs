@@ -4,12 +4,14 @@
 //! apart from policy-server.
 
 pub mod files;
+pub mod live;
 pub mod masks;
 pub mod selector;
 
 use crate::args::FleetArgs;
 use files::{FileCluster, FleetFileError};
 use gpu_topology_policy::cluster::host::ClusterReader;
+use live::{ConnectError, Credentials, LiveCluster};
 use std::fmt;
 
 /// The fleet the arguments name.
@@ -43,17 +45,15 @@ impl FleetSource {
 #[derive(Debug)]
 pub enum FleetError {
     Files(FleetFileError),
-    /// Live mode is not part of this build yet (issue #22, part B).
-    LiveNotBuilt,
+    /// No kubeconfig, or an API server that cannot be reached.
+    Live(ConnectError),
 }
 
 impl fmt::Display for FleetError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FleetError::Files(error) => error.fmt(f),
-            FleetError::LiveNotBuilt => f.write_str(
-                "live mode not built: give the fleet as files (--nodes FILE, --summary FILE)",
-            ),
+            FleetError::Live(error) => error.fmt(f),
         }
     }
 }
@@ -70,7 +70,18 @@ pub fn open(args: &FleetArgs) -> Result<FleetSource, FleetError> {
     open_live(args)
 }
 
-/// The live cluster: the seam `fleet/live.rs` fills in.
-fn open_live(_args: &FleetArgs) -> Result<FleetSource, FleetError> {
-    Err(FleetError::LiveNotBuilt)
+/// The live cluster of `--kubeconfig`/`--context` (else inferred), checked
+/// to answer.
+fn open_live(args: &FleetArgs) -> Result<FleetSource, FleetError> {
+    LiveCluster::connect(&credentials(args))
+        .map(|live| FleetSource::Live(Box::new(live)))
+        .map_err(FleetError::Live)
+}
+
+/// Live mode's credentials from the fleet arguments.
+pub fn credentials(args: &FleetArgs) -> Credentials {
+    Credentials {
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+    }
 }

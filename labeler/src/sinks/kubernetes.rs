@@ -8,10 +8,13 @@
 //! stale value forever.
 //!
 //! Unchanged labels are applied again every [`REAPPLY_INTERVAL`]: a label
-//! someone removed or edited by hand comes back.
+//! someone removed or edited by hand comes back. The apply carries the
+//! heartbeat annotation too ([`Heartbeat`]), ours to remove like the labels.
 
 use super::api::{self, ApiError};
+use super::heartbeat::Heartbeat;
 use super::{Labels, PublishError};
+use gpu_topology::LabelPrefix;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::PatchParams;
@@ -23,12 +26,13 @@ use serde_json::{json, Value};
 pub use super::api::{reapply_due, DEFAULT_FIELD_MANAGER, REAPPLY_INTERVAL};
 pub use super::retry::{is_retryable, with_retries, Exhausted, RetryPolicy};
 
-/// The apply body: a minimal Node carrying only our labels.
-pub fn apply_body(node: &str, labels: &Labels) -> Value {
+/// The apply body: a minimal Node carrying only our labels and annotations
+/// (the heartbeat).
+pub fn apply_body(node: &str, labels: &Labels, annotations: &Labels) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": { "name": node, "labels": labels },
+        "metadata": { "name": node, "labels": labels, "annotations": annotations },
     })
 }
 
@@ -57,18 +61,27 @@ pub struct KubernetesSink {
     retry: RetryPolicy,
     /// When labels were last applied successfully.
     last_applied: Option<Timestamp>,
+    heartbeat: Heartbeat,
 }
 
 impl KubernetesSink {
     /// `client` should come from [`api::client`] (or [`api::configure`]): with
     /// kube's own retries on, `retry` would not be the whole story.
-    pub fn new(client: Client, node: String, field_manager: &str, retry: RetryPolicy) -> Self {
+    /// The heartbeat goes under `prefix`, the labels' prefix.
+    pub fn new(
+        client: Client,
+        node: String,
+        field_manager: &str,
+        retry: RetryPolicy,
+        prefix: &LabelPrefix,
+    ) -> Self {
         Self {
             client,
             node,
             params: PatchParams::apply(field_manager).force(),
             retry,
             last_applied: None,
+            heartbeat: Heartbeat::new(prefix),
         }
     }
 
@@ -78,7 +91,8 @@ impl KubernetesSink {
     }
 
     pub async fn publish(&mut self, labels: &Labels, now: Timestamp) -> Result<(), PublishError> {
-        let body = apply_body(&self.node, labels);
+        let heartbeat = self.heartbeat.at(labels, now);
+        let body = apply_body(&self.node, labels, &self.heartbeat.annotations(heartbeat));
         let nodes = Node::url_path(&(), None);
         with_retries(&self.retry, "apply node labels", || {
             api::apply(&self.client, &nodes, &self.node, &self.params, &body)
@@ -91,6 +105,7 @@ impl KubernetesSink {
             source: Box::new(failed.error),
         })?;
         self.last_applied = Some(now);
+        self.heartbeat.sent(labels, heartbeat);
         Ok(())
     }
 }

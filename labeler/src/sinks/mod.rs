@@ -4,6 +4,7 @@
 //! two API sinks share.
 
 pub mod api;
+pub mod heartbeat;
 pub mod kubernetes;
 pub mod nfd;
 pub mod nodefeature;

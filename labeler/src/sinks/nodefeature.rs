@@ -36,8 +36,10 @@
 //! hand to drop those labels at once).
 
 use super::api::{self, reapply_due, ApiError};
+use super::heartbeat::Heartbeat;
 use super::retry::{with_retries, RetryPolicy};
 use super::{Labels, PublishError};
+use gpu_topology::LabelPrefix;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -73,12 +75,16 @@ pub fn collection(namespace: &str) -> String {
     DynamicObject::url_path(&resource, Some(namespace))
 }
 
-/// The apply body: our labels for `node`, owned by `owner` when there is one.
+/// The apply body: our labels for `node`, owned by `owner` when there is
+/// one, with `annotations` (the heartbeat) on the object itself: a
+/// NodeFeature's spec carries only `features` and `labels`, and nfd-master
+/// copies nothing else to the Node, so readers find the heartbeat here.
 pub fn apply_body(
     namespace: &str,
     node: &str,
     owner: Option<&OwnerReference>,
     labels: &Labels,
+    annotations: &Labels,
 ) -> Value {
     let mut metadata = Map::new();
     metadata.insert("name".to_owned(), json!(object_name(node)));
@@ -87,6 +93,7 @@ pub fn apply_body(
         "labels".to_owned(),
         json!({ NODE_NAME_LABEL: node, APP_LABEL.0: APP_LABEL.1 }),
     );
+    metadata.insert("annotations".to_owned(), json!(annotations));
     if let Some(owner) = owner {
         metadata.insert("ownerReferences".to_owned(), json!([owner]));
     }
@@ -194,11 +201,19 @@ pub struct NodeFeatureSink {
     retry: RetryPolicy,
     /// When the object was last applied successfully.
     last_applied: Option<Timestamp>,
+    heartbeat: Heartbeat,
 }
 
 impl NodeFeatureSink {
     /// `client` should come from [`api::client`] (or [`api::configure`]).
-    pub fn new(client: Client, target: Target, field_manager: &str, retry: RetryPolicy) -> Self {
+    /// The heartbeat goes under `prefix`, the labels' prefix.
+    pub fn new(
+        client: Client,
+        target: Target,
+        field_manager: &str,
+        retry: RetryPolicy,
+        prefix: &LabelPrefix,
+    ) -> Self {
         let namespace = target
             .namespace
             .unwrap_or_else(|| client.default_namespace().to_owned());
@@ -212,6 +227,7 @@ impl NodeFeatureSink {
             params: PatchParams::apply(field_manager).force(),
             retry,
             last_applied: None,
+            heartbeat: Heartbeat::new(prefix),
         }
     }
 
@@ -228,7 +244,15 @@ impl NodeFeatureSink {
 
     pub async fn publish(&mut self, labels: &Labels, now: Timestamp) -> Result<(), PublishError> {
         let owner = self.owner().await?;
-        let body = apply_body(&self.namespace, &self.node, owner.as_ref(), labels);
+        let heartbeat = self.heartbeat.at(labels, now);
+        let annotations = self.heartbeat.annotations(heartbeat);
+        let body = apply_body(
+            &self.namespace,
+            &self.node,
+            owner.as_ref(),
+            labels,
+            &annotations,
+        );
         let collection = collection(&self.namespace);
         with_retries(&self.retry, "apply the NodeFeature", || {
             api::apply(&self.client, &collection, &self.name, &self.params, &body)
@@ -242,6 +266,7 @@ impl NodeFeatureSink {
             source: Box::new(failed.error),
         })?;
         self.last_applied = Some(now);
+        self.heartbeat.sent(labels, heartbeat);
         Ok(())
     }
 

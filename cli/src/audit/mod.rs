@@ -1,0 +1,133 @@
+//! `gpu-topology audit`: the running GPU pods against their nodes' current
+//! facts (cli/README.md, "Audit"). For each pod: Guaranteed QoS, exclusive
+//! CPUs where the static CPU Manager would give them, whether its node's
+//! kubelet would admit it now, aligned, as the node's labels describe that
+//! kubelet today (label drift after a kubelet change shows here), and
+//! whether those labels are fresh (the labeler's heartbeat).
+//!
+//! [`checks`] computes the findings once, as data, with the policy's own
+//! code; [`report`], [`table`] and [`policyreport`] render them.
+
+pub mod checks;
+pub mod nodes;
+pub mod pods;
+pub mod policyreport;
+pub mod report;
+pub mod table;
+
+use crate::args::{AuditArgs, Output};
+use crate::exit;
+use crate::fleet::files::FileCluster;
+use crate::fleet::live::LiveCluster;
+use crate::fleet::{credentials, FleetError};
+use crate::run::{progress_bar, UsageError};
+use crate::settings;
+use checks::{audit_pod, Judge, PodAudit};
+use gpu_topology::LabelPrefix;
+use nodes::Nodes;
+use pods::RunningPod;
+use std::io::Write;
+
+/// More pods than this show a progress bar (on a terminal).
+const PROGRESS_FROM: usize = 1000;
+
+/// `audit`: the report on standard output; 0 without a finding, 1 with one.
+pub fn run(args: &AuditArgs) -> Result<u8, UsageError> {
+    let settings = settings::load(args.policy.settings.as_deref())?;
+    let config = &settings.config;
+    let now = match &args.at {
+        Some(at) => at.as_second(),
+        None => jiff::Timestamp::now().as_second(),
+    };
+    let judge = Judge {
+        config,
+        now: u64::try_from(now).unwrap_or(0),
+        stale_after_seconds: args.stale_after.as_secs(),
+    };
+    if args.fleet.summary.is_some() {
+        return Err(UsageError(
+            "--summary counts node shapes, not nodes by name: audit reads the nodes (--nodes FILE, or live)".to_owned(),
+        ));
+    }
+    // Live only for what no file gives; the API server is probed once.
+    let live = if args.pods.is_none() || args.fleet.nodes.is_none() {
+        Some(
+            LiveCluster::connect(&credentials(&args.fleet))
+                .map_err(|error| UsageError(FleetError::Live(error).to_string()))?,
+        )
+    } else {
+        None
+    };
+    let pods = match (&args.pods, &live) {
+        (Some(path), _) => pods::from_file(path).map_err(UsageError)?,
+        (None, Some(live)) => pods::from_cluster(live).map_err(UsageError)?,
+        (None, None) => return Err(UsageError("no pods to audit".to_owned())),
+    };
+    let nodes = match (&args.fleet.nodes, &live) {
+        (Some(path), _) => {
+            let files =
+                FileCluster::load(Some(path), None).map_err(|e| UsageError(e.to_string()))?;
+            nodes::from_objects(files.nodes(), &config.label_prefix)
+        }
+        (None, Some(live)) => read_live_nodes(live, &config.label_prefix)?,
+        (None, None) => return Err(UsageError("no nodes to audit against".to_owned())),
+    };
+    let audits = audit_all(&pods, &nodes, &judge);
+    let text =
+        render(&audits, args.output, judge.now, judge.stale_after_seconds).map_err(UsageError)?;
+    let mut stdout = anstream::stdout();
+    // A closed pipe (`| head`) is not an error of the audit.
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+    let found = audits.iter().any(|audit| audit.outcome().is_finding());
+    Ok(if found { exit::FINDINGS } else { exit::OK })
+}
+
+fn read_live_nodes(live: &LiveCluster, prefix: &LabelPrefix) -> Result<Nodes, UsageError> {
+    let (nodes, nodefeatures) = nodes::from_cluster(live, prefix).map_err(UsageError)?;
+    if let Some(problem) = nodefeatures {
+        eprintln!(
+            "gpu-topology: the labeler's NodeFeature objects were not read, so the heartbeat of nodes labeled through them is unknown: {problem}"
+        );
+    }
+    Ok(nodes)
+}
+
+/// The audit of every GPU pod, in the order given, with a progress bar on
+/// a terminal for long runs.
+pub fn audit_all(pods: &[RunningPod], nodes: &Nodes, judge: &Judge<'_>) -> Vec<PodAudit> {
+    let progress = progress_bar(pods.len(), PROGRESS_FROM, "pods");
+    let mut audits = Vec::new();
+    for pod in pods {
+        let node = pod.node.as_ref().and_then(|name| nodes.get(name));
+        audits.extend(audit_pod(pod, node, judge));
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    audits
+}
+
+/// The audit in `format`.
+pub fn render(
+    audits: &[PodAudit],
+    format: Output,
+    judged_at: u64,
+    stale_after_seconds: u64,
+) -> Result<String, String> {
+    let document = || report::AuditReport::new(audits, judged_at, stale_after_seconds);
+    match format {
+        Output::Table => Ok(table::render(audits)),
+        Output::Json => serde_json::to_string_pretty(&document())
+            .map(|json| json + "\n")
+            .map_err(|error| error.to_string()),
+        Output::Yaml => serde_saphyr::to_string(&document()).map_err(|error| error.to_string()),
+        Output::Policyreport => {
+            let mut out = String::new();
+            for report in policyreport::reports(audits, judged_at) {
+                out.push_str("---\n");
+                out.push_str(&serde_saphyr::to_string(&report).map_err(|error| error.to_string())?);
+            }
+            Ok(out)
+        }
+    }
+}
