@@ -6,7 +6,7 @@
 //!
 //! `cargo bench -p gpu-topology-cli` (or `make bench`, all benches). The
 //! inputs are generated into target/tool-bench/: the Nodes of `make demo`'s
-//! fleet (cli/tests/fixtures/what-if/nodes.json: 11 nodes of 5 shapes with
+//! fleet (examples/cluster/nodes.json: 11 nodes of 5 shapes with
 //! the labels real kubelets, cloud providers, NFD and the labeler write)
 //! repeated to 5,000 under new names, as `kubectl get nodes -o json`
 //! prints them, and the example requests' objects (examples/requests/*.json:
@@ -57,7 +57,7 @@ fn inputs(root: &Path) -> (PathBuf, PathBuf) {
     let dir = root.join("target/tool-bench");
     std::fs::create_dir_all(&dir).expect("target/tool-bench");
     let demo: Value = serde_json::from_str(
-        &std::fs::read_to_string(root.join("cli/tests/fixtures/what-if/nodes.json"))
+        &std::fs::read_to_string(root.join("examples/cluster/nodes.json"))
             .expect("the demo fleet's Nodes"),
     )
     .expect("JSON");
@@ -128,9 +128,10 @@ fn main() {
         .sample_size(10)
         .measurement_time(Duration::from_secs(30))
         .configure_from_args();
-    criterion.bench_function(&format!("tool/explain/{OBJECTS}-objects/{NODES}-nodes"), |b| {
-        b.iter(|| explain_report(&args).expect("the inputs are good"))
-    });
+    criterion.bench_function(
+        &format!("tool/explain/{OBJECTS}-objects/{NODES}-nodes"),
+        |b| b.iter(|| explain_report(&args).expect("the inputs are good")),
+    );
     criterion.final_summary();
     if let Some(peak) = peak_memory() {
         println!("peak resident memory of this process (VmHWM): {peak}");

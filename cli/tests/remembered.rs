@@ -60,7 +60,7 @@ fn config(settings: Value) -> Config {
 #[case::required_affinity(json!({"topology": {"affinity": "required"}}))]
 #[case::node_list_only(json!({"capacity": {"source": "nodes"}}))]
 fn remembered_reads_decide_as_fresh_ones(#[case] settings: Value) {
-    let nodes = include_bytes!("fixtures/what-if/nodes.json").to_vec();
+    let nodes = include_bytes!("../../examples/cluster/nodes.json").to_vec();
     let config = config(settings);
     let specs = [
         gpus(1),

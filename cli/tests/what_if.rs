@@ -29,7 +29,7 @@ impl ClusterReader for Listed {
 }
 
 fn nodes() -> Value {
-    serde_json::from_str(include_str!("fixtures/what-if/nodes.json")).unwrap()
+    serde_json::from_str(include_str!("../../examples/cluster/nodes.json")).unwrap()
 }
 
 fn node_list_request() -> ListAllResourcesRequest {

@@ -4,7 +4,7 @@
 use rstest::rstest;
 use std::process::{Command, Output, Stdio};
 
-const NODES: &str = "tests/fixtures/what-if/nodes.json";
+const NODES: &str = "../examples/cluster/nodes.json";
 const POD: &str = "tests/fixtures/what-if/pod-4-gpus.yaml";
 /// The Azure NC96ads A100 v4 nodes' shape (2 + 2 A100, best-effort).
 const AZURE: &str = "b32d9100c83da14b";

@@ -980,6 +980,30 @@ pub fn session_files() -> Vec<SessionFile> {
 /// Where `make demo` reads its fleet, relative to the repository root.
 pub const DEMO_SESSION_PATH: &str = "examples/cluster/fleet.yml";
 
+/// The same fleet's Nodes as `kubectl get nodes -o json` prints them, for
+/// `gpu-topology explain --nodes` (docs/cli.md), relative to the root.
+pub const DEMO_NODES_PATH: &str = "examples/cluster/nodes.json";
+
+/// The Nodes of [`demo_session_file`]'s fleet as `kubectl get nodes -o
+/// json` prints them: a `List` of `Node` objects (pretty JSON).
+pub fn demo_nodes_file() -> Result<String> {
+    let ListAnswer::Nodes(groups) = demo_session_file().list else {
+        anyhow::bail!("the demo fleet lists no Nodes");
+    };
+    let items: Vec<Value> = node_items(&groups, &LabelPrefix::default())
+        .into_iter()
+        .map(|mut item| {
+            if let Some(node) = item.as_object_mut() {
+                node.insert("apiVersion".to_owned(), json!("v1"));
+                node.insert("kind".to_owned(), json!("Node"));
+            }
+            item
+        })
+        .collect();
+    let list = json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items});
+    Ok(serde_json::to_string_pretty(&list)? + "\n")
+}
+
 /// The fleet `make demo` replays ([`DEMO_SESSION_PATH`]): a cloud fleet
 /// where each example shows one outcome. Its 8-GPU nodes all align (p5 on
 /// restricted, HGX A100 on single-numa-node), so a pod whose GPUs span both
