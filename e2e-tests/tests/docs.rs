@@ -33,6 +33,11 @@ const CHINESE_SUFFIX: &str = ".zh-CN.md";
 const NEEDS_CLUSTER: &str = "# needs a cluster";
 /// The first line of a shell block that guide.rs runs.
 const RUN_IN_GUIDE_TEST: &str = "# runs in e2e-tests/tests/guide.rs";
+/// The first line of a shell block of docs/cli.md (and its Chinese edition)
+/// that cli/tests/documented.rs runs, checking its output and exit code.
+const RUN_IN_CLI_TEST: &str = "# runs in cli/tests/documented.rs";
+/// The documents whose blocks cli/tests/documented.rs runs.
+const CLI_DOCS: [&str; 2] = ["docs/cli.md", "docs/cli.zh-CN.md"];
 /// docs/ files for developers, English only (the Chinese README says so).
 const ENGLISH_ONLY: [&str; 4] = [
     "docs/development.md",
@@ -165,7 +170,8 @@ fn the_chinese_edition_is_at_parity(
         "docs/cluster-view.md",
         "docs/workload-controllers.md",
         "docs/kubelet-model.md",
-        "docs/known-limits.md"
+        "docs/known-limits.md",
+        "docs/cli.md"
     )]
     english: &str,
     #[values("headings", "code blocks", "code spans", "links", "named keys")] aspect: &str,
@@ -318,7 +324,8 @@ fn every_path_an_operator_document_names_exists() {
 }
 
 /// The shell blocks of the operator documents say how they run; the guide's
-/// run-here blocks are run by guide.rs, and the README's developer commands
+/// run-here blocks are run by guide.rs, docs/cli.md's by the cli crate's
+/// tests/documented.rs, and the README's developer commands
 /// are checked below.
 #[test]
 fn every_operator_shell_block_is_marked() {
@@ -326,13 +333,23 @@ fn every_operator_shell_block_is_marked() {
     for english in translated() {
         for doc in [english.clone(), chinese_edition(&english)] {
             for block in shell_blocks(&read(&doc)) {
-                let marked = matches!(first_line(&block), NEEDS_CLUSTER | RUN_IN_GUIDE_TEST);
+                let marked = matches!(
+                    first_line(&block),
+                    NEEDS_CLUSTER | RUN_IN_GUIDE_TEST | RUN_IN_CLI_TEST
+                );
                 let developer = block.body == developer_block;
                 assert!(
                     marked || developer,
                     "{doc}:{}: a shell block must start with `{NEEDS_CLUSTER}`:\n{}",
                     block.line,
                     block.body
+                );
+                // documented.rs reads only the CLI's documents: a block
+                // marked so elsewhere would be run by nothing.
+                assert!(
+                    first_line(&block) != RUN_IN_CLI_TEST || CLI_DOCS.contains(&doc.as_str()),
+                    "{doc}:{}: `{RUN_IN_CLI_TEST}` runs only blocks of {CLI_DOCS:?}",
+                    block.line
                 );
             }
         }
