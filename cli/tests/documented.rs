@@ -155,6 +155,10 @@ fn every_documented_command_prints_what_the_document_shows(#[case] doc: &str) {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// A block's steps as (line, arguments, standard output, exit code), or
+/// how the error reading it starts.
+type ExpectedSteps = Result<Vec<(usize, Vec<&'static str>, &'static str, i32)>, &'static str>;
+
 /// How a marked block is read: commands, their output and exit codes, and
 /// each mistake named by its line.
 #[rstest]
@@ -185,7 +189,7 @@ fn every_documented_command_prints_what_the_document_shows(#[case] doc: &str) {
 )]
 fn a_marked_block_is_read_as_commands_and_their_output(
     #[case] body: &str,
-    #[case] expected: Result<Vec<(usize, Vec<&str>, &str, i32)>, &str>,
+    #[case] expected: ExpectedSteps,
 ) {
     let block = Block {
         lang: "console".to_owned(),
