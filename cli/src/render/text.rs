@@ -32,13 +32,21 @@ pub fn render(explanations: &[Explanation], verbose: bool) -> String {
     let count = |outcome| explanations.iter().filter(|e| e.outcome == outcome).count();
     let _ = writeln!(
         out,
-        "{} objects: {} accepted, {} mutated, {} rejected",
-        explanations.len(),
+        "{}: {} accepted, {} mutated, {} rejected",
+        counted(explanations.len(), "object"),
         count(Outcome::Accepted),
         count(Outcome::Mutated),
         count(Outcome::Rejected)
     );
     out
+}
+
+/// `1 object`, `2 objects`: a count and its noun, in number.
+pub(crate) fn counted(count: usize, noun: &str) -> String {
+    match count {
+        1 => format!("1 {noun}"),
+        _ => format!("{count} {noun}s"),
+    }
 }
 
 fn render_one(explanation: &Explanation, verbose: bool, out: &mut String) {

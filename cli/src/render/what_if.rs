@@ -6,7 +6,7 @@ use crate::args::Output;
 use crate::explain::{Explanation, ObjectRef, Outcome as Decision};
 use crate::render::report::{source_ref, SourceRef};
 use crate::render::shapes::{verdict, ShapeRow};
-use crate::render::text::{decision_cell, names_cell, styled, yes, HEADING, WARNING};
+use crate::render::text::{counted, decision_cell, names_cell, styled, yes, HEADING, WARNING};
 use crate::what_if::compare::ShapeChange;
 use crate::what_if::{Outcome, Tried};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
@@ -229,13 +229,12 @@ fn text(report: &WhatIfReport, outcomes: &[Outcome]) -> String {
     let summary = &report.summary;
     let _ = writeln!(
         out,
-        "{} object{}: {} decisions changed; rejected {} before, {} after; {} shape verdicts changed",
-        summary.objects,
-        if summary.objects == 1 { "" } else { "s" },
-        summary.decisions_changed,
+        "{}: {} changed; rejected {} before, {} after; {} changed",
+        counted(summary.objects, "object"),
+        counted(summary.decisions_changed, "decision"),
         summary.rejected_before,
         summary.rejected_after,
-        summary.shapes_changed
+        counted(summary.shapes_changed, "shape verdict")
     );
     out
 }
