@@ -6,7 +6,7 @@ use gpu_topology_cli::what_if::change::FleetChange;
 use gpu_topology_cli::what_if::cluster::ChangedCluster;
 use gpu_topology_policy::cluster::host::ClusterReader;
 use gpu_topology_policy::decide::model::Answer;
-use gpu_topology_policy::decide::record::{explain_with, Explained};
+use gpu_topology_policy::decide::record::{explain_with, Explained, PodRecord};
 use gpu_topology_policy::request::AdmissionRequest;
 use gpu_topology_policy::settings::{settings_from_value, Config};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
@@ -143,10 +143,18 @@ fn explain(gpus: u32, cluster: &dyn ClusterReader) -> Explained {
     explain_with(&request, &config(), cluster)
 }
 
-#[test]
-fn the_policy_reads_the_changed_cluster_as_the_labeler_would_publish_it() {
+/// A 4-GPU pod's records before and after the Azure NC96ads A100 v4 nodes
+/// (2 + 2 GPUs, best-effort) move to single-numa-node.
+struct AzureMoved {
+    azure: String,
+    change: FleetChange,
+    prefix: LabelPrefix,
+    before: PodRecord,
+    after: PodRecord,
+}
+
+fn azure_moved_to_single_numa_node() -> AzureMoved {
     let base = nodes();
-    // The Azure NC96ads A100 v4 nodes: 2 + 2 GPUs, best-effort.
     let azure = shape_of(&base, "ip-10-0-0-7.ec2.internal");
     let change = FleetChange::parse(
         &["topologyManagerPolicy=single-numa-node".to_owned()],
@@ -162,7 +170,25 @@ fn the_policy_reads_the_changed_cluster_as_the_labeler_would_publish_it() {
     };
     let before = explain(4, &listed).pod.unwrap();
     let after = explain(4, &changed).pod.unwrap();
-    let on_azure = |record: &gpu_topology_policy::decide::record::PodRecord, shape: &str| {
+    AzureMoved {
+        azure,
+        change,
+        prefix,
+        before,
+        after,
+    }
+}
+
+#[test]
+fn the_policy_reads_the_changed_cluster_as_the_labeler_would_publish_it() {
+    let AzureMoved {
+        azure,
+        change,
+        prefix,
+        before,
+        after,
+    } = azure_moved_to_single_numa_node();
+    let on_azure = |record: &PodRecord, shape: &str| {
         record
             .shapes
             .iter()
@@ -196,22 +222,13 @@ fn the_policy_reads_the_changed_cluster_as_the_labeler_would_publish_it() {
 #[test]
 fn compare_matches_each_shape_with_its_nodes_after_the_change() {
     use gpu_topology_cli::what_if::compare::compare;
-    let base = nodes();
-    let azure = shape_of(&base, "ip-10-0-0-7.ec2.internal");
-    let change = FleetChange::parse(
-        &["topologyManagerPolicy=single-numa-node".to_owned()],
-        std::slice::from_ref(&azure),
-    )
-    .unwrap();
-    let prefix = LabelPrefix::default();
-    let listed = Listed(base);
-    let changed = ChangedCluster {
-        base: &listed,
-        change: &change,
-        prefix: &prefix,
-    };
-    let before = explain(4, &listed).pod.unwrap();
-    let after = explain(4, &changed).pod.unwrap();
+    let AzureMoved {
+        azure,
+        change,
+        prefix,
+        before,
+        after,
+    } = azure_moved_to_single_numa_node();
     let shapes = compare(&before, &after, &change, &prefix);
     assert_eq!(shapes.len(), before.shapes.len());
     for shape in &shapes {

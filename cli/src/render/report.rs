@@ -44,11 +44,8 @@ pub struct Item<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<SourceRef<'a>>,
     pub object: &'a ObjectRef,
-    pub decision: Outcome,
-    pub allowed: bool,
-    pub message: Option<&'a str>,
-    pub warnings: &'a [String],
-    pub patch: &'a json_patch::Patch,
+    #[serde(flatten)]
+    pub answer: Answer<'a>,
     pub changes: &'a [Change],
     /// The record of a GPU pod or pod template (`null` for other objects).
     pub record: Option<&'a RecordView>,
@@ -76,16 +73,36 @@ impl<'a> ExplainReport<'a> {
     }
 }
 
-impl<'a> Item<'a> {
-    fn of(explanation: &'a Explanation) -> Self {
-        Item {
-            source: explanation.source.as_ref().map(source_ref),
-            object: &explanation.object,
+/// What the API server gets for one object (what-if reports one before
+/// and one after).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Answer<'a> {
+    pub decision: Outcome,
+    pub allowed: bool,
+    pub message: Option<&'a str>,
+    pub warnings: &'a [String],
+    pub patch: &'a json_patch::Patch,
+}
+
+impl<'a> Answer<'a> {
+    pub fn of(explanation: &'a Explanation) -> Self {
+        Answer {
             decision: explanation.outcome,
             allowed: explanation.outcome.allowed(),
             message: explanation.message.as_deref(),
             warnings: &explanation.warnings,
             patch: &explanation.patch,
+        }
+    }
+}
+
+impl<'a> Item<'a> {
+    fn of(explanation: &'a Explanation) -> Self {
+        Item {
+            source: explanation.source.as_ref().map(source_ref),
+            object: &explanation.object,
+            answer: Answer::of(explanation),
             changes: &explanation.changes,
             record: explanation.record.as_ref(),
         }

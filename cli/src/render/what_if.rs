@@ -3,8 +3,8 @@
 //! WhatIfReport (cli/README.md, "The WhatIfReport schema").
 
 use crate::args::Output;
-use crate::explain::{Explanation, ObjectRef, Outcome as Decision};
-use crate::render::report::{source_ref, SourceRef};
+use crate::explain::{ObjectRef, Outcome as Decision};
+use crate::render::report::{source_ref, Answer, SourceRef};
 use crate::render::shapes::{verdict, ShapeRow};
 use crate::render::text::{counted, decision_cell, names_cell, styled, yes, HEADING, WARNING};
 use crate::what_if::compare::ShapeChange;
@@ -70,32 +70,9 @@ pub struct Item<'a> {
     pub source: Option<SourceRef<'a>>,
     pub object: &'a ObjectRef,
     pub decision_changed: bool,
-    pub before: Side<'a>,
-    pub after: Side<'a>,
+    pub before: Answer<'a>,
+    pub after: Answer<'a>,
     pub shapes: Vec<ShapeItem<'a>>,
-}
-
-/// One side's answer.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Side<'a> {
-    pub decision: Decision,
-    pub allowed: bool,
-    pub message: Option<&'a str>,
-    pub warnings: &'a [String],
-    pub patch: &'a json_patch::Patch,
-}
-
-impl<'a> Side<'a> {
-    fn of(explanation: &'a Explanation) -> Self {
-        Side {
-            decision: explanation.outcome,
-            allowed: explanation.outcome.allowed(),
-            message: explanation.message.as_deref(),
-            warnings: &explanation.warnings,
-            patch: &explanation.patch,
-        }
-    }
 }
 
 /// One node shape before the change and what became of it.
@@ -170,8 +147,8 @@ impl<'a> Item<'a> {
             source: outcome.before.source.as_ref().map(source_ref),
             object: &outcome.before.object,
             decision_changed: outcome.decision_changed(),
-            before: Side::of(&outcome.before),
-            after: Side::of(&outcome.after),
+            before: Answer::of(&outcome.before),
+            after: Answer::of(&outcome.after),
             shapes: outcome
                 .shapes
                 .iter()
