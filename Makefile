@@ -5,7 +5,7 @@
 #                    check (what .ci/run runs)
 #   make schema-venv the pinned Python packages of the schema check (target/schema-venv)
 #   make e2e-tests   the built module against e2e-tests/scenarios (harness; kwctl bats when available)
-#   make bench       criterion benchmarks (Wasm harness vs native); not part of `make test`
+#   make bench       criterion benchmarks (Wasm harness vs native; the tool at scale); not part of `make test`
 #   make miri        the allocator's tests under Miri (nightly); not part of `make test`
 #   make artifacthub-pkg.yml   regenerate the Artifact Hub package with kwctl (release time)
 #   make fuzz        each fuzz target for FUZZ_SECONDS (30): executions and findings (FUZZING.md)
@@ -143,7 +143,7 @@ demo: $(DEMO_MODULE)
 		--plan examples/demo.yaml
 
 bench: policy.wasm
-	$(CARGO) bench -p e2e-tests
+	$(CARGO) bench -p e2e-tests -p gpu-topology-cli
 
 # The crate's only unsafe code, src/small_blocks.rs, checked for undefined
 # behaviour and leaks (a few minutes).
