@@ -55,6 +55,12 @@ NOT_API_OBJECTS = {
         "Karpenter's CRD, not vendored (examples/autoscaling is checked by tests/autoscaling_examples.rs)",
     ("karpenter.k8s.aws/v1", "EC2NodeClass"):
         "Karpenter's CRD, not vendored (examples/autoscaling is checked by tests/autoscaling_examples.rs)",
+    ("gpu-topology.io/v1alpha1", "ExplainReport"):
+        "gpu-topology explain's output (cli/README.md), printed, never applied; its golden outputs are cli/tests/snapshots",
+    ("gpu-topology.io/v1alpha1", "WhatIfReport"):
+        "gpu-topology what-if's output (cli/README.md), printed, never applied; its golden outputs are cli/tests/snapshots",
+    ("gpu-topology.io/v1alpha1", "AuditReport"):
+        "gpu-topology audit's output (cli/README.md), printed, never applied; its golden outputs are cli/tests/snapshots",
 }
 
 # The CRDs objects are validated against, relative to the repository root.
