@@ -198,6 +198,16 @@ pub enum LabelKey {
     CpuManagerDistributeCpusAcrossNuma,
     /// The CPU Manager option `align-by-socket` (`true`, `false`).
     CpuManagerAlignBySocket,
+    /// Every NUMA node of the machine, as the kubelet counts them (cadvisor's
+    /// `machineInfo.Topology`: one per `/sys/devices/system/node/node<N>`,
+    /// CPU-less and memory-only ones included). `numa-nodes` counts only
+    /// those with GPUs. Decides whether the Topology Manager starts
+    /// (`max-allowable-numa-nodes`) even when the per-NUMA lists are unknown.
+    MachineNumaNodes,
+    /// The kubelet's version as `<major>.<minor>` (`1.36`), from the Node's
+    /// `status.nodeInfo.kubeletVersion`: the kubelet's rules differ by
+    /// version, and node affinity can select labels only.
+    KubeletVersion,
     /// A digest of every fact the admission decision reads ([`ShapeId`]):
     /// nodes with equal facts share it, so node affinity can select exactly
     /// the machine shapes whose kubelet admits a pod (`In`, `NotIn`).
@@ -232,10 +242,12 @@ pub enum ValueKind {
     Flag,
     /// 16 lowercase hexadecimal digits.
     Digest,
+    /// A Kubernetes minor version, `<major>.<minor>` (`1.36`).
+    Version,
 }
 
 impl LabelKey {
-    pub const ALL: [LabelKey; 27] = [
+    pub const ALL: [LabelKey; 29] = [
         LabelKey::Gpus,
         LabelKey::GpusPerNumaMax,
         LabelKey::NumaNodes,
@@ -262,6 +274,8 @@ impl LabelKey {
         LabelKey::CpuManagerFullPcpusOnly,
         LabelKey::CpuManagerDistributeCpusAcrossNuma,
         LabelKey::CpuManagerAlignBySocket,
+        LabelKey::MachineNumaNodes,
+        LabelKey::KubeletVersion,
         LabelKey::Shape,
     ];
 
@@ -300,6 +314,8 @@ impl LabelKey {
                 "cpu-manager-distribute-cpus-across-numa"
             }
             LabelKey::CpuManagerAlignBySocket => "cpu-manager-align-by-socket",
+            LabelKey::MachineNumaNodes => "machine-numa-nodes",
+            LabelKey::KubeletVersion => "kubelet-version",
             LabelKey::Shape => "shape",
         }
     }
@@ -370,7 +386,9 @@ impl LabelKey {
             | LabelKey::TopologyManagerMaxAllowableNumaNodes
             | LabelKey::CpuManagerFullPcpusOnly
             | LabelKey::CpuManagerDistributeCpusAcrossNuma
-            | LabelKey::CpuManagerAlignBySocket => LabelRole::Fact,
+            | LabelKey::CpuManagerAlignBySocket
+            | LabelKey::MachineNumaNodes
+            | LabelKey::KubeletVersion => LabelRole::Fact,
         }
     }
 
@@ -399,7 +417,8 @@ impl LabelKey {
             | LabelKey::CpusPerNuma
             | LabelKey::MemoryPerNumaGib
             | LabelKey::ThreadsPerCore
-            | LabelKey::TopologyManagerMaxAllowableNumaNodes => ValueKind::Count,
+            | LabelKey::TopologyManagerMaxAllowableNumaNodes
+            | LabelKey::MachineNumaNodes => ValueKind::Count,
             LabelKey::NumaGpus
             | LabelKey::NumaCpus
             | LabelKey::NumaReservedCpus
@@ -418,6 +437,7 @@ impl LabelKey {
             | LabelKey::CpuManagerDistributeCpusAcrossNuma
             | LabelKey::CpuManagerAlignBySocket => ValueKind::Flag,
             LabelKey::Shape => ValueKind::Digest,
+            LabelKey::KubeletVersion => ValueKind::Version,
         }
     }
 }
@@ -537,6 +557,62 @@ impl fmt::Display for ShapeId {
     }
 }
 
+/// A kubelet's minor version: the rules of its managers differ by it (the
+/// Topology Manager's device hints, 1.36; `max-allowable-numa-nodes`, 1.31).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KubeletVersion {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl KubeletVersion {
+    pub const fn new(major: u32, minor: u32) -> Self {
+        KubeletVersion { major, minor }
+    }
+
+    /// Reads a Node's `status.nodeInfo.kubeletVersion` as the kubelet
+    /// reports it: `v1.36.2`, with a distribution's suffix
+    /// (`v1.35.0-eks-4096722`, `v1.34.2+k3s1`, `v1.33.5-gke.1080000`) or a
+    /// pre-release (`v1.36.0-rc.1`: its rules are the minor's). `None` for
+    /// anything else.
+    pub fn parse_node_info(value: &str) -> Option<Self> {
+        let rest = value.strip_prefix('v')?;
+        let (major, rest) = rest.split_once('.')?;
+        let minor_end = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let (minor, rest) = rest.split_at(minor_end);
+        // After the minor: a patch, or nothing.
+        if !(rest.is_empty() || rest.starts_with('.')) {
+            return None;
+        }
+        Some(KubeletVersion::new(
+            parse_count(major)?,
+            parse_count(minor)?,
+        ))
+    }
+
+    /// Reads the label's `<major>.<minor>`.
+    pub fn parse_label(value: &str) -> Option<Self> {
+        let (major, minor) = value.split_once('.')?;
+        Some(KubeletVersion::new(
+            parse_count(major)?,
+            parse_count(minor)?,
+        ))
+    }
+
+    /// True from `major.minor` on.
+    pub const fn at_least(self, major: u32, minor: u32) -> bool {
+        self.major > major || (self.major == major && self.minor >= minor)
+    }
+}
+
+impl fmt::Display for KubeletVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
 /// What a node's labels say about its GPU topology and its kubelet. `None`
 /// means unknown, and an unknown value is never published.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -573,6 +649,13 @@ pub struct NodeTopology {
     pub full_pcpus_only: Option<bool>,
     pub distribute_cpus_across_numa: Option<bool>,
     pub align_by_socket: Option<bool>,
+    /// Every NUMA node of the machine, as the kubelet counts them.
+    pub machine_numa_nodes: Option<u32>,
+    /// The kubelet's minor version.
+    pub kubelet_version: Option<KubeletVersion>,
+    /// SLIT distances (`/sys/devices/system/node/node<N>/distance`), one row
+    /// per NUMA node in id order, each row over every NUMA node.
+    pub numa_distances: Option<Vec<Vec<u32>>>,
     pub shape: Option<ShapeId>,
     /// Per-NUMA counts of device-plugin resources other than the GPUs of
     /// `numa_gpus` (RDMA HCAs, SR-IOV VFs, MIG slices of the mixed
@@ -596,6 +679,7 @@ impl NodeTopology {
             LabelKey::MemoryPerNumaGib => self.memory_per_numa_gib,
             LabelKey::ThreadsPerCore => self.threads_per_core,
             LabelKey::TopologyManagerMaxAllowableNumaNodes => self.max_allowable_numa_nodes,
+            LabelKey::MachineNumaNodes => self.machine_numa_nodes,
             _ => None,
         }
     }
@@ -643,6 +727,7 @@ impl NodeTopology {
             LabelKey::TopologyManagerMaxAllowableNumaNodes => {
                 Some(&mut self.max_allowable_numa_nodes)
             }
+            LabelKey::MachineNumaNodes => Some(&mut self.machine_numa_nodes),
             _ => None,
         }
     }
@@ -701,6 +786,7 @@ impl NodeTopology {
             ValueKind::Word => self.word(key).map(str::to_owned),
             ValueKind::Flag => self.flag(key).map(|flag| flag.to_string()),
             ValueKind::Digest => self.shape.map(|shape| shape.to_string()),
+            ValueKind::Version => self.kubelet_version.map(|version| version.to_string()),
         }
     }
 
@@ -862,6 +948,12 @@ impl NodeTopology {
                 self.shape = Some(
                     ShapeId::parse(value)
                         .ok_or_else(|| invalid("16 lowercase hexadecimal digits"))?,
+                );
+            }
+            ValueKind::Version => {
+                self.kubelet_version = Some(
+                    KubeletVersion::parse_label(value)
+                        .ok_or_else(|| invalid("<major>.<minor>, e.g. 1.36"))?,
                 );
             }
             ValueKind::Word => match key {
@@ -1047,6 +1139,46 @@ mod tests {
         assert_eq!(key.kubelet_setting(), Some(setting));
     }
 
+    #[rstest]
+    #[case::plain("v1.36.2", Some((1, 36)))]
+    #[case::eks("v1.35.0-eks-4096722", Some((1, 35)))]
+    #[case::k3s("v1.34.2+k3s1", Some((1, 34)))]
+    #[case::gke("v1.33.5-gke.1080000", Some((1, 33)))]
+    #[case::release_candidate("v1.36.0-rc.1", Some((1, 36)))]
+    #[case::no_patch("v1.36", Some((1, 36)))]
+    #[case::no_v("1.36.2", None)]
+    #[case::no_minor("v1", None)]
+    #[case::letters_in_the_minor("v1.3x.0", None)]
+    #[case::empty("", None)]
+    #[case::huge_minor("v1.99999999999.0", None)]
+    fn kubelet_versions_read_as_the_node_reports_them(
+        #[case] reported: &str,
+        #[case] expected: Option<(u32, u32)>,
+    ) {
+        let version = KubeletVersion::parse_node_info(reported);
+        assert_eq!(
+            version,
+            expected.map(|(major, minor)| KubeletVersion::new(major, minor))
+        );
+        if let Some(version) = version {
+            let label = version.to_string();
+            assert!(is_label_value(&label));
+            assert_eq!(KubeletVersion::parse_label(&label), Some(version));
+        }
+    }
+
+    #[rstest]
+    #[case::older_minor(KubeletVersion::new(1, 35), false)]
+    #[case::same(KubeletVersion::new(1, 36), true)]
+    #[case::newer_minor(KubeletVersion::new(1, 37), true)]
+    #[case::newer_major(KubeletVersion::new(2, 0), true)]
+    fn versions_compare_by_major_then_minor(
+        #[case] version: KubeletVersion,
+        #[case] from_1_36: bool,
+    ) {
+        assert_eq!(version.at_least(1, 36), from_1_36);
+    }
+
     #[test]
     fn every_kubelet_setting_is_a_fact_of_the_shape_named_once() {
         let settings: Vec<(&str, LabelKey)> = LabelKey::ALL
@@ -1089,6 +1221,9 @@ mod tests {
             full_pcpus_only: Some(true),
             distribute_cpus_across_numa: Some(false),
             align_by_socket: Some(false),
+            machine_numa_nodes: Some(8),
+            kubelet_version: Some(KubeletVersion::new(1, 34)),
+            numa_distances: None,
             shape: None,
             devices: BTreeMap::new(),
         }

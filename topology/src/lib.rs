@@ -29,7 +29,7 @@ pub use heartbeat::{
 };
 pub use labels::{
     device_key_name, device_resource_of, format_count_list, is_label_value, parse_count_list,
-    CpuManagerPolicy, Interconnect, LabelError, LabelKey, LabelPrefix, LabelRole,
+    CpuManagerPolicy, Interconnect, KubeletVersion, LabelError, LabelKey, LabelPrefix, LabelRole,
     MemoryManagerPolicy, NodeTopology, ShapeId, TopologyManagerPolicy, TopologyManagerScope,
     ValueKind, DEFAULT_LABEL_PREFIX, MAX_NUMA_NODES,
 };

@@ -4,8 +4,8 @@
 
 use gpu_topology::kubelet::facts::MAX_UNITS_PER_NUMA;
 use gpu_topology::kubelet::{
-    admit, ContainerDemand, ContainerKind, CpuManagerConfig, HugePages, MemoryManagerPolicy,
-    NodeFacts, NumaNodeFacts, PodDemand, TopologyManagerConfig, Verdict,
+    admit, ContainerDemand, ContainerKind, CpuManagerConfig, HugePages, KubeletVersion,
+    MemoryManagerPolicy, NodeFacts, NumaNodeFacts, PodDemand, TopologyManagerConfig, Verdict,
 };
 use gpu_topology::{CpuManagerPolicy, TopologyManagerPolicy, TopologyManagerScope};
 use proptest::option;
@@ -108,7 +108,15 @@ fn node() -> impl Strategy<Value = NodeFacts> {
             known(any::<bool>()),
         ),
         known(memory),
-        (known(any::<u32>()), known(any::<u32>())),
+        (
+            known(any::<u32>()),
+            known(any::<u32>()),
+            known(any::<u32>()),
+            known(
+                (any::<u32>(), any::<u32>())
+                    .prop_map(|(major, minor)| KubeletVersion::new(major, minor)),
+            ),
+        ),
         // Device lists of any length and counts, some names the pod asks for.
         proptest::collection::btree_map(
             prop_oneof![Just("rdma/ib".to_owned()), Just("x/y".to_owned())],
@@ -123,7 +131,7 @@ fn node() -> impl Strategy<Value = NodeFacts> {
                 (policy, scope, closest, max),
                 (cpu, full, distribute, align),
                 memory,
-                (gpus, gpus_per_numa_max),
+                (gpus, gpus_per_numa_max, machine_numa_nodes, kubelet_version),
                 devices,
             )| NodeFacts {
                 gpus,
@@ -144,6 +152,8 @@ fn node() -> impl Strategy<Value = NodeFacts> {
                 },
                 memory_manager: memory,
                 devices,
+                machine_numa_nodes,
+                kubelet_version,
             },
         )
 }

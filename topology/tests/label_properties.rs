@@ -6,8 +6,8 @@
 //! (`k8s.io/apimachinery/pkg/util/validation/validation.go`).
 
 use gpu_topology::{
-    format_count_list, CpuManagerPolicy, Interconnect, LabelPrefix, MemoryManagerPolicy,
-    NodeTopology, ShapeId, TopologyManagerPolicy, TopologyManagerScope,
+    format_count_list, CpuManagerPolicy, Interconnect, KubeletVersion, LabelPrefix,
+    MemoryManagerPolicy, NodeTopology, ShapeId, TopologyManagerPolicy, TopologyManagerScope,
 };
 use proptest::collection::{btree_map, vec};
 use proptest::option;
@@ -123,6 +123,13 @@ fn topology() -> impl Strategy<Value = NodeTopology> {
         word(MemoryManagerPolicy::ALL),
         (flag(), flag(), flag(), flag()),
         option::of(any::<u64>().prop_map(ShapeId)),
+        (
+            count(),
+            option::of(
+                (0..=3u32, any::<u32>())
+                    .prop_map(|(major, minor)| KubeletVersion::new(major, minor)),
+            ),
+        ),
     );
     (described, facts, devices()).prop_map(|(described, facts, devices)| {
         let ((gpus, per_numa, numa, nvlink, pcie, cpus, memory), interconnect, policy, scope, cpu) =
@@ -134,6 +141,7 @@ fn topology() -> impl Strategy<Value = NodeTopology> {
             memory_manager,
             (prefer_closest, full_pcpus, distribute, by_socket),
             shape,
+            (machine_numa_nodes, kubelet_version),
         ) = facts;
         NodeTopology {
             gpus,
@@ -162,6 +170,9 @@ fn topology() -> impl Strategy<Value = NodeTopology> {
             full_pcpus_only: full_pcpus,
             distribute_cpus_across_numa: distribute,
             align_by_socket: by_socket,
+            machine_numa_nodes,
+            kubelet_version,
+            numa_distances: None,
             shape,
             devices,
         }

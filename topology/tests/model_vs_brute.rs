@@ -201,6 +201,8 @@ fn node() -> impl Strategy<Value = NodeFacts> {
                     },
                     memory_manager: Some(memory),
                     devices: [(HCA.to_owned(), numas.iter().map(|s| s.hcas).collect())].into(),
+                    machine_numa_nodes: None,
+                    kubelet_version: None,
                 }
             },
         )

@@ -4,6 +4,7 @@
 //! only for the facts its answer depends on and names the first one missing
 //! ([`Fact`]).
 
+pub use crate::labels::KubeletVersion;
 /// The kubelet's `memoryManagerPolicy`: the label contract's type, so that
 /// the labels and the model cannot spell it differently.
 pub use crate::labels::MemoryManagerPolicy;
@@ -99,6 +100,12 @@ pub struct NodeFacts {
     /// slices): devices per NUMA node, every NUMA node in id order, by
     /// resource name. A resource not listed is unknown.
     pub devices: BTreeMap<String, Vec<u32>>,
+    /// Every NUMA node of the machine as the kubelet counts them (the
+    /// `machine-numa-nodes` label): decides whether the Topology Manager
+    /// starts when `numa_nodes` is not known.
+    pub machine_numa_nodes: Option<u32>,
+    /// The kubelet's minor version: the managers' rules differ by it.
+    pub kubelet_version: Option<KubeletVersion>,
 }
 
 /// Where a container runs in the kubelet's order.

@@ -35,8 +35,12 @@
 //!   are not lost.
 //! - **Topology Manager scope**: the node's label, else `assumed_scope`
 //!   (the policy's `topology.scope` setting).
-//! - **NUMA distances** are not published: the model answers unknown where a
-//!   tie under `prefer-closest-numa-nodes` decides something.
+//! - **NUMA distances** (`numa-distances`) are the SLIT matrix, a row per
+//!   NUMA node; a matrix of another size than the lists is unknown, and the
+//!   model then answers unknown where a tie under
+//!   `prefer-closest-numa-nodes` decides something.
+//! - **Machine NUMA nodes** (`machine-numa-nodes`) and the **kubelet
+//!   version** (`kubelet-version`) are passed on as published.
 
 use super::facts::{CpuManagerConfig, HugePages, NodeFacts, NumaNodeFacts, TopologyManagerConfig};
 use crate::labels::{LabelKey, NodeTopology, TopologyManagerScope};
@@ -84,6 +88,8 @@ pub fn facts_from_topology(
         // A list of another length than the NUMA nodes' stays in: the model
         // reads it as unknown for that resource alone.
         devices: topology.devices.clone(),
+        machine_numa_nodes: topology.machine_numa_nodes,
+        kubelet_version: topology.kubelet_version,
     }
 }
 
@@ -120,11 +126,22 @@ fn numa_nodes(topology: &NodeTopology) -> Option<Vec<NumaNodeFacts>> {
                 reserved_memory_mib: net_memory.map(|_| 0),
                 hugepages_2mi,
                 hugepages_1gi,
-                distances: None,
+                distances: distances(topology, numa, count),
             }
         })
         .collect();
     Some(nodes)
+}
+
+/// NUMA node `numa`'s row of the SLIT distances, when the published matrix
+/// is one of `count` rows of `count` entries (another size describes other
+/// NUMA nodes: unknown).
+fn distances(topology: &NodeTopology, numa: usize, count: usize) -> Option<Vec<u32>> {
+    let rows = topology.numa_distances.as_ref()?;
+    if rows.len() != count || rows.iter().any(|row| row.len() != count) {
+        return None;
+    }
+    rows.get(numa).cloned()
 }
 
 /// The model's total memory of a NUMA node: the net label plus the

@@ -162,7 +162,8 @@ pub mod outcome;
 pub use admit::{admit, admit_by_the_managers, DEFAULT_MAX_ALLOWABLE_NUMA_NODES};
 pub use facts::{
     ContainerDemand, ContainerKind, CountedUnit, CpuManagerConfig, DeviceName, Fact, HugePages,
-    InputError, MemoryManagerPolicy, NodeFacts, NumaNodeFacts, PodDemand, TopologyManagerConfig,
+    InputError, KubeletVersion, MemoryManagerPolicy, NodeFacts, NumaNodeFacts, PodDemand,
+    TopologyManagerConfig,
 };
 pub use from_topology::facts_from_topology;
 pub use hint::{HintSet, ProviderHints, ResourceHints, TopologyHint};

@@ -74,6 +74,8 @@ pub fn node(numas: Vec<NumaNodeFacts>, threads_per_core: u32, kubelet: Kubelet) 
         },
         memory_manager: Some(kubelet.memory),
         devices: Default::default(),
+        machine_numa_nodes: None,
+        kubelet_version: None,
     }
 }
 
