@@ -9,13 +9,19 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+mod count_list;
+pub mod distances;
+
+pub use count_list::{format_count_list, parse_count_list};
+pub use distances::{format_numa_distances, parse_numa_distances, DistanceChunks};
+
 /// Prefix used when the operator configures none.
 pub const DEFAULT_LABEL_PREFIX: &str = "gpu-topology.io";
 
 /// Kubernetes limits a label prefix (a DNS subdomain) to 253 characters.
 const MAX_PREFIX_LEN: usize = 253;
 /// Kubernetes limits a label value, and the name part of a key, to 63 characters.
-const MAX_LABEL_VALUE_LEN: usize = 63;
+pub(crate) const MAX_LABEL_VALUE_LEN: usize = 63;
 /// Longest decimal string we accept for a count; `u32::MAX` has 10 digits.
 const MAX_COUNT_DIGITS: usize = 10;
 
@@ -99,9 +105,20 @@ impl LabelPrefix {
 
     /// The full label key for `key` under this prefix, e.g. `gpu-topology.io/gpus`.
     pub fn key(&self, key: LabelKey) -> String {
+        self.named_key(key.name())
+    }
+
+    /// The full label key of the label named `name` under this prefix.
+    fn named_key(&self, name: &str) -> String {
         // Concatenated, not format!: this runs on every admission, and the
         // formatting machinery costs several times more in Wasm.
-        [self.0.as_str(), "/", key.name()].concat()
+        [self.0.as_str(), "/", name].concat()
+    }
+
+    /// The chunk of the distances ([`distances::chunk_of`]) that `full_key`
+    /// holds under this prefix, if any.
+    pub fn parse_distance_chunk(&self, full_key: &str) -> Option<usize> {
+        distances::chunk_of(self.name_of(full_key)?)
     }
 
     /// The [`LabelKey`] that `full_key` names under this prefix, if any.
@@ -208,6 +225,10 @@ pub enum LabelKey {
     /// `status.nodeInfo.kubeletVersion`: the kubelet's rules differ by
     /// version, and node affinity can select labels only.
     KubeletVersion,
+    /// The SLIT distance matrix ([`NodeTopology::numa_distances`]), in
+    /// chunks of 63 characters: `numa-distances`, `numa-distances.1`, ...
+    /// ([`distances`]).
+    NumaDistances,
     /// A digest of every fact the admission decision reads ([`ShapeId`]):
     /// nodes with equal facts share it, so node affinity can select exactly
     /// the machine shapes whose kubelet admits a pod (`In`, `NotIn`).
@@ -234,7 +255,8 @@ pub enum LabelRole {
 pub enum ValueKind {
     /// A non-negative decimal integer (`8`), comparable with `Gt`/`Lt`.
     Count,
-    /// Counts, one per NUMA node in id order, joined by `.` (`4.4`).
+    /// Counts, one per NUMA node in id order, joined by `.` (`4.4`), runs
+    /// of equal ones as `count_times` where the plain form is too long.
     CountList,
     /// One word of a fixed list (`single-numa-node`).
     Word,
@@ -244,10 +266,12 @@ pub enum ValueKind {
     Digest,
     /// A Kubernetes minor version, `<major>.<minor>` (`1.36`).
     Version,
+    /// A matrix of NUMA distances, base-36, in chunks ([`distances`]).
+    Distances,
 }
 
 impl LabelKey {
-    pub const ALL: [LabelKey; 29] = [
+    pub const ALL: [LabelKey; 30] = [
         LabelKey::Gpus,
         LabelKey::GpusPerNumaMax,
         LabelKey::NumaNodes,
@@ -276,6 +300,7 @@ impl LabelKey {
         LabelKey::CpuManagerAlignBySocket,
         LabelKey::MachineNumaNodes,
         LabelKey::KubeletVersion,
+        LabelKey::NumaDistances,
         LabelKey::Shape,
     ];
 
@@ -316,6 +341,7 @@ impl LabelKey {
             LabelKey::CpuManagerAlignBySocket => "cpu-manager-align-by-socket",
             LabelKey::MachineNumaNodes => "machine-numa-nodes",
             LabelKey::KubeletVersion => "kubelet-version",
+            LabelKey::NumaDistances => "numa-distances",
             LabelKey::Shape => "shape",
         }
     }
@@ -388,7 +414,8 @@ impl LabelKey {
             | LabelKey::CpuManagerDistributeCpusAcrossNuma
             | LabelKey::CpuManagerAlignBySocket
             | LabelKey::MachineNumaNodes
-            | LabelKey::KubeletVersion => LabelRole::Fact,
+            | LabelKey::KubeletVersion
+            | LabelKey::NumaDistances => LabelRole::Fact,
         }
     }
 
@@ -438,6 +465,7 @@ impl LabelKey {
             | LabelKey::CpuManagerAlignBySocket => ValueKind::Flag,
             LabelKey::Shape => ValueKind::Digest,
             LabelKey::KubeletVersion => ValueKind::Version,
+            LabelKey::NumaDistances => ValueKind::Distances,
         }
     }
 }
@@ -778,7 +806,9 @@ impl NodeTopology {
     }
 
     /// The value of `key` as its label string, or `None` when unknown (or,
-    /// for a list, when it cannot be written as a valid label value).
+    /// for a list, when it cannot be written as a valid label value). The
+    /// distances are one string here, which [`Self::to_labels`] cuts into
+    /// label values.
     pub fn value(&self, key: LabelKey) -> Option<String> {
         match key.kind() {
             ValueKind::Count => self.count(key).map(|n| n.to_string()),
@@ -787,19 +817,34 @@ impl NodeTopology {
             ValueKind::Flag => self.flag(key).map(|flag| flag.to_string()),
             ValueKind::Digest => self.shape.map(|shape| shape.to_string()),
             ValueKind::Version => self.kubelet_version.map(|version| version.to_string()),
+            ValueKind::Distances => self
+                .numa_distances
+                .as_deref()
+                .and_then(format_numa_distances),
         }
     }
 
-    /// The labels to publish, keyed by full label key. Unknown values are left out.
+    /// The labels to publish, keyed by full label key. Unknown values are
+    /// left out; the distances take as many labels as their chunks.
     pub fn to_labels(&self, prefix: &LabelPrefix) -> BTreeMap<String, String> {
         let devices = self
             .device_values()
             .filter_map(|(resource, value)| prefix.device_key(resource).map(|key| (key, value)));
-        LabelKey::ALL
+        let mut labels: BTreeMap<String, String> = LabelKey::ALL
             .into_iter()
+            .filter(|key| *key != LabelKey::NumaDistances)
             .filter_map(|key| self.value(key).map(|value| (prefix.key(key), value)))
             .chain(devices)
-            .collect()
+            .collect();
+        if let Some(value) = self.value(LabelKey::NumaDistances) {
+            labels.extend(distances::chunks(&value).map(|(index, chunk)| {
+                (
+                    prefix.named_key(&distances::chunk_name(index)),
+                    chunk.to_owned(),
+                )
+            }));
+        }
+        labels
     }
 
     /// Each device resource with its per-NUMA counts as a label value; a
@@ -812,7 +857,8 @@ impl NodeTopology {
 
     /// Every label as `name=value` pairs under no prefix: the fixed keys in
     /// [`LabelKey::ALL`] order, then the device resources
-    /// ([`device_key_name`]) in resource-name order.
+    /// ([`device_key_name`]) in resource-name order. The distances are one
+    /// pair here, uncut (these pairs are no label values).
     pub fn named_values(&self) -> Vec<(String, String)> {
         let devices = self
             .device_values()
@@ -859,6 +905,12 @@ impl NodeTopology {
     /// known value is hashed as `name=value;` in [`LabelKey::ALL`] order
     /// (FNV-1a, 64 bits), so equal facts give equal shapes on every
     /// platform and version that reads the same facts.
+    ///
+    /// `machine-numa-nodes` is left out where a published per-NUMA list has
+    /// that many entries: the lists range over every NUMA node of the
+    /// machine (every labeler version writes them so), so the count then
+    /// follows from them, and the machines labeled before the count was
+    /// published keep their shape.
     pub fn shape_id(&self) -> ShapeId {
         const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
         const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -869,7 +921,11 @@ impl NodeTopology {
                 hash = hash.wrapping_mul(FNV_PRIME);
             }
         };
+        let implied = self.machine_numa_nodes_follow_from_lists();
         for key in LabelKey::ALL.into_iter().filter(|key| key.shapes()) {
+            if key == LabelKey::MachineNumaNodes && implied {
+                continue;
+            }
             if let Some(value) = self.value(key) {
                 feed(key.name().as_bytes());
                 feed(b"=");
@@ -888,6 +944,20 @@ impl NodeTopology {
             }
         }
         ShapeId(hash)
+    }
+
+    /// True when a per-NUMA list that is published has as many entries as
+    /// `machine-numa-nodes` says ([`Self::shape_id`]).
+    fn machine_numa_nodes_follow_from_lists(&self) -> bool {
+        let Some(nodes) = self.machine_numa_nodes else {
+            return false;
+        };
+        LabelKey::ALL.into_iter().any(|key| {
+            self.counts(key).is_some_and(|list| {
+                usize::try_from(nodes).is_ok_and(|nodes| list.len() == nodes)
+                    && format_count_list(list).is_some()
+            })
+        })
     }
 
     /// This topology with its `shape` set from its facts ([`Self::shape_id`]).
@@ -928,7 +998,9 @@ impl NodeTopology {
             }
             ValueKind::CountList => {
                 let counts = parse_count_list(value).ok_or_else(|| {
-                    invalid("non-negative decimal integers joined by '.', one per NUMA node")
+                    invalid(
+                        "non-negative decimal integers joined by '.', one per NUMA node (a run as <count>_<times>)",
+                    )
                 })?;
                 if let Some(field) = self.counts_mut(key) {
                     *field = Some(counts);
@@ -955,6 +1027,11 @@ impl NodeTopology {
                     KubeletVersion::parse_label(value)
                         .ok_or_else(|| invalid("<major>.<minor>, e.g. 1.36"))?,
                 );
+            }
+            ValueKind::Distances => {
+                self.numa_distances = Some(parse_numa_distances(value).ok_or_else(|| {
+                    invalid("a symmetric NUMA distance matrix in base 36, whole")
+                })?);
             }
             ValueKind::Word => match key {
                 LabelKey::Interconnect => {
@@ -1007,12 +1084,24 @@ impl NodeTopology {
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
         let mut topology = NodeTopology::default();
+        let mut distance_chunks = DistanceChunks::default();
         for (full_key, value) in labels {
             if let Some(name) = prefix.name_of(full_key) {
-                topology.set_named(name, full_key, value)?;
+                if !distance_chunks.add(name, value) {
+                    topology.set_named(name, full_key, value)?;
+                }
             }
         }
+        topology.set_distance_chunks(&distance_chunks);
         Ok(topology)
+    }
+
+    /// Sets the distances from the chunks of a node's labels; any chunk
+    /// missing, extra or garbled leaves them unknown, never a guess.
+    pub fn set_distance_chunks(&mut self, chunks: &DistanceChunks) {
+        if !chunks.is_empty() {
+            self.numa_distances = chunks.matrix();
+        }
     }
 
     /// True when no label of the contract is present.
@@ -1065,33 +1154,6 @@ fn is_resource_domain(domain: &str) -> bool {
 /// `-`, `_`, `.`, beginning and ending with a letter or digit).
 fn is_resource_name_part(name: &str) -> bool {
     !name.is_empty() && is_label_value(name)
-}
-
-/// Writes per-NUMA counts as a label value (`4.4`); `None` when there are
-/// none, more than [`MAX_NUMA_NODES`], or the text would exceed a label
-/// value's 63 characters (the value is then unknown, never cut short).
-pub fn format_count_list(counts: &[u32]) -> Option<String> {
-    if counts.is_empty() || counts.len() > MAX_NUMA_NODES {
-        return None;
-    }
-    let text = counts
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(".");
-    (text.len() <= MAX_LABEL_VALUE_LEN).then_some(text)
-}
-
-/// Reads per-NUMA counts written as [`format_count_list`] writes them.
-pub fn parse_count_list(value: &str) -> Option<Vec<u32>> {
-    if value.is_empty() || value.len() > MAX_LABEL_VALUE_LEN {
-        return None;
-    }
-    let counts = value
-        .split('.')
-        .map(parse_count)
-        .collect::<Option<Vec<u32>>>()?;
-    (counts.len() <= MAX_NUMA_NODES).then_some(counts)
 }
 
 /// True when `value` is a valid Kubernetes label value: at most 63
@@ -1223,11 +1285,26 @@ mod tests {
             align_by_socket: Some(false),
             machine_numa_nodes: Some(8),
             kubelet_version: Some(KubeletVersion::new(1, 34)),
-            numa_distances: None,
+            numa_distances: Some(epyc_nps4_distances()),
             shape: None,
             devices: BTreeMap::new(),
         }
         .with_shape()
+    }
+
+    /// Two EPYC sockets in NPS4: 10 on the node, 12 on the socket, 32 across.
+    fn epyc_nps4_distances() -> Vec<Vec<u32>> {
+        (0..8)
+            .map(|i: u32| {
+                (0..8)
+                    .map(|j: u32| match (i == j, i / 4 == j / 4) {
+                        (true, _) => 10,
+                        (false, true) => 12,
+                        (false, false) => 32,
+                    })
+                    .collect()
+            })
+            .collect()
     }
 
     /// A GPUDirect node: 8 GPUs, 8 HCAs 4+4, MIG slices on one GPU.
@@ -1352,32 +1429,22 @@ mod tests {
             .is_err());
     }
 
-    #[rstest]
-    #[case::one_node("8", Some(vec![8]))]
-    #[case::two_nodes("4.4", Some(vec![4, 4]))]
-    #[case::zeros("0.2.0.2", Some(vec![0, 2, 0, 2]))]
-    #[case::empty("", None)]
-    #[case::trailing_dot("4.", None)]
-    #[case::leading_dot(".4", None)]
-    #[case::too_large_an_entry("4.99999999999", None)]
-    fn count_lists(#[case] value: &str, #[case] expected: Option<Vec<u32>>) {
-        assert_eq!(parse_count_list(value), expected);
-        if let Some(counts) = expected {
-            assert_eq!(format_count_list(&counts).as_deref(), Some(value));
-        }
-    }
-
-    /// A list that would not fit a label value is unknown, never cut short.
+    /// Lists longer than the plain form fits are written in runs, and
+    /// published; one too long even so is unknown, never cut short.
     #[test]
-    fn lists_too_long_for_a_label_value_are_left_out() {
+    fn lists_in_runs_are_published_and_too_long_ones_left_out() {
         let sixteen_nodes = vec![1_000_000; 16];
-        assert_eq!(format_count_list(&sixteen_nodes), None);
         let topology = NodeTopology {
             numa_memory_mib: Some(sixteen_nodes),
             ..NodeTopology::default()
         };
-        assert!(topology.to_labels(&LabelPrefix::default()).is_empty());
-        assert_eq!(format_count_list(&[]), None);
+        let labels = topology.to_labels(&LabelPrefix::default());
+        assert_eq!(labels["gpu-topology.io/numa-memory-mib"], "1000000_16");
+        let distinct = NodeTopology {
+            numa_memory_mib: Some((1_000_000..1_000_016).collect()),
+            ..NodeTopology::default()
+        };
+        assert!(distinct.to_labels(&LabelPrefix::default()).is_empty());
     }
 
     #[test]
@@ -1405,6 +1472,89 @@ mod tests {
         // Its label round-trips.
         assert_eq!(ShapeId::parse(&shape.to_string()), Some(shape));
         assert_eq!(ShapeId(0xab).to_string(), "00000000000000ab");
+    }
+
+    /// `machine-numa-nodes` shapes a node only where the lists do not say
+    /// it already; the distances shape it, fed once, whole.
+    #[rstest]
+    #[case::implied_by_the_lists(Some(8), true)]
+    #[case::unknown(None, true)]
+    #[case::more_than_the_lists(Some(34), false)]
+    fn machine_numa_nodes_shape_only_what_the_lists_do_not_say(
+        #[case] machine_numa_nodes: Option<u32>,
+        #[case] same_shape: bool,
+    ) {
+        let without = NodeTopology {
+            machine_numa_nodes: None,
+            ..dgx_a100()
+        };
+        let node = NodeTopology {
+            machine_numa_nodes,
+            ..dgx_a100()
+        };
+        assert_eq!(node.shape_id() == without.shape_id(), same_shape);
+        let lists_unknown = NodeTopology {
+            machine_numa_nodes: Some(8),
+            ..NodeTopology::default()
+        };
+        assert_ne!(lists_unknown.shape_id(), NodeTopology::default().shape_id());
+    }
+
+    #[test]
+    fn distances_are_published_in_chunks_and_shape_the_node() {
+        let prefix = LabelPrefix::default();
+        let rows: Vec<Vec<u32>> = (0..34u32)
+            .map(|i| {
+                (0..34u32)
+                    .map(|j| {
+                        if i == j {
+                            10
+                        } else {
+                            20 + u32::from(i / 2 != j / 2) * 20
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let node = NodeTopology {
+            numa_distances: Some(rows.clone()),
+            ..NodeTopology::default()
+        };
+        let labels = node.to_labels(&prefix);
+        assert_eq!(labels.len(), 10);
+        assert_eq!(
+            labels["gpu-topology.io/numa-distances.9"].len(),
+            3 + 6 + 595 - 9 * 63
+        );
+        for (key, value) in &labels {
+            assert!(is_label_value(value), "{key}={value:?}");
+        }
+        let read = NodeTopology::from_labels(
+            &prefix,
+            labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        )
+        .unwrap();
+        assert_eq!(read, node);
+        // A chunk lost: the matrix is unknown, the rest of the node stays.
+        let partial = NodeTopology::from_labels(
+            &prefix,
+            labels
+                .iter()
+                .filter(|(k, _)| !k.ends_with(".4"))
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .chain([("gpu-topology.io/gpus", "4")]),
+        )
+        .unwrap();
+        assert_eq!(partial.numa_distances, None);
+        assert_eq!(partial.gpus, Some(4));
+        assert_ne!(node.shape_id(), NodeTopology::default().shape_id());
+        // The fleet summary's form keeps the value whole.
+        let named = node.named_values();
+        assert_eq!(named.len(), 1);
+        let mut back = NodeTopology::default();
+        back.set_named(&named[0].0, &named[0].0, &named[0].1)
+            .unwrap();
+        assert_eq!(back, node);
     }
 
     /// The digest is part of the contract: a labeler and a policy built from

@@ -6,8 +6,9 @@
 //! (`k8s.io/apimachinery/pkg/util/validation/validation.go`).
 
 use gpu_topology::{
-    format_count_list, CpuManagerPolicy, Interconnect, KubeletVersion, LabelPrefix,
-    MemoryManagerPolicy, NodeTopology, ShapeId, TopologyManagerPolicy, TopologyManagerScope,
+    format_count_list, format_numa_distances, parse_count_list, parse_numa_distances,
+    CpuManagerPolicy, Interconnect, KubeletVersion, LabelPrefix, MemoryManagerPolicy, NodeTopology,
+    ShapeId, TopologyManagerPolicy, TopologyManagerScope,
 };
 use proptest::collection::{btree_map, vec};
 use proptest::option;
@@ -71,14 +72,62 @@ fn count() -> impl Strategy<Value = Option<u32>> {
     option::of(prop_oneof![0..=16u32, any::<u32>(), Just(u32::MAX)])
 }
 
-/// Per-NUMA lists: empty (never written), the usual 1 to 8 NUMA nodes, and
-/// lists too long for a label value (left out, never cut short).
+/// Per-NUMA lists: empty (never written), the usual 1 to 8 NUMA nodes,
+/// machines of many NUMA nodes in runs, and lists too long for a label
+/// value (left out, never cut short).
 fn counts() -> impl Strategy<Value = Option<Vec<u32>>> {
     option::of(prop_oneof![
         vec(0..=1024u32, 1..=8),
         vec(any::<u32>(), 0..=16),
         vec(0..=9u32, 60..=70),
+        runs(),
     ])
+}
+
+/// 1 to 64 counts made of runs of equal ones (a Grace tray: `72.72` then
+/// 32 memory-only nodes of `0`), sometimes with a few odd ones in between.
+fn runs() -> impl Strategy<Value = Vec<u32>> {
+    let run = (
+        prop_oneof![0..=3u32, 0..=1_000_000u32, Just(u32::MAX)],
+        1..=40usize,
+    );
+    vec(run, 1..=6).prop_map(|runs| {
+        runs.into_iter()
+            .flat_map(|(count, times)| std::iter::repeat_n(count, times))
+            .take(64)
+            .collect()
+    })
+}
+
+/// SLIT matrices: symmetric, 1 to 64 nodes, a few distinct distances
+/// (10 on the node, as the ACPI SLIT has it), now and then one that has no
+/// encoding (asymmetric).
+fn distance_matrix() -> impl Strategy<Value = Vec<Vec<u32>>> {
+    (
+        1..=64usize,
+        vec(11..=255u32, 1..=6),
+        any::<u64>(),
+        any::<bool>(),
+    )
+        .prop_map(|(nodes, palette, seed, asymmetric)| {
+            // Entry (i, j) and (j, i) from the same pair: symmetric.
+            let distance = |i: usize, j: usize| {
+                let (low, high) = (i.min(j), i.max(j));
+                let mix = seed.wrapping_mul(31).wrapping_add((low * 64 + high) as u64);
+                if i == j {
+                    10
+                } else {
+                    palette[(mix % palette.len() as u64) as usize]
+                }
+            };
+            let mut rows: Vec<Vec<u32>> = (0..nodes)
+                .map(|i| (0..nodes).map(|j| distance(i, j)).collect())
+                .collect();
+            if asymmetric && nodes > 1 {
+                rows[0][1] += 1;
+            }
+            rows
+        })
 }
 
 /// Device resources: names of the common device plugins, one too long for
@@ -131,52 +180,59 @@ fn topology() -> impl Strategy<Value = NodeTopology> {
             ),
         ),
     );
-    (described, facts, devices()).prop_map(|(described, facts, devices)| {
-        let ((gpus, per_numa, numa, nvlink, pcie, cpus, memory), interconnect, policy, scope, cpu) =
-            described;
-        let (
-            (numa_gpus, numa_cpus, reserved_cpus, memory_mib, hugepages_2mi, hugepages_1gi),
-            (numa_sockets, reserved_cores),
-            (threads_per_core, max_allowable),
-            memory_manager,
-            (prefer_closest, full_pcpus, distribute, by_socket),
-            shape,
-            (machine_numa_nodes, kubelet_version),
-        ) = facts;
-        NodeTopology {
-            gpus,
-            gpus_per_numa_max: per_numa,
-            numa_nodes: numa,
-            nvlink_group_max: nvlink,
-            pcie_switch_group_max: pcie,
-            cpus_per_numa: cpus,
-            memory_per_numa_gib: memory,
-            interconnect,
-            topology_manager_policy: policy,
-            topology_manager_scope: scope,
-            cpu_manager_policy: cpu,
-            numa_gpus,
-            numa_cpus,
-            numa_reserved_cpus: reserved_cpus,
-            numa_sockets,
-            numa_reserved_cores: reserved_cores,
-            threads_per_core,
-            numa_memory_mib: memory_mib,
-            numa_hugepages_2mi: hugepages_2mi,
-            numa_hugepages_1gi: hugepages_1gi,
-            memory_manager_policy: memory_manager,
-            prefer_closest_numa_nodes: prefer_closest,
-            max_allowable_numa_nodes: max_allowable,
-            full_pcpus_only: full_pcpus,
-            distribute_cpus_across_numa: distribute,
-            align_by_socket: by_socket,
-            machine_numa_nodes,
-            kubelet_version,
-            numa_distances: None,
-            shape,
-            devices,
-        }
-    })
+    (described, facts, devices(), option::of(distance_matrix())).prop_map(
+        |(described, facts, devices, numa_distances)| {
+            let (
+                (gpus, per_numa, numa, nvlink, pcie, cpus, memory),
+                interconnect,
+                policy,
+                scope,
+                cpu,
+            ) = described;
+            let (
+                (numa_gpus, numa_cpus, reserved_cpus, memory_mib, hugepages_2mi, hugepages_1gi),
+                (numa_sockets, reserved_cores),
+                (threads_per_core, max_allowable),
+                memory_manager,
+                (prefer_closest, full_pcpus, distribute, by_socket),
+                shape,
+                (machine_numa_nodes, kubelet_version),
+            ) = facts;
+            NodeTopology {
+                gpus,
+                gpus_per_numa_max: per_numa,
+                numa_nodes: numa,
+                nvlink_group_max: nvlink,
+                pcie_switch_group_max: pcie,
+                cpus_per_numa: cpus,
+                memory_per_numa_gib: memory,
+                interconnect,
+                topology_manager_policy: policy,
+                topology_manager_scope: scope,
+                cpu_manager_policy: cpu,
+                numa_gpus,
+                numa_cpus,
+                numa_reserved_cpus: reserved_cpus,
+                numa_sockets,
+                numa_reserved_cores: reserved_cores,
+                threads_per_core,
+                numa_memory_mib: memory_mib,
+                numa_hugepages_2mi: hugepages_2mi,
+                numa_hugepages_1gi: hugepages_1gi,
+                memory_manager_policy: memory_manager,
+                prefer_closest_numa_nodes: prefer_closest,
+                max_allowable_numa_nodes: max_allowable,
+                full_pcpus_only: full_pcpus,
+                distribute_cpus_across_numa: distribute,
+                align_by_socket: by_socket,
+                machine_numa_nodes,
+                kubelet_version,
+                numa_distances,
+                shape,
+                devices,
+            }
+        },
+    )
 }
 
 /// What a reader gets back: the topology, less the lists that cannot be
@@ -196,6 +252,11 @@ fn as_read(topology: &NodeTopology) -> NodeTopology {
         numa_memory_mib: writable(&topology.numa_memory_mib),
         numa_hugepages_2mi: writable(&topology.numa_hugepages_2mi),
         numa_hugepages_1gi: writable(&topology.numa_hugepages_1gi),
+        numa_distances: topology
+            .numa_distances
+            .as_ref()
+            .filter(|rows| format_numa_distances(rows).is_some())
+            .cloned(),
         devices: topology
             .devices
             .iter()
@@ -272,6 +333,70 @@ proptest! {
         for (key, value) in topology.to_labels(&prefix) {
             prop_assert!(is_qualified_name(&key), "invalid key {:?}", key);
             prop_assert!(is_valid_label_value(&value), "invalid value {:?} of {}", value, key);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// Lists of 1 to 64 entries, runs included: whatever is written reads
+    /// back, is a label value, and is the plain form wherever that fits.
+    #[test]
+    fn count_lists_round_trip_in_either_form(
+        counts in prop_oneof![runs(), vec(any::<u32>(), 1..=64), vec(0..=99u32, 1..=64)]
+    ) {
+        let plain = counts.iter().map(u32::to_string).collect::<Vec<_>>().join(".");
+        match format_count_list(&counts) {
+            Some(value) => {
+                prop_assert!(is_valid_label_value(&value), "{:?}", value);
+                prop_assert_eq!(parse_count_list(&value), Some(counts.clone()));
+                if plain.len() <= MAX_NAME_LENGTH {
+                    prop_assert_eq!(&value, &plain);
+                } else {
+                    prop_assert!(value.contains('_'), "{:?}", value);
+                }
+            }
+            // Left out only when even the runs pass 63 characters.
+            None => prop_assert!(plain.len() > MAX_NAME_LENGTH),
+        }
+    }
+
+    /// The reader never takes more than 64 entries, nor panics, on any text.
+    #[test]
+    fn count_lists_read_any_text_safely(value in "[0-9._]{0,63}") {
+        if let Some(counts) = parse_count_list(&value) {
+            prop_assert!((1..=64).contains(&counts.len()));
+        }
+    }
+
+    /// Symmetric matrices up to 64 x 64 round-trip exactly, in chunks that
+    /// are label values; asymmetric ones have no encoding.
+    #[test]
+    fn distance_matrices_round_trip_exactly(rows in distance_matrix(), prefix in prefix()) {
+        let symmetric = (0..rows.len()).all(|i| (0..rows.len()).all(|j| rows[i][j] == rows[j][i]));
+        let value = format_numa_distances(&rows);
+        prop_assert_eq!(value.is_some(), symmetric);
+        if let Some(value) = value {
+            prop_assert_eq!(parse_numa_distances(&value), Some(rows.clone()));
+            let node = NodeTopology { numa_distances: Some(rows.clone()), ..NodeTopology::default() };
+            let labels = node.to_labels(&prefix);
+            prop_assert_eq!(labels.len(), value.len().div_ceil(MAX_NAME_LENGTH));
+            for (key, chunk) in &labels {
+                prop_assert!(is_qualified_name(key), "{:?}", key);
+                prop_assert!(is_valid_label_value(chunk) && !chunk.is_empty(), "{:?}", chunk);
+            }
+            let read = NodeTopology::from_labels(&prefix, labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            prop_assert_eq!(read.map(|n| n.numa_distances), Ok(Some(rows)));
+        }
+    }
+
+    /// Any text, as a whole value or one chunk: no panic, and what reads
+    /// is a symmetric matrix that writes back to the same text.
+    #[test]
+    fn distance_values_read_any_text_safely(value in "[0-9a-z]{0,80}") {
+        if let Some(rows) = parse_numa_distances(&value) {
+            prop_assert_eq!(format_numa_distances(&rows), Some(value));
         }
     }
 }
