@@ -416,6 +416,9 @@ pub struct NumaNode {
     /// Preallocated hugepages (`nr_hugepages`) by page size in KiB: every
     /// size its `hugepages/` directory lists, none without one.
     pub hugepages: BTreeMap<u64, u64>,
+    /// Its row of the SLIT distances (`distance`), to every node in id
+    /// order; `None` when the tree has no `distance` file.
+    pub distances: Option<Vec<u32>>,
 }
 
 /// Where one online CPU sits, from its `topology/` attributes.

@@ -102,6 +102,27 @@ pub fn parse_decimal_attribute(text: &str, what: &str) -> Result<u64, ParseError
         .map_err(|_| ParseError::new(CONTEXT, format!("{what} {value:?} is out of range")))
 }
 
+/// Reads a NUMA node's `distance` row: the SLIT distances to every node in
+/// id order, decimal, separated by spaces (`10 21`), as the kernel prints
+/// them (drivers/base/node.c `node_read_distance`) and cAdvisor reads them
+/// (utils/sysinfo/sysinfo.go `getDistances`, into `Node.Distances`).
+pub fn parse_distances(text: &str) -> Result<Vec<u32>, ParseError> {
+    let row = text
+        .split_ascii_whitespace()
+        .map(|field| {
+            parse_decimal_attribute(field, "distance").and_then(|distance| {
+                u32::try_from(distance).map_err(|_| {
+                    ParseError::new(CONTEXT, format!("distance {distance} is out of range"))
+                })
+            })
+        })
+        .collect::<Result<Vec<u32>, ParseError>>()?;
+    if row.is_empty() {
+        return Err(ParseError::new(CONTEXT, "the distance row is empty"));
+    }
+    Ok(row)
+}
+
 /// Digits of `u64::MAX`.
 const MAX_U64_DIGITS: usize = 20;
 
@@ -245,9 +266,18 @@ mod tests {
     #[case::no_unit("Node 0 MemTotal: 5\n", 0, Err(()))]
     #[case::truncated("Node 0 MemTot", 0, Err(()))]
     fn meminfo(#[case] text: &str, #[case] node: u32, #[case] expected: Result<u64, ()>) {
-        assert_eq!(
-            parse_meminfo_total_kib(text, node).map_err(|_| ()),
-            expected
-        );
+        assert_eq!(parse_meminfo_total_kib(text, node).map_err(|_| ()), expected);
+    }
+
+    #[rstest]
+    #[case::two_sockets("10 21\n", Ok(vec![10, 21]))]
+    #[case::one_node("10", Ok(vec![10]))]
+    #[case::grace_tray_row("10 40 80 80\n", Ok(vec![10, 40, 80, 80]))]
+    #[case::empty("\n", Err(()))]
+    #[case::negative("10 -1", Err(()))]
+    #[case::a_word("10 far", Err(()))]
+    #[case::too_large("10 99999999999", Err(()))]
+    fn distance_rows(#[case] text: &str, #[case] expected: Result<Vec<u32>, ()>) {
+        assert_eq!(parse_distances(text).map_err(|_| ()), expected);
     }
 }

@@ -6,9 +6,16 @@
 //! `GetNodesInfo` lists them for the Topology Manager (`NewNUMAInfo` takes
 //! every node of the machine info, memory-only nodes included). Rules:
 //!
+//! - `machine-numa-nodes`: every `node<N>` directory, as cAdvisor's
+//!   `GetNodesInfo` counts them ([`Facts::machine_numa_nodes`]).
+//! - `numa-distances`: every node's `distance` row, the SLIT matrix the
+//!   kubelet's `prefer-closest-numa-nodes` compares masks by; left out when
+//!   a row is missing or of another length, or the matrix is asymmetric.
 //! - `numa-gpus`: the agreed GPU placement, zeros for the other nodes.
 //! - `numa-cpus`: a node's `cpulist` CPUs that are online (cAdvisor counts
-//!   only online CPUs), reserved ones included.
+//!   only online CPUs), reserved ones included; `0` for a memory-only node
+//!   (a Grace machine's HBM or MIG nodes), whose nearest CPU node follows
+//!   from `numa-distances`.
 //! - `threads-per-core`: when every core has the same number of threads
 //!   ([`CpuTopology::uniform_threads_per_core`]).
 //! - `numa-reserved-cpus` (static CPU Manager only): `reservedSystemCPUs`
@@ -48,7 +55,8 @@ use super::{names, Inputs, Outcome};
 use crate::model::{IdSet, NumaNode, SysfsView};
 use crate::parse::kubelet::{CpuReservation, KubeletSettings, MemoryReservation};
 use gpu_topology::{
-    format_count_list, CpuManagerPolicy, LabelKey, MemoryManagerPolicy, NodeTopology,
+    format_count_list, format_numa_distances, CpuManagerPolicy, LabelKey, MemoryManagerPolicy,
+    NodeTopology,
 };
 use std::collections::BTreeMap;
 
@@ -93,6 +101,20 @@ pub(super) fn node_facts(
         view,
         kubelet: inputs.kubelet.as_ref(),
     };
+    match facts.machine_numa_nodes() {
+        Ok(nodes) => outcome.topology.machine_numa_nodes = Some(nodes),
+        Err(why) => outcome.warnings.push(format!(
+            "{} left out: {why}",
+            LabelKey::MachineNumaNodes.name()
+        )),
+    }
+    match facts.numa_distances() {
+        Ok(rows) => outcome.topology.numa_distances = rows,
+        Err(why) => outcome.warnings.push(format!(
+            "{} left out: {why}",
+            LabelKey::NumaDistances.name()
+        )),
+    }
     let mut lists = vec![
         (LabelKey::NumaGpus, facts.numa_gpus(gpus_per_node)),
         (LabelKey::NumaCpus, facts.numa_cpus()),
@@ -238,6 +260,50 @@ impl Facts<'_> {
                 online
             )),
             _ => Ok(nodes),
+        }
+    }
+
+    /// Every `node<N>` directory, as cAdvisor counts them: `GetNodesInfo`
+    /// (utils/sysinfo/sysinfo.go) makes one `Node` per directory
+    /// `GetNodesPaths` globs, a node without CPUs included (it only warns
+    /// "Found node without any CPU"), and the Topology Manager counts the
+    /// machine info's nodes (topologymanager `NewManager` →
+    /// `NewNUMAInfo`) against `max-allowable-numa-nodes`. Not the online
+    /// list: cAdvisor does not read it.
+    fn machine_numa_nodes(&self) -> Result<u32, String> {
+        match self.view.numa_nodes.len() {
+            0 => Err("sysfs lists no NUMA node".to_owned()),
+            nodes => count(nodes),
+        }
+    }
+
+    /// The SLIT matrix from every node's `distance` row; `None` when no
+    /// node has the file (a fake tree). A row missing on some node, a row
+    /// of another length than the nodes, or a matrix the contract cannot
+    /// write (asymmetric) is left out, never mended.
+    fn numa_distances(&self) -> Result<Option<Vec<Vec<u32>>>, String> {
+        let nodes = self.nodes()?;
+        if nodes.values().all(|node| node.distances.is_none()) {
+            return Ok(None);
+        }
+        let rows = nodes
+            .iter()
+            .map(|(id, node)| match &node.distances {
+                Some(row) if row.len() == nodes.len() => Ok(row.clone()),
+                Some(row) => Err(format!(
+                    "node{id}/distance has {} entries for {} NUMA nodes",
+                    row.len(),
+                    nodes.len()
+                )),
+                None => Err(format!("node{id} has no distance file")),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        match format_numa_distances(&rows) {
+            Some(_) => Ok(Some(rows)),
+            None => Err(
+                "the distances are not symmetric, or have more than 36 distinct values or one above 1295"
+                    .to_owned(),
+            ),
         }
     }
 

@@ -1,11 +1,12 @@
 //! Reads GPUs, NUMA nodes and CPUs from a sysfs tree (the host's `/sys`, or a
 //! fake tree in tests): `bus/pci/devices/*/{vendor,class,numa_node,physfn}`,
-//! `devices/system/node/{online,node*/{cpulist,meminfo,hugepages/*/nr_hugepages}}`
+//! `devices/system/node/{online,node*/{cpulist,meminfo,distance,hugepages/*/nr_hugepages}}`
 //! and `devices/system/cpu/{online,cpu*/topology/{core_id,physical_package_id,thread_siblings_list}}`.
 //!
 //! Parts a tree may lack (a kernel without NUMA, a fake tree): the node
 //! directory (no NUMA node is known), a node's `hugepages/` (no hugepages, as
-//! cAdvisor's `GetHugePagesInfo` reads it), the `online` lists and the CPUs'
+//! cAdvisor's `GetHugePagesInfo` reads it), a node's `distance` (the
+//! distances stay unknown), the `online` lists and the CPUs'
 //! `topology/` directories (the facts read from them stay unknown). A part
 //! that is there must be whole and well-formed.
 
@@ -15,8 +16,8 @@ use crate::model::{
     Vendor,
 };
 use crate::parse::sysfs::{
-    parse_decimal_attribute, parse_hex_attribute, parse_hugepages_dir_name, parse_id_list,
-    parse_meminfo_total_kib, parse_numa_node,
+    parse_decimal_attribute, parse_distances, parse_hex_attribute, parse_hugepages_dir_name,
+    parse_id_list, parse_meminfo_total_kib, parse_numa_node,
 };
 use crate::parse::{parse_decimal, ParseError};
 use std::collections::BTreeMap;
@@ -241,6 +242,9 @@ fn read_numa_nodes(dir: &Path) -> Result<BTreeMap<u32, NumaNode>, SourceError> {
                     parse_meminfo_total_kib(text, id)
                 })?,
                 hugepages: read_hugepages(&node.join("hugepages"))?,
+                distances: read_optional(&node.join("distance"))?
+                    .map(|text| parse_distances(&text).map_err(at(&node.join("distance"))))
+                    .transpose()?,
             },
         );
     }
