@@ -14,7 +14,7 @@ use crate::summarize::kubernetes::{
     SummarizerConfig, DEFAULT_SUMMARY_NAME, DEFAULT_SUMMARY_NAMESPACE, POLICY_DEFAULT_MAX_AGE,
 };
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use gpu_topology::{LabelPrefix, DEFAULT_LABEL_PREFIX};
+use gpu_topology::{KubeletVersion, LabelPrefix, DEFAULT_LABEL_PREFIX};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -69,6 +69,9 @@ pub struct Cli {
     /// The kubelet's --config-dir: `*.conf` drop-ins applied over the config file in name order
     #[arg(long, value_name = "DIR")]
     pub kubelet_config_dir: Option<PathBuf>,
+    /// The kubelet's version, as the Node's status.nodeInfo.kubeletVersion reports it (e.g. v1.36.2), for the kubelet-version label; unknown without it
+    #[arg(long, env = "KUBELET_VERSION", value_name = "VERSION")]
+    pub kubelet_version: Option<String>,
     /// Which GPUs the labels describe; `auto` takes the only vendor present
     #[arg(long, value_enum, default_value_t = GpuVendor::Auto)]
     pub gpu_vendor: GpuVendor,
@@ -320,6 +323,18 @@ fn api_retry(attempts: u32) -> RetryPolicy {
     }
 }
 
+/// `--kubelet-version`, read as the Node reports it
+/// ([`KubeletVersion::parse_node_info`]): a value that does not read is a
+/// usage error, never a guessed version.
+fn kubelet_version(value: &str) -> Result<KubeletVersion, String> {
+    KubeletVersion::parse_node_info(value).ok_or_else(|| {
+        format!(
+            "--kubelet-version {value:?} is not a kubelet version as status.nodeInfo.kubeletVersion \
+             reports it (v<major>.<minor>[.<patch>][-suffix], e.g. v1.36.2)"
+        )
+    })
+}
+
 /// `--node-name`, which the API sink `sink` cannot do without.
 fn required_node_name(node: Option<String>, sink: &str) -> Result<String, String> {
     node.filter(|name| !name.is_empty()).ok_or_else(|| {
@@ -491,6 +506,11 @@ impl Cli {
                 nvml: !self.no_nvml,
                 kubelet: path_source(self.kubelet_config.as_deref(), DEFAULT_KUBELET_CONFIG),
                 kubelet_drop_ins: self.kubelet_config_dir,
+                kubelet_version: self
+                    .kubelet_version
+                    .as_deref()
+                    .map(kubelet_version)
+                    .transpose()?,
                 vendor,
                 command_timeout: self.command_timeout,
             },
@@ -524,6 +544,18 @@ mod tests {
         assert_eq!(parse_duration(text).ok(), millis.map(Duration::from_millis));
     }
 
+    #[rstest]
+    #[case::plain("v1.36.2", KubeletVersion::new(1, 36))]
+    #[case::a_distribution_suffix("v1.35.0-eks-4096722", KubeletVersion::new(1, 35))]
+    fn kubelet_versions_are_read_as_the_node_reports_them(
+        #[case] value: &str,
+        #[case] version: KubeletVersion,
+    ) {
+        let parsed = config(&["--kubelet-version", value]).unwrap();
+        assert_eq!(parsed.sources.kubelet_version, Some(version));
+        assert_eq!(config(&[]).unwrap().sources.kubelet_version, None);
+    }
+
     fn config(args: &[&str]) -> Result<Config, String> {
         let mut argv = vec!["gpu-topology-labeler"];
         argv.extend_from_slice(args);
@@ -534,6 +566,8 @@ mod tests {
 
     #[rstest]
     #[case::bad_prefix(&["--label-prefix", "Bad_Prefix"], "Bad_Prefix")]
+    #[case::kubelet_version_without_v(&["--kubelet-version", "1.36.2"], "--kubelet-version \"1.36.2\"")]
+    #[case::kubelet_version_a_word(&["--kubelet-version", "latest"], "status.nodeInfo.kubeletVersion")]
     #[case::kubernetes_without_node(&["--sink", "kubernetes"], "NODE_NAME")]
     #[case::dot_file_name(&["--nfd-file-name", ".hidden"], "dot-files")]
     #[case::expiry_too_short(&["--interval", "1h", "--nfd-expiry", "90m"], "twice")]

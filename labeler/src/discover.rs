@@ -13,6 +13,7 @@ use crate::sources::command::{CommandOutput, Runner};
 use crate::sources::kubelet::read_kubelet;
 use crate::sources::sysfs::read_sysfs;
 use crate::sources::{read_text, SourceError};
+use gpu_topology::KubeletVersion;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -49,6 +50,8 @@ pub struct SourceOptions {
     pub nvml: bool,
     pub kubelet: PathSource,
     pub kubelet_drop_ins: Option<PathBuf>,
+    /// The kubelet's version as the operator gave it (`--kubelet-version`).
+    pub kubelet_version: Option<KubeletVersion>,
     pub vendor: VendorChoice,
     pub command_timeout: Duration,
 }
@@ -201,6 +204,7 @@ pub async fn discover(
 ) -> Result<Discovery, SourceError> {
     let mut discovery = Discovery::default();
     discovery.inputs.vendor = options.vendor;
+    discovery.inputs.kubelet_version = options.kubelet_version;
     discovery.inputs.devices = options.devices.clone();
     discovery.inputs.mig = MigInput {
         strategy: options.mig_strategy,

@@ -19,7 +19,7 @@
 use crate::cliques::MAX_VERTICES;
 use crate::model::{PciGpu, SysfsView, ToolReport, Vendor};
 use crate::parse::kubelet::KubeletSettings;
-use gpu_topology::{Interconnect, LabelKey, NodeTopology};
+use gpu_topology::{Interconnect, KubeletVersion, LabelKey, NodeTopology};
 use std::collections::{BTreeMap, BTreeSet};
 
 mod cpu_manager;
@@ -47,6 +47,8 @@ pub struct Inputs {
     pub devices: crate::devices::DeviceConfig,
     /// The MIG strategy and devices.
     pub mig: devices::MigInput,
+    /// The kubelet's version (`--kubelet-version`), when known.
+    pub kubelet_version: Option<KubeletVersion>,
 }
 
 /// What the node's labels say, how they were derived, and what is left out and why.
@@ -78,6 +80,7 @@ pub fn reconcile(inputs: &Inputs) -> Outcome {
         outcome.topology.topology_manager_scope = Some(kubelet.topology_manager_scope);
         outcome.topology.cpu_manager_policy = Some(kubelet.cpu_manager_policy);
     }
+    outcome.topology.kubelet_version = inputs.kubelet_version;
     let gpus_per_node = gpu_labels(inputs, &mut outcome);
     facts::node_facts(inputs, gpus_per_node.as_ref(), &mut outcome);
     if let Some(view) = &inputs.sysfs {

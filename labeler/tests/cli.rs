@@ -196,6 +196,7 @@ fn missing_default_sources_degrade_to_a_warning() {
         printed,
         labels_with_shape(&[
             ("gpus", "0"),
+            ("machine-numa-nodes", "1"),
             ("numa-cpus", "32"),
             ("numa-gpus", "0"),
             ("numa-devices.rdma_rdma_shared_device_a", "0"),
@@ -235,6 +236,7 @@ fn once_with_the_nfd_sink_writes_the_feature_file() {
             "gpu-topology.io/gpus=4",
             "gpu-topology.io/gpus-per-numa-max=1",
             "gpu-topology.io/interconnect=xgmi",
+            "gpu-topology.io/machine-numa-nodes=4",
             "gpu-topology.io/memory-per-numa-gib=62",
             "gpu-topology.io/numa-cpus=32.32.32.32",
             "gpu-topology.io/numa-devices.intel.com_intel_sriov_netdevice=0.0.0.0",

@@ -20,6 +20,7 @@ const TREE: &str = "sysfs/hgx-rdma-sriov";
 
 /// The tree's labels without device resources (as `two-socket-8gpu`).
 const BASE: &[(&str, &str)] = &[
+    ("machine-numa-nodes", "2"),
     ("cpus-per-numa", "104"),
     ("gpus", "8"),
     ("gpus-per-numa-max", "4"),

@@ -222,6 +222,7 @@ fn live(program: &str) -> SourceOptions {
         nvml: false,
         kubelet: PathSource::Disabled,
         kubelet_drop_ins: None,
+        kubelet_version: None,
         vendor: VendorChoice::Auto,
         command_timeout: Duration::from_secs(10),
     }

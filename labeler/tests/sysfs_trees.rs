@@ -59,34 +59,34 @@ fn assert_left_out(outcome: &Outcome, keys: &[&str], warning: &str) {
 // no hugepages; without a kubelet config no memory or reserved-CPU fact.
 #[rstest]
 #[case::two_socket_eight_gpus("two-socket-8gpu", AUTO,
-    &[("cpus-per-numa", "104"), ("gpus", "8"), ("gpus-per-numa-max", "4"), ("memory-per-numa-gib", "1007"), ("numa-cpus", "104.104"), ("numa-gpus", "4.4"), ("numa-nodes", "2")])]
+    &[("machine-numa-nodes", "2"), ("cpus-per-numa", "104"), ("gpus", "8"), ("gpus-per-numa-max", "4"), ("memory-per-numa-gib", "1007"), ("numa-cpus", "104.104"), ("numa-gpus", "4.4"), ("numa-nodes", "2")])]
 #[case::nps4_eight_numa_nodes("nps4-8numa", AUTO,
-    &[("cpus-per-numa", "32"), ("gpus", "8"), ("gpus-per-numa-max", "2"), ("memory-per-numa-gib", "125"), ("numa-cpus", "32.32.32.32.32.32.32.32"), ("numa-gpus", "0.2.0.2.0.2.0.2"), ("numa-nodes", "4")])]
+    &[("machine-numa-nodes", "8"), ("cpus-per-numa", "32"), ("gpus", "8"), ("gpus-per-numa-max", "2"), ("memory-per-numa-gib", "125"), ("numa-cpus", "32.32.32.32.32.32.32.32"), ("numa-gpus", "0.2.0.2.0.2.0.2"), ("numa-nodes", "4")])]
 // Placement unknown: no per-NUMA GPU count, never a guess.
-#[case::numa_node_minus_one_on_two_nodes("numa-unknown-two-nodes", AUTO, &[("gpus", "4"), ("numa-cpus", "40.40")])]
+#[case::numa_node_minus_one_on_two_nodes("numa-unknown-two-nodes", AUTO, &[("machine-numa-nodes", "2"), ("gpus", "4"), ("numa-cpus", "40.40")])]
 // Two GPUs with numa_node -1 on the only NUMA node: they are on it.
 #[case::numa_node_minus_one_on_a_single_node("numa-unknown-single-node", AUTO,
-    &[("cpus-per-numa", "12"), ("gpus", "2"), ("gpus-per-numa-max", "2"), ("memory-per-numa-gib", "31"), ("numa-cpus", "12"), ("numa-gpus", "2"), ("numa-nodes", "1")])]
-#[case::no_gpus("no-gpus", AUTO, &[("gpus", "0"), ("numa-cpus", "32"), ("numa-gpus", "0")])]
-#[case::mixed_vendors_need_a_choice("mixed-vendors", AUTO, &[("numa-cpus", "192.192")])]
+    &[("machine-numa-nodes", "1"), ("cpus-per-numa", "12"), ("gpus", "2"), ("gpus-per-numa-max", "2"), ("memory-per-numa-gib", "31"), ("numa-cpus", "12"), ("numa-gpus", "2"), ("numa-nodes", "1")])]
+#[case::no_gpus("no-gpus", AUTO, &[("machine-numa-nodes", "1"), ("gpus", "0"), ("numa-cpus", "32"), ("numa-gpus", "0")])]
+#[case::mixed_vendors_need_a_choice("mixed-vendors", AUTO, &[("machine-numa-nodes", "2"), ("numa-cpus", "192.192")])]
 #[case::mixed_vendors_nvidia_chosen("mixed-vendors", NVIDIA,
-    &[("cpus-per-numa", "192"), ("gpus", "4"), ("gpus-per-numa-max", "2"), ("memory-per-numa-gib", "503"), ("numa-cpus", "192.192"), ("numa-gpus", "2.2"), ("numa-nodes", "2")])]
+    &[("machine-numa-nodes", "2"), ("cpus-per-numa", "192"), ("gpus", "4"), ("gpus-per-numa-max", "2"), ("memory-per-numa-gib", "503"), ("numa-cpus", "192.192"), ("numa-gpus", "2.2"), ("numa-nodes", "2")])]
 // MI300X functions are processing accelerators (class 0x1200), not display
 // controllers; the SR-IOV virtual function, the AMD CPU's own accelerator
 // function (vendor 0x1022) and the BMC's VGA are not GPUs.
 #[case::amd_mi300x_accelerators_without_virtual_functions("amd-8x-mi300x-sriov", AUTO,
-    &[("cpus-per-numa", "192"), ("gpus", "8"), ("gpus-per-numa-max", "4"), ("memory-per-numa-gib", "1511"), ("numa-cpus", "192.192"), ("numa-gpus", "4.4"), ("numa-nodes", "2")])]
+    &[("machine-numa-nodes", "2"), ("cpus-per-numa", "192"), ("gpus", "8"), ("gpus-per-numa-max", "4"), ("memory-per-numa-gib", "1511"), ("numa-cpus", "192.192"), ("numa-gpus", "4.4"), ("numa-nodes", "2")])]
 #[case::amd_one_gpu_per_numa_node("amd-4x-mi210", AUTO,
-    &[("cpus-per-numa", "32"), ("gpus", "4"), ("gpus-per-numa-max", "1"), ("memory-per-numa-gib", "62"), ("numa-cpus", "32.32.32.32"), ("numa-gpus", "1.1.1.1"), ("numa-nodes", "4")])]
+    &[("machine-numa-nodes", "4"), ("cpus-per-numa", "32"), ("gpus", "4"), ("gpus-per-numa-max", "1"), ("memory-per-numa-gib", "62"), ("numa-cpus", "32.32.32.32"), ("numa-gpus", "1.1.1.1"), ("numa-nodes", "4")])]
 // A hybrid CPU (two SMT cores, four single-thread ones): threads-per-core
 // left out, since no one number describes its cores.
 #[case::hybrid_cpu("hybrid-cpu", AUTO,
-    &[("cpus-per-numa", "8"), ("gpus", "1"), ("gpus-per-numa-max", "1"), ("memory-per-numa-gib", "62"), ("numa-cpus", "8"), ("numa-gpus", "1"), ("numa-nodes", "1"), ("numa-sockets", "0"), ("nvlink-group-max", "1"), ("pcie-switch-group-max", "1")])]
+    &[("machine-numa-nodes", "1"), ("cpus-per-numa", "8"), ("gpus", "1"), ("gpus-per-numa-max", "1"), ("memory-per-numa-gib", "62"), ("numa-cpus", "8"), ("numa-gpus", "1"), ("numa-nodes", "1"), ("numa-sockets", "0"), ("nvlink-group-max", "1"), ("pcie-switch-group-max", "1")])]
 // SMT on every core; a GPU-less node and a memory-only node (no CPU, no
 // hugepages directory) are listed with their zeros (the memory-only node's
 // socket too: it has none, and nothing reads it).
 #[case::smt_with_gpu_less_and_memory_only_nodes("smt-gpu-less-and-memory-only-nodes", AUTO,
-    &[("cpus-per-numa", "8"), ("gpus", "2"), ("gpus-per-numa-max", "2"), ("memory-per-numa-gib", "32"), ("numa-cpus", "8.8.0"), ("numa-gpus", "2.0.0"), ("numa-nodes", "1"), ("numa-sockets", "0.1.0"), ("threads-per-core", "2")])]
+    &[("machine-numa-nodes", "3"), ("cpus-per-numa", "8"), ("gpus", "2"), ("gpus-per-numa-max", "2"), ("memory-per-numa-gib", "32"), ("numa-cpus", "8.8.0"), ("numa-gpus", "2.0.0"), ("numa-nodes", "1"), ("numa-sockets", "0.1.0"), ("threads-per-core", "2")])]
 fn sysfs_alone(
     #[case] tree: &str,
     #[case] vendor: VendorChoice,
@@ -183,6 +183,7 @@ async fn kubelet_facts_on_the_smt_tree(
         ..Inputs::default()
     });
     let mut expected: Vec<(&str, &str)> = vec![
+        ("machine-numa-nodes", "3"),
         ("cpus-per-numa", "8"),
         ("gpus", "2"),
         ("gpus-per-numa-max", "2"),
@@ -371,6 +372,7 @@ fn more_than_sixty_four_gpus_leave_link_labels_out_and_say_why() {
                 cpus: (id * 144..(id + 1) * 144).collect(),
                 memory_kib: 1 << 30,
                 hugepages: BTreeMap::new(),
+                distances: None,
             };
             (id, node)
         })

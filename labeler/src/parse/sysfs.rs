@@ -266,7 +266,10 @@ mod tests {
     #[case::no_unit("Node 0 MemTotal: 5\n", 0, Err(()))]
     #[case::truncated("Node 0 MemTot", 0, Err(()))]
     fn meminfo(#[case] text: &str, #[case] node: u32, #[case] expected: Result<u64, ()>) {
-        assert_eq!(parse_meminfo_total_kib(text, node).map_err(|_| ()), expected);
+        assert_eq!(
+            parse_meminfo_total_kib(text, node).map_err(|_| ()),
+            expected
+        );
     }
 
     #[rstest]

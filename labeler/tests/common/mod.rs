@@ -94,6 +94,7 @@ pub fn labels_of_reports(tools: Vec<ToolReport>) -> BTreeMap<String, String> {
 /// tree (which has no CPU topology directories: no threads-per-core).
 pub const DGX_A100_NPS4_LABELS: &[(&str, &str)] = &[
     ("cpus-per-numa", "32"),
+    ("machine-numa-nodes", "8"),
     ("gpus", "8"),
     ("gpus-per-numa-max", "2"),
     ("interconnect", "nvswitch"),
