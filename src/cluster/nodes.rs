@@ -11,7 +11,7 @@
 //! for, is looked for.
 
 use crate::cluster::host::{quote_host_error, ClusterReader};
-use gpu_topology::{Fleet, LabelError, LabelKey, LabelPrefix, NodeTopology};
+use gpu_topology::{DistanceChunks, Fleet, LabelError, LabelKey, LabelPrefix, NodeTopology};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -281,8 +281,14 @@ fn read_labels<'de, A: MapAccess<'de>>(
 ) -> Result<NodeResult, A::Error> {
     let mut topology = NodeTopology::default();
     let mut problem = None;
+    // The distances come in several labels, in any order: read once all are in.
+    let mut distances = DistanceChunks::default();
     while let Some(Text(full_key)) = map.next_key::<Text<'de>>()? {
         match prefix.parse_key(&full_key) {
+            Some(LabelKey::NumaDistances) => {
+                let Text(value) = map.next_value::<Text<'de>>()?;
+                distances.add_chunk(0, &value);
+            }
             Some(key) => {
                 let Text(value) = map.next_value::<Text<'de>>()?;
                 if let Err(error) = topology.set(key, &full_key, &value) {
@@ -294,12 +300,19 @@ fn read_labels<'de, A: MapAccess<'de>>(
                     let Text(value) = map.next_value::<Text<'de>>()?;
                     topology.set_device(resource, &value);
                 }
-                None => {
-                    map.next_value::<IgnoredAny>()?;
-                }
+                None => match prefix.parse_distance_chunk(&full_key) {
+                    Some(index) => {
+                        let Text(value) = map.next_value::<Text<'de>>()?;
+                        distances.add_chunk(index, &value);
+                    }
+                    None => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                },
             },
         }
     }
+    topology.set_distance_chunks(&distances);
     Ok(problem.map_or(Ok(topology), Err))
 }
 
@@ -379,6 +392,38 @@ mod tests {
             Some(TopologyManagerPolicy::SingleNumaNode)
         );
         assert_eq!(groups[1].topology.gpus, Some(2));
+    }
+
+    /// A GB200 tray's labels as the labeler writes them (its fixture's
+    /// expected file): the distances' ten chunks come back as one matrix;
+    /// a chunk lost leaves the matrix, only, unknown.
+    #[rstest]
+    #[case::every_chunk(None, true)]
+    #[case::a_chunk_lost(Some("gpu-topology.io/numa-distances.3"), false)]
+    fn distance_chunks_are_read_back_whole(#[case] lost: Option<&str>, #[case] known: bool) {
+        let expected = include_str!(
+            "../../labeler/tests/fixtures/sysfs/gb200-tray.grace-many-numa-nodes.labels"
+        );
+        let labels: Vec<(&str, &str)> = expected
+            .lines()
+            .filter_map(|line| line.split_once('='))
+            .filter(|(key, _)| Some(*key) != lost)
+            .collect();
+        let object: serde_json::Map<String, serde_json::Value> = labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), serde_json::Value::from(*v)))
+            .collect();
+        let list = serde_json::json!({"items": [{"metadata": {"labels": object}}]});
+        let view = parse(&list.to_string()).unwrap();
+        let topology = &view.fleet.groups()[0].topology;
+        assert_eq!(topology.machine_numa_nodes, Some(34));
+        assert_eq!(topology.numa_cpus.as_ref().map(Vec::len), Some(34));
+        let distances = topology.numa_distances.as_ref();
+        assert_eq!(distances.is_some(), known);
+        if let Some(rows) = distances {
+            assert_eq!(rows[0][..4], [10, 40, 80, 80]);
+            assert_eq!(rows[2][33], 255);
+        }
     }
 
     #[test]

@@ -174,11 +174,16 @@ impl DistanceChunks {
     pub fn add(&mut self, name: &str, value: &str) -> bool {
         match chunk_of(name) {
             Some(index) => {
-                self.chunks.insert(index, value.to_owned());
+                self.add_chunk(index, value);
                 true
             }
             None => false,
         }
+    }
+
+    /// Takes chunk `index` ([`chunk_of`], [`crate::LabelPrefix::parse_distance_chunk`]).
+    pub fn add_chunk(&mut self, index: usize, value: &str) {
+        self.chunks.insert(index, value.to_owned());
     }
 
     /// True when no chunk was taken.
