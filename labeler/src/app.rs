@@ -10,7 +10,7 @@ use crate::sinks::retry::RetryPolicy;
 use crate::sinks::stdout::{render_json, render_text};
 use crate::sinks::{Labels, PublishError};
 use crate::sources::SourceError;
-use gpu_topology::LabelPrefix;
+use gpu_topology::{KubeletVersion, LabelPrefix};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -127,6 +127,15 @@ impl Publisher {
         })
     }
 
+    /// The kubelet's version as the Node reported it in the last answer;
+    /// only the kubernetes sink reads the Node (the others: `None`).
+    pub fn kubelet_version(&self) -> Option<KubeletVersion> {
+        match self {
+            Publisher::Kubernetes(sink) => sink.kubelet_version(),
+            _ => None,
+        }
+    }
+
     /// Whether unchanged labels must be published anyway: the NFD file's
     /// expiry nears, or the Node's labels or the NodeFeature object are due to
     /// be applied again (a hand edit is undone).
@@ -186,24 +195,39 @@ impl RunError {
 
 /// Discovers the sources and reconciles them into labels, logging why any
 /// label is left out. `memory` carries the live tools' last good reports
-/// from round to round.
+/// from round to round. `node_kubelet_version`, the version the Node
+/// reports ([`Publisher::kubelet_version`]), overrides `--kubelet-version`.
 pub async fn labels(
     config: &Config,
     memory: &mut ToolMemory,
+    node_kubelet_version: Option<KubeletVersion>,
 ) -> Result<(Labels, Outcome), SourceError> {
     let discovery = discover(&config.sources, memory).await?;
-    let outcome = reconcile(&discovery.inputs);
+    let mut outcome = reconcile(&discovery.inputs);
+    if let Some(version) = node_kubelet_version {
+        outcome.set_kubelet_version(version);
+    }
     for warning in discovery.warnings.iter().chain(&outcome.warnings) {
         tracing::warn!("{warning}");
     }
     Ok((outcome.topology.to_labels(&config.prefix), outcome))
 }
 
-/// Discovers and publishes once.
+/// Discovers and publishes once; a second time when the apply's answer
+/// tells a kubelet version the labels lack.
 pub async fn run_once(config: &Config, publisher: &mut Publisher) -> Result<(), RunError> {
-    let (labels, outcome) = labels(config, &mut ToolMemory::default()).await?;
+    let (labels, mut outcome) = labels(config, &mut ToolMemory::default(), None).await?;
     publisher.publish(&labels, &outcome).await?;
     tracing::info!(count = labels.len(), "labels published");
+    if let Some(version) = publisher
+        .kubelet_version()
+        .filter(|version| outcome.topology.kubelet_version != Some(*version))
+    {
+        outcome.set_kubelet_version(version);
+        let labels = outcome.topology.to_labels(&config.prefix);
+        publisher.publish(&labels, &outcome).await?;
+        tracing::info!(count = labels.len(), %version, "labels published with the Node's kubelet version");
+    }
     Ok(())
 }
 
@@ -237,7 +261,7 @@ async fn round(
     published: &mut Option<Labels>,
     memory: &mut ToolMemory,
 ) {
-    let (labels, outcome) = match labels(config, memory).await {
+    let (labels, outcome) = match labels(config, memory, publisher.kubelet_version()).await {
         Ok(result) => result,
         Err(error) => {
             tracing::error!(%error, "discovery failed; nothing published this round");

@@ -59,6 +59,16 @@ pub struct Outcome {
     pub warnings: Vec<String>,
 }
 
+impl Outcome {
+    /// Sets the kubelet's version (as its Node reports it, which the
+    /// labeler learns only from an API answer, after reconciling) and the
+    /// shape that follows.
+    pub fn set_kubelet_version(&mut self, version: KubeletVersion) {
+        self.topology.kubelet_version = Some(version);
+        facts::set_shape(&mut self.topology);
+    }
+}
+
 /// The topology behind the labels, for the human-readable summary.
 #[derive(Debug, Clone, Default)]
 pub struct Summary {

@@ -184,3 +184,28 @@ async fn the_heartbeat_goes_under_the_labels_prefix() {
         json!({"example.com/published": "2025-03-01T12:00:00Z"})
     );
 }
+
+/// The server answers the apply with the whole Node: its
+/// `status.nodeInfo.kubeletVersion` is the kubelet's version, read without
+/// a request (or a permission) more.
+#[rstest::rstest]
+#[case::reported(
+    Reply::json(&json!({"metadata": {"name": NODE}, "status": {"nodeInfo": {"kubeletVersion": "v1.36.2"}}})),
+    Some(gpu_topology::KubeletVersion::new(1, 36))
+)]
+#[case::without_status(Reply::status(200), None)]
+#[tokio::test]
+async fn the_apply_answer_tells_the_kubelet_version(
+    #[case] reply: Reply,
+    #[case] expected: Option<gpu_topology::KubeletVersion>,
+) {
+    let (port, log, server) = fake_api::scripted(vec![reply]).await;
+    let mut sink = sink(port, 1);
+    assert_eq!(sink.kubelet_version(), None);
+    sink.publish(&dgx_labels(), at("2025-12-01T22:45:52Z"))
+        .await
+        .unwrap();
+    finish(server).await;
+    assert_eq!(log.lock().unwrap().len(), 1);
+    assert_eq!(sink.kubelet_version(), expected);
+}

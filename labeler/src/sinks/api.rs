@@ -240,10 +240,27 @@ pub async fn apply(
     params: &PatchParams,
     body: &Value,
 ) -> Result<(), ApiError> {
+    apply_answer(client, collection, name, params, body)
+        .await
+        .map(|_| ())
+}
+
+/// [`apply`], giving back the object the server answered with: the
+/// whole object after the apply, status included.
+pub async fn apply_answer(
+    client: &Client,
+    collection: &str,
+    name: &str,
+    params: &PatchParams,
+    body: &Value,
+) -> Result<Value, ApiError> {
     let request = kube::core::Request::new(collection)
         .patch(name, params, &Patch::Apply(body))
         .map_err(ApiError::Request)?;
-    send(client, request).await?.metadata_of(name).map(|_| ())
+    let answer = send(client, request).await?;
+    answer.metadata_of(name)?;
+    // metadata_of has read the body as JSON already.
+    Ok(serde_json::from_slice(&answer.body).unwrap_or(Value::Null))
 }
 
 /// The metadata of the object `name` of the collection at `collection`

@@ -14,7 +14,7 @@
 use super::api::{self, ApiError};
 use super::heartbeat::Heartbeat;
 use super::{Labels, PublishError};
-use gpu_topology::LabelPrefix;
+use gpu_topology::{KubeletVersion, LabelPrefix};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::PatchParams;
@@ -62,6 +62,7 @@ pub struct KubernetesSink {
     /// When labels were last applied successfully.
     last_applied: Option<Timestamp>,
     heartbeat: Heartbeat,
+    kubelet_version: Option<KubeletVersion>,
 }
 
 impl KubernetesSink {
@@ -82,7 +83,17 @@ impl KubernetesSink {
             retry,
             last_applied: None,
             heartbeat: Heartbeat::new(prefix),
+            kubelet_version: None,
         }
+    }
+
+    /// The kubelet's version as the Node's `status.nodeInfo.kubeletVersion`
+    /// said in the answer to the last apply (the server answers a
+    /// server-side apply with the whole Node): no request and no RBAC beyond
+    /// `patch`. `None` before the first apply, or when the answer has none
+    /// that reads ([`KubeletVersion::parse_node_info`]).
+    pub fn kubelet_version(&self) -> Option<KubeletVersion> {
+        self.kubelet_version
     }
 
     /// True when unchanged labels should be applied again ([`REAPPLY_INTERVAL`]).
@@ -94,8 +105,8 @@ impl KubernetesSink {
         let heartbeat = self.heartbeat.at(labels, now);
         let body = apply_body(&self.node, labels, &self.heartbeat.annotations(heartbeat));
         let nodes = Node::url_path(&(), None);
-        with_retries(&self.retry, "apply node labels", || {
-            api::apply(&self.client, &nodes, &self.node, &self.params, &body)
+        let answer = with_retries(&self.retry, "apply node labels", || {
+            api::apply_answer(&self.client, &nodes, &self.node, &self.params, &body)
         })
         .await
         .map_err(|failed| PublishError::Kubernetes {
@@ -104,16 +115,40 @@ impl KubernetesSink {
             hint: hint(&failed.error, &self.node),
             source: Box::new(failed.error),
         })?;
+        self.kubelet_version = reported_kubelet_version(&answer);
         self.last_applied = Some(now);
         self.heartbeat.sent(labels, heartbeat);
         Ok(())
     }
 }
 
+/// `status.nodeInfo.kubeletVersion` of a Node object, when it reads.
+pub fn reported_kubelet_version(node: &Value) -> Option<KubeletVersion> {
+    node.pointer("/status/nodeInfo/kubeletVersion")
+        .and_then(Value::as_str)
+        .and_then(KubeletVersion::parse_node_info)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    #[rstest]
+    #[case::plain(json!({"status": {"nodeInfo": {"kubeletVersion": "v1.36.2"}}}), Some((1, 36)))]
+    #[case::eks(json!({"status": {"nodeInfo": {"kubeletVersion": "v1.35.0-eks-4096722"}}}), Some((1, 35)))]
+    #[case::no_status(json!({"metadata": {"name": "n1"}}), None)]
+    #[case::not_a_version(json!({"status": {"nodeInfo": {"kubeletVersion": "unknown"}}}), None)]
+    #[case::not_a_string(json!({"status": {"nodeInfo": {"kubeletVersion": 136}}}), None)]
+    fn the_kubelet_version_is_read_from_the_node(
+        #[case] node: Value,
+        #[case] expected: Option<(u32, u32)>,
+    ) {
+        assert_eq!(
+            reported_kubelet_version(&node),
+            expected.map(|(major, minor)| KubeletVersion::new(major, minor))
+        );
+    }
 
     #[rstest]
     #[case::forbidden(
