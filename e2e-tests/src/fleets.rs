@@ -20,7 +20,7 @@ use anyhow::Result;
 use gpu_topology::TopologyManagerPolicy::{BestEffort, Restricted, SingleNumaNode};
 use gpu_topology::TopologyManagerScope::{Container, Pod};
 use gpu_topology::{
-    CpuManagerPolicy, Fleet, FleetSummary, Interconnect, LabelKey, LabelPrefix,
+    CpuManagerPolicy, Fleet, FleetSummary, Interconnect, KubeletVersion, LabelKey, LabelPrefix,
     MemoryManagerPolicy, NodeTopology, TopologyManagerPolicy, TopologyManagerScope,
 };
 use serde_json::{json, Map, Value};
@@ -48,7 +48,20 @@ pub struct Machine {
     pub gpu_memory_mib: u32,
     /// `feature.node.kubernetes.io/cpu-model.vendor_id` (NFD).
     pub cpu_vendor: &'static str,
+    /// `kubernetes.io/arch`.
+    pub arch: &'static str,
+    /// Whose operator labels the GPUs.
+    pub gpu_vendor: GpuVendor,
     pub topology: NodeTopology,
+}
+
+/// The GPU operator whose feature discovery labels a machine's GPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuVendor {
+    /// NVIDIA GPU Feature Discovery: `nvidia.com/gpu.*`.
+    Nvidia,
+    /// AMD's node labeller: `amd.com/gpu.*`.
+    Amd,
 }
 
 /// The kubelet settings of a machine, as the labeler reads them.
@@ -224,6 +237,8 @@ pub fn p5(kubelet: Kubelet) -> Machine {
         product: "NVIDIA-H100-80GB-HBM3",
         gpu_memory_mib: 81_559,
         cpu_vendor: "AuthenticAMD",
+        arch: "amd64",
+        gpu_vendor: GpuVendor::Nvidia,
         topology: topology(
             &Hardware {
                 numa_gpus: vec![4, 4],
@@ -250,6 +265,8 @@ pub fn hgx_a100(kubelet: Kubelet) -> Machine {
         product: "NVIDIA-A100-SXM4-80GB",
         gpu_memory_mib: 81_920,
         cpu_vendor: "GenuineIntel",
+        arch: "amd64",
+        gpu_vendor: GpuVendor::Nvidia,
         topology: topology(
             &Hardware {
                 numa_gpus: vec![4, 4],
@@ -275,6 +292,8 @@ pub fn four_pcie(instance: &'static str, product: &'static str, kubelet: Kubelet
         product,
         gpu_memory_mib: 23_028,
         cpu_vendor: "AuthenticAMD",
+        arch: "amd64",
+        gpu_vendor: GpuVendor::Nvidia,
         topology: topology(
             &Hardware {
                 numa_gpus: vec![4],
@@ -300,6 +319,8 @@ pub fn a100_pcie(kubelet: Kubelet) -> Machine {
         product: "NVIDIA-A100-80GB-PCIe",
         gpu_memory_mib: 81_920,
         cpu_vendor: "AuthenticAMD",
+        arch: "amd64",
+        gpu_vendor: GpuVendor::Nvidia,
         topology: topology(
             &Hardware {
                 numa_gpus: vec![2, 2],
@@ -324,6 +345,8 @@ pub fn g5_2xlarge(kubelet: Kubelet) -> Machine {
         product: "NVIDIA-A10G",
         gpu_memory_mib: 23_028,
         cpu_vendor: "AuthenticAMD",
+        arch: "amd64",
+        gpu_vendor: GpuVendor::Nvidia,
         topology: topology(
             &Hardware {
                 numa_gpus: vec![1],
@@ -337,6 +360,69 @@ pub fn g5_2xlarge(kubelet: Kubelet) -> Machine {
             },
             kubelet,
             2,
+        ),
+    }
+}
+
+/// The labels the labeler writes for one of its fake sysfs trees with the
+/// kubelet config `grace-many-numa-nodes.yaml` (single-numa-node, scope
+/// pod, the static CPU Manager, `max-allowable-numa-nodes: 34`), pinned
+/// byte for byte by `labeler/tests/grace_trees.rs`, read back through the
+/// contract.
+fn labeled_tree(labels: &str) -> NodeTopology {
+    let pairs = labels.lines().filter_map(|line| line.split_once('='));
+    NodeTopology::from_labels(&LabelPrefix::default(), pairs)
+        .expect("the labeler's own labels read back through the contract")
+}
+
+/// `tree`'s labels for a kubelet of `version` whose
+/// `max-allowable-numa-nodes` is `max_allowable` (8 when unset), the
+/// shape set again as the labeler sets it.
+fn grace_topology(tree: &str, version: KubeletVersion, max_allowable: u32) -> NodeTopology {
+    NodeTopology {
+        kubelet_version: Some(version),
+        max_allowable_numa_nodes: Some(max_allowable),
+        ..labeled_tree(tree)
+    }
+    .with_shape()
+}
+
+/// A GB200 NVL72 compute tray: 2 Grace sockets of 72 CPUs (one NUMA node
+/// each) with 2 B200 GPUs on each, and 32 CPU-less NUMA nodes (8 per GPU:
+/// its HBM and the nodes reserved for its MIG instances): 34 NUMA nodes.
+pub fn gb200_tray(version: KubeletVersion, max_allowable: u32) -> Machine {
+    Machine {
+        instance: None,
+        product: "NVIDIA-GB200",
+        gpu_memory_mib: 189_471,
+        cpu_vendor: "ARM",
+        arch: "arm64",
+        gpu_vendor: GpuVendor::Nvidia,
+        topology: grace_topology(
+            include_str!(
+                "../../labeler/tests/fixtures/sysfs/gb200-tray.grace-many-numa-nodes.labels"
+            ),
+            version,
+            max_allowable,
+        ),
+    }
+}
+
+/// A GH200 Grace Hopper superchip: 72 Grace CPUs and the H100's PCI
+/// function on NUMA node 0, its 96 GB of HBM as CPU-less NUMA node 1, and
+/// nodes 2 to 8 reserved for MIG (neither CPUs nor memory): 9 NUMA nodes.
+pub fn gh200(version: KubeletVersion, max_allowable: u32) -> Machine {
+    Machine {
+        instance: None,
+        product: "NVIDIA-GH200-480GB",
+        gpu_memory_mib: 97_871,
+        cpu_vendor: "ARM",
+        arch: "arm64",
+        gpu_vendor: GpuVendor::Nvidia,
+        topology: grace_topology(
+            include_str!("../../labeler/tests/fixtures/sysfs/gh200.grace-many-numa-nodes.labels"),
+            version,
+            max_allowable,
         ),
     }
 }
@@ -427,9 +513,9 @@ fn foreign_labels(index: usize, machine: &Machine, hostname: &str) -> Vec<(Strin
     const ZONES: [&str; 3] = ["us-east-1a", "us-east-1b", "us-east-1c"];
     let gpus = machine.topology.gpus.unwrap_or(0).to_string();
     let mut labels: Vec<(&str, String)> = vec![
-        ("beta.kubernetes.io/arch", "amd64".into()),
+        ("beta.kubernetes.io/arch", machine.arch.into()),
         ("beta.kubernetes.io/os", "linux".into()),
-        ("kubernetes.io/arch", "amd64".into()),
+        ("kubernetes.io/arch", machine.arch.into()),
         ("kubernetes.io/hostname", hostname.into()),
         ("kubernetes.io/os", "linux".into()),
     ];
@@ -444,12 +530,22 @@ fn foreign_labels(index: usize, machine: &Machine, hostname: &str) -> Vec<(Strin
             ),
         ]);
     }
+    match machine.gpu_vendor {
+        GpuVendor::Nvidia => labels.extend([
+            ("nvidia.com/gpu.present", "true".into()),
+            ("nvidia.com/gpu.product", machine.product.into()),
+            ("nvidia.com/gpu.count", gpus),
+            ("nvidia.com/gpu.memory", machine.gpu_memory_mib.to_string()),
+            ("nvidia.com/cuda.driver.major", "550".into()),
+        ]),
+        // The AMD GPU operator's node labeller (`amd.com/gpu.*`).
+        GpuVendor::Amd => labels.extend([
+            ("amd.com/gpu.product-name", machine.product.into()),
+            ("amd.com/gpu.device-id", "74a1".into()),
+            ("amd.com/gpu.vram", format!("{}M", machine.gpu_memory_mib)),
+        ]),
+    }
     labels.extend([
-        ("nvidia.com/gpu.present", "true".into()),
-        ("nvidia.com/gpu.product", machine.product.into()),
-        ("nvidia.com/gpu.count", gpus),
-        ("nvidia.com/gpu.memory", machine.gpu_memory_mib.to_string()),
-        ("nvidia.com/cuda.driver.major", "550".into()),
         (
             "feature.node.kubernetes.io/cpu-model.vendor_id",
             machine.cpu_vendor.into(),
