@@ -45,6 +45,8 @@
 //! (`e2e-tests/bench-instructions.sh`). It then prints the summary's bytes,
 //! the host calls served and refused (it fails if the policy asked for
 //! anything but the summary) and the last answer's verdict and warnings.
+//! `FLEET` names another fleet ([`fleets::bench_fleet`]: `cloud`, the
+//! default; `two-socket`; `gb200`; `grace-cloud`).
 //!
 //! With MODULE `native`, the policy's `validate` compiled natively is timed
 //! instead. Alternating runs of several modules and `native`, and taking the
@@ -64,7 +66,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use wapc::{HostCallback, WapcHost};
 use wasmtime_provider::{wasmtime, WasmtimeEngineProviderBuilder};
 
-const USAGE: &str = "usage: [SETTINGS=FILE] [SUMMARY_NODES=N] profile MODULE.wasm REQUEST.json \
+const USAGE: &str =
+    "usage: [SETTINGS=FILE] [SUMMARY_NODES=N [FLEET=NAME]] profile MODULE.wasm REQUEST.json \
     [SECONDS] (settings: examples/settings.yaml)";
 /// Calls before timing, so caches and the allocator are warm.
 const WARM_UP_CALLS: u32 = 2_000;
@@ -89,9 +92,11 @@ fn main() -> Result<()> {
     let payload = validate_payload(&load_request(&request)?, &settings)?;
     let summary = match std::env::var("SUMMARY_NODES") {
         Ok(text) => {
-            Some(SummaryHost::new(text.parse().with_context(|| {
-                format!("SUMMARY_NODES {text:?}: a node count")
-            })?))
+            let nodes = text
+                .parse()
+                .with_context(|| format!("SUMMARY_NODES {text:?}: a node count"))?;
+            let fleet = std::env::var("FLEET").unwrap_or_else(|_| "cloud".to_owned());
+            Some(SummaryHost::new(nodes, &fleet)?)
         }
         Err(_) => None,
     };
@@ -172,20 +177,22 @@ struct SummaryHost {
 }
 
 impl SummaryHost {
-    fn new(nodes: usize) -> Self {
+    fn new(nodes: usize, fleet: &str) -> Result<Self> {
         let prefix = LabelPrefix::default();
         // Dated now, so that it is fresh (maxAgeSeconds) for the whole run.
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let items = fleets::cloud_fleet(nodes, &prefix);
+        let items = fleets::bench_fleet(fleet, nodes, &prefix).with_context(|| {
+            format!("FLEET {fleet:?}: expected cloud, two-socket, gb200 or grace-cloud")
+        })?;
         let config_map = fleets::summary_config_map(&items, now, &prefix).to_string();
-        Self {
+        Ok(Self {
             nodes,
             config_map: Arc::new(config_map.into_bytes()),
             served: Arc::default(),
             refused: Arc::default(),
-        }
+        })
     }
 
     fn callback(&self) -> Box<HostCallback> {

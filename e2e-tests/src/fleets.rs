@@ -629,6 +629,49 @@ pub fn cloud_machines() -> Vec<Machine> {
 /// Index into [`cloud_machines`] of each of 20 consecutive nodes.
 pub const CLOUD_CYCLE: [usize; 20] = [0, 2, 0, 3, 2, 0, 1, 2, 0, 3, 0, 2, 4, 0, 2, 3, 1, 0, 2, 0];
 
+/// The fleets the instruction counts compare (`FLEET` of
+/// `examples/profile.rs`), by name: `cloud` ([`cloud_fleet`]);
+/// `two-socket`, p5 nodes only (2 NUMA nodes, single-numa-node); `gb200`,
+/// GB200 trays only (34 NUMA nodes, single-numa-node, kubelet 1.36,
+/// `max-allowable-numa-nodes: 34`); `grace-cloud`, the cloud fleet with
+/// every fifth node a Grace machine (GB200 trays on 1.36 and on 1.35, a
+/// tray whose kubelet keeps the default 8, GH200). `None` for another name.
+pub fn bench_fleet(name: &str, size: usize, prefix: &LabelPrefix) -> Option<Vec<Value>> {
+    let v1_36 = KubeletVersion::new(1, 36);
+    let one = |machine: Machine| vec![machine];
+    let machines = match name {
+        "cloud" => return Some(cloud_fleet(size, prefix)),
+        "two-socket" => one(p5(Kubelet::cpu_static(SingleNumaNode, Pod))),
+        "gb200" => one(gb200_tray(v1_36, 34)),
+        "grace-cloud" => {
+            let grace = [
+                gb200_tray(v1_36, 34),
+                gb200_tray(KubeletVersion::new(1, 35), 34),
+                gb200_tray(v1_36, 8),
+                gh200(v1_36, 34),
+            ];
+            let cloud = cloud_machines();
+            let items = (0..size)
+                .map(|index| {
+                    let machine = if index % 5 == 4 {
+                        &grace[(index / 5) % grace.len()]
+                    } else {
+                        &cloud[CLOUD_CYCLE[index % CLOUD_CYCLE.len()]]
+                    };
+                    node_item(index, machine, &[], prefix)
+                })
+                .collect();
+            return Some(items);
+        }
+        _ => return None,
+    };
+    Some(
+        (0..size)
+            .map(|index| node_item(index, &machines[index % machines.len()], &[], prefix))
+            .collect(),
+    )
+}
+
 /// A cloud fleet of `size` nodes ([`cloud_machines`]), as Node list items.
 pub fn cloud_fleet(size: usize, prefix: &LabelPrefix) -> Vec<Value> {
     let machines = cloud_machines();
