@@ -1,7 +1,8 @@
 //! Reconciliation: turns what every source reported into the node's labels.
 //!
 //! Rules, in order of authority:
-//! - GPUs: sysfs PCI devices of the selected vendor; without sysfs, the tools,
+//! - GPUs: sysfs PCI devices of the selected vendor (an AMD GPU's compute
+//!   partitions each count, see [`amd_partitions`]); without sysfs, the tools,
 //!   which must then agree on the count. A tool listing a different number of
 //!   GPUs than sysfs (e.g. a container seeing only some GPUs) is ignored.
 //! - NUMA placement: sysfs `numa_node` (every GPU on the one node when sysfs shows
@@ -22,6 +23,7 @@ use crate::parse::kubelet::KubeletSettings;
 use gpu_topology::{Interconnect, LabelKey, NodeTopology};
 use std::collections::{BTreeMap, BTreeSet};
 
+mod amd_partitions;
 mod cpu_manager;
 pub mod devices;
 mod facts;
@@ -111,6 +113,13 @@ fn gpu_labels(inputs: &Inputs, outcome: &mut Outcome) -> Option<BTreeMap<u32, u3
             .cloned()
             .collect()
     });
+    // AMD compute partitions count as the GPUs the device plugin exposes.
+    let sysfs_gpus = match (vendor, &inputs.sysfs, sysfs_gpus) {
+        (Vendor::Amd, Some(view), Some(gpus)) => {
+            Some(amd_partitions::logical_gpus(view, gpus, outcome))
+        }
+        (_, _, gpus) => gpus,
+    };
     let candidates: Vec<&ToolReport> = inputs
         .tools
         .iter()
