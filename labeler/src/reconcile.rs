@@ -20,6 +20,7 @@
 use crate::cliques::MAX_VERTICES;
 use crate::model::{PciGpu, SysfsView, ToolReport, Vendor};
 use crate::parse::kubelet::KubeletSettings;
+use crate::parse::nvidia_smi_query::GpuFabric;
 use gpu_topology::{Interconnect, LabelKey, NodeTopology};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -27,6 +28,7 @@ mod amd_partitions;
 mod cpu_manager;
 pub mod devices;
 mod facts;
+mod nvlink_clique;
 
 /// Which GPUs the labels describe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -49,6 +51,8 @@ pub struct Inputs {
     pub devices: crate::devices::DeviceConfig,
     /// The MIG strategy and devices.
     pub mig: devices::MigInput,
+    /// The GPUs' fabric registration (`nvidia-smi -q`), for `gpu-clique`.
+    pub fabric: Option<Vec<GpuFabric>>,
 }
 
 /// What the node's labels say, how they were derived, and what is left out and why.
@@ -81,6 +85,9 @@ pub fn reconcile(inputs: &Inputs) -> Outcome {
         outcome.topology.cpu_manager_policy = Some(kubelet.cpu_manager_policy);
     }
     let gpus_per_node = gpu_labels(inputs, &mut outcome);
+    if let Some(fabrics) = &inputs.fabric {
+        nvlink_clique::gpu_clique(fabrics, &mut outcome);
+    }
     facts::node_facts(inputs, gpus_per_node.as_ref(), &mut outcome);
     if let Some(view) = &inputs.sysfs {
         devices::network_devices(&inputs.devices, view, &mut outcome);

@@ -6,6 +6,7 @@ pub mod amd_partitions;
 pub mod kubelet;
 pub mod nvidia_smi;
 pub mod nvidia_smi_list;
+pub mod nvidia_smi_query;
 pub mod rocm_smi;
 pub mod sysfs;
 
