@@ -8,6 +8,7 @@ use common::local_fixture;
 use gpu_topology::GpuClique;
 use gpu_topology_labeler::parse::nvidia_smi_query::{parse, Attachment, GpuFabric};
 use rstest::rstest;
+use std::collections::BTreeSet;
 
 fn fabrics(file: &str) -> Vec<GpuFabric> {
     let text = std::fs::read_to_string(local_fixture(&format!("fabric/{file}"))).unwrap();
@@ -56,4 +57,38 @@ fn malformed_fabric_sections_are_errors_saying_why(
     let text = std::fs::read_to_string(local_fixture(&format!("fabric/{file}"))).unwrap();
     let message = parse(&change(&text)).unwrap_err().to_string();
     assert!(message.contains(expected), "{message}");
+}
+
+/// The cliques the attached GPUs of `fabrics` name.
+fn cliques(fabrics: &[GpuFabric]) -> BTreeSet<GpuClique> {
+    fabrics
+        .iter()
+        .filter_map(|f| match &f.attachment {
+            Attachment::Attached(clique) => Some(clique.clone()),
+            Attachment::NotAttached(_) => None,
+        })
+        .collect()
+}
+
+/// Output cut short at any character: an error, or cliques among the
+/// whole output's: never a clique the GPUs are not in.
+#[rstest]
+fn truncated_fabric_output_names_no_wrong_clique(
+    #[values(
+        "a10-drv550-nvidia-smi-q.txt",
+        "gb200-completed-grep-c3.txt",
+        "insufficient-resources-zero-uuid.txt"
+    )]
+    file: &str,
+) {
+    let text = std::fs::read_to_string(local_fixture(&format!("fabric/{file}"))).unwrap();
+    let whole = cliques(&parse(&text).unwrap());
+    for end in (0..text.len()).filter(|&end| text.is_char_boundary(end)) {
+        if let Ok(fabrics) = parse(&text[..end]) {
+            assert!(
+                cliques(&fabrics).is_subset(&whole),
+                "cut at {end}: {fabrics:?}"
+            );
+        }
+    }
 }
