@@ -59,6 +59,10 @@ pub fn read_amd_partitions(root: &Path, gpus: &[PciGpu]) -> Result<AmdPartitionV
             }
         }
     }
+    // Partition order, for the summary: by card minor (names sort
+    // `amdgpu_xcp_10` before `amdgpu_xcp_7`).
+    view.xcps
+        .sort_by_key(|xcp| (xcp.card_minor, xcp.name.len()));
     let nodes = root.join("class/kfd/kfd/topology/nodes");
     if nodes.is_dir() {
         let mut minors = IdSet::new();
