@@ -2,7 +2,10 @@
 //! `amd.com/gpu`, and the partition modes as informational labels.
 //!
 //! The count reproduces ROCm/k8s-device-plugin internal/pkg/amdgpu/amdgpu.go
-//! `GetAMDGPUs`:
+//! `GetAMDGPUs` (as of commit 0821507dbd4c; later versions find a
+//! partition's GPU by the KFD node's PCI identity, `domain` and
+//! `location_id`, which names the same GPU on a machine whose partitions
+//! are whole):
 //!
 //! - every AMD GPU (PCI function) is one device, on its `numa_node`: in SPX
 //!   mode the whole GPU, in DPX/QPX/CPX mode its first partition;
