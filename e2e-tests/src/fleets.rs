@@ -166,6 +166,9 @@ pub fn topology(hardware: &Hardware, kubelet: Kubelet, reserved: u32) -> NodeTop
         // labels of earlier ones, whose shapes the benchmarks keep.
         machine_numa_nodes: None,
         kubelet_version: None,
+        amd_compute_partition: None,
+        amd_memory_partition: None,
+        gpu_clique: None,
         numa_distances: None,
         shape: None,
         devices: Default::default(),

@@ -57,6 +57,9 @@ pub struct Cli {
     /// Read `nvidia-smi -L` output from FILE instead of running nvidia-smi (offline mode)
     #[arg(long, value_name = "FILE")]
     pub nvidia_smi_list: Option<PathBuf>,
+    /// Read `nvidia-smi -q` output (its Fabric sections: the multi-node NVLink clique) from FILE instead of running nvidia-smi (offline mode)
+    #[arg(long, value_name = "FILE")]
+    pub nvidia_smi_query: Option<PathBuf>,
     /// YAML file of the device-plugin resources besides the GPUs to count per NUMA node, or `none` [default: the RDMA shared device plugin's rdma/rdma_shared_device_a and the SR-IOV network device plugin's intel.com/intel_sriov_netdevice]
     #[arg(long, value_name = "FILE|none")]
     pub devices_config: Option<String>,
@@ -499,6 +502,7 @@ impl Cli {
             sources: SourceOptions {
                 sysfs: path_source(self.sysfs_root.as_deref(), DEFAULT_SYSFS_ROOT),
                 nvidia_smi_list,
+                nvidia_smi_query: tool_source(self.nvidia_smi_query, &self.nvidia_smi),
                 mig_strategy,
                 devices,
                 nvidia_smi: tool_source(self.nvidia_smi_topo, &self.nvidia_smi),

@@ -6,7 +6,7 @@
 
 use crate::devices::DeviceConfig;
 use crate::model::ToolReport;
-use crate::parse::{nvidia_smi, nvidia_smi_list, rocm_smi};
+use crate::parse::{nvidia_smi, nvidia_smi_list, nvidia_smi_query, rocm_smi};
 use crate::reconcile::devices::{MigInput, MigStrategy};
 use crate::reconcile::{Inputs, VendorChoice};
 use crate::sources::command::{CommandOutput, Runner};
@@ -42,6 +42,8 @@ pub struct SourceOptions {
     pub nvidia_smi: ToolSource,
     /// `nvidia-smi -L`, for the MIG devices (disabled without a MIG strategy).
     pub nvidia_smi_list: ToolSource,
+    /// `nvidia-smi -q`, for the GPUs' multi-node NVLink clique.
+    pub nvidia_smi_query: ToolSource,
     pub mig_strategy: MigStrategy,
     /// The device-plugin resources besides the GPUs to count in sysfs.
     pub devices: DeviceConfig,
@@ -63,6 +65,7 @@ impl SourceOptions {
         matches!(self.nvidia_smi, ToolSource::File(_))
             || matches!(self.rocm_smi, ToolSource::File(_))
             || matches!(self.nvidia_smi_list, ToolSource::File(_))
+            || matches!(self.nvidia_smi_query, ToolSource::File(_))
     }
 }
 
@@ -133,12 +136,15 @@ enum ToolKind {
     RocmSmi,
     /// `nvidia-smi -L`: the GPUs' MIG devices.
     NvidiaSmiList,
+    /// `nvidia-smi -q`: the GPUs' fabric registration (multi-node NVLink).
+    NvidiaSmiQuery,
 }
 
 /// A tool's parsed output, for the part of [`Inputs`] it fills.
 enum ToolOutput {
     Topology(ToolReport),
     MigList(Vec<nvidia_smi_list::ListedGpu>),
+    Fabric(Vec<nvidia_smi_query::GpuFabric>),
 }
 
 impl ToolOutput {
@@ -146,6 +152,7 @@ impl ToolOutput {
         match self {
             ToolOutput::Topology(report) => inputs.tools.push(report),
             ToolOutput::MigList(listed) => inputs.mig.listed = Some(listed),
+            ToolOutput::Fabric(fabrics) => inputs.fabric = Some(fabrics),
         }
     }
 }
@@ -156,6 +163,7 @@ impl ToolKind {
             ToolKind::NvidiaSmi => &["topo", "-m"],
             ToolKind::RocmSmi => &["--showtopo"],
             ToolKind::NvidiaSmiList => &["-L"],
+            ToolKind::NvidiaSmiQuery => &["-q"],
         }
     }
 
@@ -167,6 +175,7 @@ impl ToolKind {
             }
             ToolKind::RocmSmi => rocm_smi::parse(text).map(ToolOutput::Topology),
             ToolKind::NvidiaSmiList => nvidia_smi_list::parse(text).map(ToolOutput::MigList),
+            ToolKind::NvidiaSmiQuery => nvidia_smi_query::parse(text).map(ToolOutput::Fabric),
         }
     }
 
@@ -176,6 +185,7 @@ impl ToolKind {
         match self {
             ToolKind::NvidiaSmi | ToolKind::RocmSmi => program.to_owned(),
             ToolKind::NvidiaSmiList => format!("{program} -L"),
+            ToolKind::NvidiaSmiQuery => format!("{program} -q"),
         }
     }
 
@@ -183,8 +193,10 @@ impl ToolKind {
     /// ([`ToolMemory::stand_in`]). Not the MIG listing: an operator (or
     /// nvidia-mig-manager) re-cuts the MIG devices while the node runs, so an
     /// earlier listing may no longer hold; a failed run costs the MIG labels.
+    /// Nor the fabric query: a GPU's registration changes with the fabric's
+    /// state; a failed run costs the clique label.
     const fn reuses_last_report(self) -> bool {
-        !matches!(self, ToolKind::NvidiaSmiList)
+        !matches!(self, ToolKind::NvidiaSmiList | ToolKind::NvidiaSmiQuery)
     }
 
     /// What a run's output that cannot be used costs, as warnings say it.
@@ -192,6 +204,7 @@ impl ToolKind {
         match self {
             ToolKind::NvidiaSmi | ToolKind::RocmSmi => "its labels are left out",
             ToolKind::NvidiaSmiList => "the MIG labels are left out",
+            ToolKind::NvidiaSmiQuery => "gpu-clique is left out",
         }
     }
 }
@@ -260,6 +273,7 @@ pub async fn discover(
     }
     for (source, kind) in [
         (&options.nvidia_smi, ToolKind::NvidiaSmi),
+        (&options.nvidia_smi_query, ToolKind::NvidiaSmiQuery),
         (&options.rocm_smi, ToolKind::RocmSmi),
     ] {
         read_tool(source, kind, options, memory, &mut discovery).await?;

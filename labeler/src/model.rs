@@ -484,6 +484,42 @@ pub struct SysfsView {
     pub online_numa_nodes: Option<IdSet>,
     /// `devices/system/cpu`, when the tree has its `online` list.
     pub cpus: Option<CpuView>,
+    /// The AMD GPUs' compute partitions ([`crate::sources::amd_partitions`]).
+    pub amd_partitions: AmdPartitionView,
+}
+
+/// What sysfs shows of the AMD GPUs' compute partitions, as the AMD device
+/// plugin reads it (see [`crate::sources::amd_partitions`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AmdPartitionView {
+    /// Each AMD GPU's partition files, by PCI address.
+    pub gpus: BTreeMap<String, AmdGpuPartitions>,
+    /// `devices/platform/amdgpu_xcp_*`, sorted by name.
+    pub xcps: Vec<AmdXcp>,
+    /// The `drm_render_minor` of every KFD topology node that has one, or
+    /// `None` when the tree has no `class/kfd/kfd/topology/nodes`.
+    pub kfd_render_minors: Option<IdSet>,
+}
+
+/// One AMD GPU's (PCI function's) partition facts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AmdGpuPartitions {
+    /// `current_compute_partition`, trimmed (`CPX`), when there is one.
+    pub compute: Option<String>,
+    /// `current_memory_partition`, trimmed (`NPS4`), when there is one.
+    pub memory: Option<String>,
+    /// The minor of its `drm/card*/dev`.
+    pub card_minor: Option<u32>,
+}
+
+/// One compute partition beyond a GPU's first (`amdgpu_xcp_<n>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AmdXcp {
+    pub name: String,
+    /// The minor of its `drm/card*/dev`.
+    pub card_minor: Option<u32>,
+    /// The minor of its `drm/renderD<minor>`.
+    pub render_minor: Option<u32>,
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! Reconciliation: turns what every source reported into the node's labels.
 //!
 //! Rules, in order of authority:
-//! - GPUs: sysfs PCI devices of the selected vendor; without sysfs, the tools,
+//! - GPUs: sysfs PCI devices of the selected vendor (an AMD GPU's compute
+//!   partitions each count, see [`amd_partitions`]); without sysfs, the tools,
 //!   which must then agree on the count. A tool listing a different number of
 //!   GPUs than sysfs (e.g. a container seeing only some GPUs) is ignored.
 //! - NUMA placement: sysfs `numa_node` (every GPU on the one node when sysfs shows
@@ -19,12 +20,15 @@
 use crate::cliques::MAX_VERTICES;
 use crate::model::{PciGpu, SysfsView, ToolReport, Vendor};
 use crate::parse::kubelet::KubeletSettings;
+use crate::parse::nvidia_smi_query::GpuFabric;
 use gpu_topology::{Interconnect, KubeletVersion, LabelKey, NodeTopology};
 use std::collections::{BTreeMap, BTreeSet};
 
+mod amd_partitions;
 mod cpu_manager;
 pub mod devices;
 mod facts;
+mod nvlink_clique;
 
 /// Which GPUs the labels describe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -49,6 +53,8 @@ pub struct Inputs {
     pub mig: devices::MigInput,
     /// The kubelet's version (`--kubelet-version`), when known.
     pub kubelet_version: Option<KubeletVersion>,
+    /// The GPUs' fabric registration (`nvidia-smi -q`), for `gpu-clique`.
+    pub fabric: Option<Vec<GpuFabric>>,
 }
 
 /// What the node's labels say, how they were derived, and what is left out and why.
@@ -92,6 +98,9 @@ pub fn reconcile(inputs: &Inputs) -> Outcome {
     }
     outcome.topology.kubelet_version = inputs.kubelet_version;
     let gpus_per_node = gpu_labels(inputs, &mut outcome);
+    if let Some(fabrics) = &inputs.fabric {
+        nvlink_clique::gpu_clique(fabrics, &mut outcome);
+    }
     facts::node_facts(inputs, gpus_per_node.as_ref(), &mut outcome);
     if let Some(view) = &inputs.sysfs {
         devices::network_devices(&inputs.devices, view, &mut outcome);
@@ -124,6 +133,13 @@ fn gpu_labels(inputs: &Inputs, outcome: &mut Outcome) -> Option<BTreeMap<u32, u3
             .cloned()
             .collect()
     });
+    // AMD compute partitions count as the GPUs the device plugin exposes.
+    let sysfs_gpus = match (vendor, &inputs.sysfs, sysfs_gpus) {
+        (Vendor::Amd, Some(view), Some(gpus)) => {
+            Some(amd_partitions::logical_gpus(view, gpus, outcome))
+        }
+        (_, _, gpus) => gpus,
+    };
     let candidates: Vec<&ToolReport> = inputs
         .tools
         .iter()

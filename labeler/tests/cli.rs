@@ -83,6 +83,31 @@ fn once_dry_run_json_prints_exactly_one_object_of_labels() {
     assert_eq!(printed, labels_with_shape(&expected));
 }
 
+/// `nvidia-smi -q` output of a GB200 in a multi-node NVLink clique: the
+/// clique is published as GPU Feature Discovery writes it, and changes no
+/// other label (it is informational: the shape stays).
+#[test]
+fn a_recorded_fabric_query_publishes_the_gpu_clique() {
+    let topology = [
+        "--sysfs-root",
+        &local("sysfs/nps4-8numa"),
+        "--nvidia-smi-topo",
+        &fixture("dgx-a100-mlx5-nps4.txt"),
+        "--kubelet-config",
+        "none",
+    ];
+    let (without, _) = json_labels(&topology);
+    let query = local("fabric/gb200-completed-grep-c3.txt");
+    let mut argv = topology.to_vec();
+    argv.extend(["--nvidia-smi-query", &query]);
+    let (mut with, _) = json_labels(&argv);
+    assert_eq!(
+        with.remove("gpu-topology.io/gpu-clique").as_deref(),
+        Some("dc6e40c4-d722-4357-9ba6-5291dd461278.2")
+    );
+    assert_eq!(with, without);
+}
+
 #[test]
 fn text_mode_prints_labels_then_a_summary() {
     let output = run(&[

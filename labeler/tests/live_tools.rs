@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 const FIXTURE: &str = "h100-sxm-8gpu-2numa.txt";
 const MIG_FIXTURE: &str = "mig/hgx-a100-mixed-nvidia-smi-L.txt";
+const FABRIC_FIXTURE: &str = "fabric/gb200-completed-grep-c3.txt";
 
 /// Every script, written before any test starts a process: a script still
 /// open for writing while another thread forks cannot be executed
@@ -71,6 +72,16 @@ static SCRIPTS: LazyLock<PathBuf> = LazyLock::new(|| {
                 "if [ -e '{}' ]; then exit 1; fi; cat '{}'",
                 dir.join("mig-broken").display(),
                 local_fixture(MIG_FIXTURE).display()
+            ),
+        ),
+        // nvidia-smi answering `-q` with a GB200's fabric section and
+        // `topo -m` with the topology.
+        (
+            "fabric",
+            format!(
+                "if [ \"$1\" = -q ]; then cat '{}'; else cat '{}'; fi",
+                local_fixture(FABRIC_FIXTURE).display(),
+                fixture.display()
             ),
         ),
     ];
@@ -216,6 +227,7 @@ fn live(program: &str) -> SourceOptions {
         sysfs: PathSource::Disabled,
         nvidia_smi: ToolSource::Command(program.to_owned()),
         nvidia_smi_list: ToolSource::Disabled,
+        nvidia_smi_query: ToolSource::Disabled,
         mig_strategy: Default::default(),
         devices: Default::default(),
         rocm_smi: ToolSource::Disabled,
@@ -414,5 +426,26 @@ async fn a_stand_in_report_from_before_a_lost_gpu_is_not_used() {
             .any(|w| w.contains("last good report lists 8 GPUs but sysfs now shows 7")),
         "{:?}",
         after.warnings
+    );
+}
+
+/// nvidia-smi is run once more, as `nvidia-smi -q`, for the fabric
+/// sections: its output reaches the inputs, besides `topo -m`'s report.
+#[tokio::test]
+async fn nvidia_smi_is_asked_for_the_fabric_with_q() {
+    let program = script("fabric");
+    let options = SourceOptions {
+        nvidia_smi_query: ToolSource::Command(program.clone()),
+        ..live(&program)
+    };
+    let discovery = discover(&options, &mut ToolMemory::default())
+        .await
+        .unwrap();
+    assert!(discovery.warnings.is_empty(), "{:?}", discovery.warnings);
+    assert_eq!(discovery.inputs.tools.len(), 1);
+    let text = std::fs::read_to_string(local_fixture(FABRIC_FIXTURE)).unwrap();
+    assert_eq!(
+        discovery.inputs.fabric,
+        Some(gpu_topology_labeler::parse::nvidia_smi_query::parse(&text).unwrap())
     );
 }

@@ -6,7 +6,9 @@ mod common;
 use common::{nvidia_smi_fixture_names, topology_fixture, ROCM_SMI_FIXTURE};
 use gpu_topology::quantity::Quantity;
 use gpu_topology_labeler::model::ToolReport;
-use gpu_topology_labeler::parse::{kubelet, nvidia_smi, rocm_smi, sysfs, ParseError};
+use gpu_topology_labeler::parse::{
+    amd_partitions, kubelet, nvidia_smi, nvidia_smi_query, rocm_smi, sysfs, ParseError,
+};
 use rstest::rstest;
 use std::collections::BTreeMap;
 
@@ -186,6 +188,10 @@ fn other_parsers_never_panic_on_garbage() {
         let _ = sysfs::parse_decimal_attribute(&garbage, "nr_hugepages");
         let _ = Quantity::parse(&garbage).map(|q| (q.ceil_whole_units(), q.whole_units()));
         let _ = kubelet::parse_file(&garbage);
+        let _ = amd_partitions::parse_drm_dev(&garbage);
+        let _ = amd_partitions::parse_kfd_render_minor(&garbage);
+        let _ = amd_partitions::render_node_minor(&garbage);
+        let _ = nvidia_smi_query::parse(&garbage);
     }
     for name in [
         "single-numa-node.yaml",

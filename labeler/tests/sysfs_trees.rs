@@ -594,3 +594,116 @@ fn a_device_gone_while_the_tree_is_read_is_not_counted() {
     assert_eq!(after.gpus, before.gpus);
     assert_eq!(after.gpus.len(), 8);
 }
+
+/// Trees whose FULL label map is pinned byte for byte in
+/// `fixtures/sysfs/<tree>.labels` (`key=value`, one a line, sorted).
+#[rstest]
+// 8 MI300X in CPX compute and NPS4 memory partition mode on a host with 4
+// NUMA nodes (2 per socket): 8 logical GPUs each, 2 GPUs (16 partitions)
+// per NUMA node, as the AMD device plugin exposes them as amd.com/gpu.
+#[case::mi300x_cpx_nps4("mi300x-cpx-nps4")]
+fn trees_labeled_byte_for_byte(#[case] tree: &str) {
+    let outcome = outcome(tree, vec![], AUTO);
+    let labels = labels_of(&outcome);
+    let written: String = labels.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+    let expected = std::fs::read_to_string(local_fixture(&format!("sysfs/{tree}.labels"))).unwrap();
+    assert_eq!(written, expected, "warnings: {:?}", outcome.warnings);
+    for (key, value) in &labels {
+        assert!(gpu_topology::is_label_value(value), "{key}={value}");
+    }
+    // The pinned shape is the contract's digest of the other labels.
+    let facts: Vec<(&str, &str)> = labels
+        .iter()
+        .filter(|(key, _)| *key != "gpu-topology.io/shape")
+        .map(|(key, value)| (key.trim_start_matches("gpu-topology.io/"), value.as_str()))
+        .collect();
+    assert_eq!(labels, labels_with_shape(&facts));
+}
+
+const MI300X_TREE: &str = "sysfs/mi300x-cpx-nps4";
+
+/// KFD topology nodes 5..=11 are GPU 0's partitions beyond its first
+/// (render nodes 129..=135); node 4 is its first (renderD128).
+fn drop_gpu0_partitions_from_kfd(tree: &Path) {
+    for node in 5..=11 {
+        std::fs::remove_dir_all(tree.join(format!("class/kfd/kfd/topology/nodes/{node}"))).unwrap();
+    }
+}
+
+/// The MI300X tree changed one way: what is counted, what stands, what is
+/// left out and the warning that says why.
+#[rstest]
+// GPU 0 back in SPX: KFD lists its one render node; its 7 amdgpu_xcp
+// platform devices stay (amdgpu keeps them) but are no partitions.
+#[case::one_gpu_in_spx(
+    |tree: &Path| {
+        write(tree, "bus/pci/devices/0000:05:00.0/current_compute_partition", "SPX\n");
+        drop_gpu0_partitions_from_kfd(tree);
+    },
+    &[("gpus", "57"), ("numa-gpus", "9.16.16.16"), ("amd-memory-partition", "nps4")],
+    &["amd-compute-partition"], "modes differ (CPX, SPX)"
+)]
+// Without KFD's topology the device plugin counts no partition.
+#[case::no_kfd_topology(
+    |tree: &Path| std::fs::remove_dir_all(tree.join("class/kfd")).unwrap(),
+    &[("gpus", "8"), ("numa-gpus", "2.2.2.2"), ("amd-compute-partition", "cpx")],
+    &[], "no KFD topology"
+)]
+// The device plugin skips the partitions of a GPU whose NUMA node is
+// unknown; the placement of all is then unknown too (4 NUMA nodes).
+#[case::a_gpu_without_numa_node(
+    |tree: &Path| write(tree, "bus/pci/devices/0000:05:00.0/numa_node", "-1\n"),
+    &[("gpus", "57"), ("amd-compute-partition", "cpx")],
+    &["numa-gpus", "gpus-per-numa-max"], "amdgpu_xcp_0 (its GPU 0000:05:00.0 has no NUMA node)"
+)]
+#[case::a_mode_the_contract_does_not_know(
+    |tree: &Path| {
+        for gpu in ["05", "26", "46", "65", "85", "a6", "c6", "e5"] {
+            write(tree, &format!("bus/pci/devices/0000:{gpu}:00.0/current_memory_partition"), "NPS3\n");
+        }
+    },
+    &[("gpus", "64"), ("amd-compute-partition", "cpx")],
+    &["amd-memory-partition"], "mode \"NPS3\" is not one it knows"
+)]
+fn changed_mi300x_trees_count_what_the_device_plugin_exposes(
+    #[case] change: fn(&Path),
+    #[case] standing: &[(&str, &str)],
+    #[case] left_out: &[&str],
+    #[case] warning: &str,
+) {
+    let case: String = warning
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    let tree = common::scratch_copy(MI300X_TREE, &format!("mi300x-changed-{case}"));
+    change(&tree);
+    let outcome = reconcile(&Inputs {
+        sysfs: Some(read_sysfs(&tree).unwrap()),
+        ..Inputs::default()
+    });
+    let labels = labels_of(&outcome);
+    for (key, value) in standing {
+        assert_eq!(
+            labels
+                .get(&format!("gpu-topology.io/{key}"))
+                .map(String::as_str),
+            Some(*value),
+            "{labels:?} {:?}",
+            outcome.warnings
+        );
+    }
+    assert_left_out(&outcome, left_out, warning);
+}
+
+/// Malformed partition files are errors naming the file, as every sysfs file is.
+#[rstest]
+#[case::kfd_properties("class/kfd/kfd/topology/nodes/4/properties", "drm_render_minor many\n")]
+#[case::partition_card("devices/platform/amdgpu_xcp_0/drm/card2/dev", "226\n")]
+#[case::gpu_card("bus/pci/devices/0000:05:00.0/drm/card1/dev", "226:x\n")]
+fn malformed_partition_files_are_errors_naming_the_file(#[case] file: &str, #[case] text: &str) {
+    let case: String = file.chars().filter(char::is_ascii_alphanumeric).collect();
+    let tree = common::scratch_copy(MI300X_TREE, &format!("mi300x-malformed-{case}"));
+    write(&tree, file, text);
+    let error = read_sysfs(&tree).unwrap_err();
+    assert!(error.origin.ends_with(file), "{error}");
+}

@@ -229,6 +229,17 @@ pub enum LabelKey {
     /// chunks of 63 characters: `numa-distances`, `numa-distances.1`, ...
     /// ([`distances`]).
     NumaDistances,
+    /// The compute partition mode of the node's AMD GPUs (`spx`, `dpx`,
+    /// `qpx`, `cpx`): how many logical GPUs the AMD device plugin makes of
+    /// each. For people; left out when the GPUs' modes differ.
+    AmdComputePartition,
+    /// The memory partition mode of the node's AMD GPUs (`nps1`, `nps2`,
+    /// `nps4`, `nps8`). For people; left out when the GPUs' modes differ.
+    AmdMemoryPartition,
+    /// The multi-node NVLink clique of the node's GPUs as GPU Feature
+    /// Discovery writes `nvidia.com/gpu.clique`: `<ClusterUUID>.<CliqueId>`.
+    /// For people and for schedulers that co-place pods across nodes.
+    GpuClique,
     /// A digest of every fact the admission decision reads ([`ShapeId`]):
     /// nodes with equal facts share it, so node affinity can select exactly
     /// the machine shapes whose kubelet admits a pod (`In`, `NotIn`).
@@ -268,10 +279,12 @@ pub enum ValueKind {
     Version,
     /// A matrix of NUMA distances, base-36, in chunks ([`distances`]).
     Distances,
+    /// A multi-node NVLink clique, `<ClusterUUID>.<CliqueId>` ([`GpuClique`]).
+    Clique,
 }
 
 impl LabelKey {
-    pub const ALL: [LabelKey; 30] = [
+    pub const ALL: [LabelKey; 33] = [
         LabelKey::Gpus,
         LabelKey::GpusPerNumaMax,
         LabelKey::NumaNodes,
@@ -301,6 +314,9 @@ impl LabelKey {
         LabelKey::MachineNumaNodes,
         LabelKey::KubeletVersion,
         LabelKey::NumaDistances,
+        LabelKey::AmdComputePartition,
+        LabelKey::AmdMemoryPartition,
+        LabelKey::GpuClique,
         LabelKey::Shape,
     ];
 
@@ -342,6 +358,9 @@ impl LabelKey {
             LabelKey::MachineNumaNodes => "machine-numa-nodes",
             LabelKey::KubeletVersion => "kubelet-version",
             LabelKey::NumaDistances => "numa-distances",
+            LabelKey::AmdComputePartition => "amd-compute-partition",
+            LabelKey::AmdMemoryPartition => "amd-memory-partition",
+            LabelKey::GpuClique => "gpu-clique",
             LabelKey::Shape => "shape",
         }
     }
@@ -394,7 +413,10 @@ impl LabelKey {
             | LabelKey::PcieSwitchGroupMax
             | LabelKey::CpusPerNuma
             | LabelKey::MemoryPerNumaGib
-            | LabelKey::Interconnect => LabelRole::Informational,
+            | LabelKey::Interconnect
+            | LabelKey::AmdComputePartition
+            | LabelKey::AmdMemoryPartition
+            | LabelKey::GpuClique => LabelRole::Informational,
             LabelKey::Shape => LabelRole::Identity,
             LabelKey::TopologyManagerScope
             | LabelKey::CpuManagerPolicy
@@ -458,7 +480,9 @@ impl LabelKey {
             | LabelKey::TopologyManagerPolicy
             | LabelKey::TopologyManagerScope
             | LabelKey::CpuManagerPolicy
-            | LabelKey::MemoryManagerPolicy => ValueKind::Word,
+            | LabelKey::MemoryManagerPolicy
+            | LabelKey::AmdComputePartition
+            | LabelKey::AmdMemoryPartition => ValueKind::Word,
             LabelKey::TopologyManagerPreferClosestNumaNodes
             | LabelKey::CpuManagerFullPcpusOnly
             | LabelKey::CpuManagerDistributeCpusAcrossNuma
@@ -466,6 +490,7 @@ impl LabelKey {
             LabelKey::Shape => ValueKind::Digest,
             LabelKey::KubeletVersion => ValueKind::Version,
             LabelKey::NumaDistances => ValueKind::Distances,
+            LabelKey::GpuClique => ValueKind::Clique,
         }
     }
 }
@@ -547,6 +572,80 @@ label_enum!(
         Static => "static",
     }
 );
+
+label_enum!(
+    /// An AMD GPU's compute partition mode, as amdgpu's
+    /// `current_compute_partition` names it, lowercased (as the AMD device
+    /// plugin reads it).
+    AmdComputePartition, "one of spx, dpx, tpx, qpx, cpx" {
+        Spx => "spx",
+        Dpx => "dpx",
+        Tpx => "tpx",
+        Qpx => "qpx",
+        Cpx => "cpx",
+    }
+);
+
+label_enum!(
+    /// An AMD GPU's memory partition mode, as amdgpu's
+    /// `current_memory_partition` names it, lowercased.
+    AmdMemoryPartition, "one of nps1, nps2, nps4, nps8" {
+        Nps1 => "nps1",
+        Nps2 => "nps2",
+        Nps4 => "nps4",
+        Nps8 => "nps8",
+    }
+);
+
+/// A multi-node NVLink clique (GB200 NVL72), as GPU Feature Discovery
+/// writes `nvidia.com/gpu.clique`: the fabric's cluster UUID (lowercase,
+/// `8-4-4-4-12` hexadecimal digits) and the clique id in decimal, joined
+/// by `.` (k8s-device-plugin internal/lm/fabric.go `newImexLabeler`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GpuClique {
+    cluster_uuid: String,
+    pub clique_id: u32,
+}
+
+impl GpuClique {
+    /// The clique of `cluster_uuid` (any case) and `clique_id`; `None`
+    /// when `cluster_uuid` is not a UUID.
+    pub fn new(cluster_uuid: &str, clique_id: u32) -> Option<Self> {
+        is_uuid(cluster_uuid).then(|| GpuClique {
+            cluster_uuid: cluster_uuid.to_ascii_lowercase(),
+            clique_id,
+        })
+    }
+
+    pub fn cluster_uuid(&self) -> &str {
+        &self.cluster_uuid
+    }
+
+    /// Reads the label's `<ClusterUUID>.<CliqueId>`.
+    pub fn parse_label(value: &str) -> Option<Self> {
+        let (uuid, id) = value.split_once('.')?;
+        if uuid.bytes().any(|b| b.is_ascii_uppercase()) {
+            return None;
+        }
+        GpuClique::new(uuid, parse_count(id)?)
+    }
+}
+
+impl fmt::Display for GpuClique {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.cluster_uuid, self.clique_id)
+    }
+}
+
+/// `8-4-4-4-12` hexadecimal digits.
+fn is_uuid(value: &str) -> bool {
+    let groups: Vec<&str> = value.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(group, len)| group.len() == len && group.bytes().all(|b| b.is_ascii_hexdigit()))
+}
 
 /// Most NUMA nodes a per-NUMA list label describes. The kubelet's Topology
 /// Manager refuses machines with more than 8 unless `max-allowable-numa-nodes`
@@ -681,6 +780,12 @@ pub struct NodeTopology {
     pub machine_numa_nodes: Option<u32>,
     /// The kubelet's minor version.
     pub kubelet_version: Option<KubeletVersion>,
+    /// The AMD GPUs' compute partition mode, when they all share one.
+    pub amd_compute_partition: Option<AmdComputePartition>,
+    /// The AMD GPUs' memory partition mode, when they all share one.
+    pub amd_memory_partition: Option<AmdMemoryPartition>,
+    /// The multi-node NVLink clique every fabric-attached GPU is in.
+    pub gpu_clique: Option<GpuClique>,
     /// SLIT distances (`/sys/devices/system/node/node<N>/distance`), one row
     /// per NUMA node in id order, each row over every NUMA node.
     pub numa_distances: Option<Vec<Vec<u32>>>,
@@ -801,6 +906,12 @@ impl NodeTopology {
             LabelKey::MemoryManagerPolicy => {
                 self.memory_manager_policy.map(MemoryManagerPolicy::as_str)
             }
+            LabelKey::AmdComputePartition => {
+                self.amd_compute_partition.map(AmdComputePartition::as_str)
+            }
+            LabelKey::AmdMemoryPartition => {
+                self.amd_memory_partition.map(AmdMemoryPartition::as_str)
+            }
             _ => None,
         }
     }
@@ -821,6 +932,7 @@ impl NodeTopology {
                 .numa_distances
                 .as_deref()
                 .and_then(format_numa_distances),
+            ValueKind::Clique => self.gpu_clique.as_ref().map(GpuClique::to_string),
         }
     }
 
@@ -1033,6 +1145,11 @@ impl NodeTopology {
                     invalid("a symmetric NUMA distance matrix in base 36, whole")
                 })?);
             }
+            ValueKind::Clique => {
+                self.gpu_clique = Some(GpuClique::parse_label(value).ok_or_else(|| {
+                    invalid("<ClusterUUID>.<CliqueId>, a lowercase UUID and a decimal integer")
+                })?);
+            }
             ValueKind::Word => match key {
                 LabelKey::Interconnect => {
                     self.interconnect = Some(
@@ -1067,6 +1184,20 @@ impl NodeTopology {
                         value
                             .parse()
                             .map_err(|()| invalid(MemoryManagerPolicy::EXPECTED))?,
+                    )
+                }
+                LabelKey::AmdComputePartition => {
+                    self.amd_compute_partition = Some(
+                        value
+                            .parse()
+                            .map_err(|()| invalid(AmdComputePartition::EXPECTED))?,
+                    )
+                }
+                LabelKey::AmdMemoryPartition => {
+                    self.amd_memory_partition = Some(
+                        value
+                            .parse()
+                            .map_err(|()| invalid(AmdMemoryPartition::EXPECTED))?,
                     )
                 }
                 _ => {}
@@ -1286,6 +1417,10 @@ mod tests {
             machine_numa_nodes: Some(8),
             kubelet_version: Some(KubeletVersion::new(1, 34)),
             numa_distances: Some(epyc_nps4_distances()),
+            // Not a DGX A100's, but every label of the contract round-trips.
+            amd_compute_partition: Some(AmdComputePartition::Cpx),
+            amd_memory_partition: Some(AmdMemoryPartition::Nps4),
+            gpu_clique: GpuClique::new("DC6E40C4-D722-4357-9BA6-5291DD461278", 2),
             shape: None,
             devices: BTreeMap::new(),
         }
@@ -1305,6 +1440,44 @@ mod tests {
                     .collect()
             })
             .collect()
+    }
+
+    #[rstest]
+    #[case::gfd_example("dc6e40c4-d722-4357-9ba6-5291dd461278.2", true)]
+    #[case::large_clique_id("9c6f5af3-53bf-49b5-a436-b66766c413c3.4026", true)]
+    #[case::uppercase_uuid("DC6E40C4-D722-4357-9BA6-5291DD461278.2", false)]
+    #[case::no_clique_id("dc6e40c4-d722-4357-9ba6-5291dd461278", false)]
+    #[case::negative_clique_id("dc6e40c4-d722-4357-9ba6-5291dd461278.-2", false)]
+    #[case::short_group("dc6e40c4-d722-4357-9ba6-5291dd46127.2", false)]
+    #[case::not_hex("dc6e40c4-d722-4357-9ba6-5291dd46127g.2", false)]
+    fn clique_labels_are_a_lowercase_uuid_and_a_decimal_id(
+        #[case] value: &str,
+        #[case] readable: bool,
+    ) {
+        let parsed = GpuClique::parse_label(value);
+        assert_eq!(parsed.is_some(), readable, "{value}");
+        if let Some(clique) = parsed {
+            assert_eq!(clique.to_string(), value);
+            assert!(is_label_value(value));
+        }
+    }
+
+    #[test]
+    fn the_labeler_writes_the_uuid_lowercase() {
+        let clique = GpuClique::new("DC6E40C4-D722-4357-9BA6-5291DD461278", 2);
+        assert_eq!(
+            clique.map(|c| c.to_string()).as_deref(),
+            Some("dc6e40c4-d722-4357-9ba6-5291dd461278.2")
+        );
+    }
+
+    #[test]
+    fn informational_labels_leave_the_shape_alone() {
+        let mut topology = dgx_a100();
+        topology.amd_compute_partition = None;
+        topology.amd_memory_partition = None;
+        topology.gpu_clique = None;
+        assert_eq!(topology.shape_id(), dgx_a100().shape_id());
     }
 
     /// A GPUDirect node: 8 GPUs, 8 HCAs 4+4, MIG slices on one GPU.
@@ -1413,6 +1586,9 @@ mod tests {
         "gpu-topology.io/memory-manager-policy",
         "Static"
     )]
+    #[case::compute_partition_as_amdgpu_spells_it("gpu-topology.io/amd-compute-partition", "CPX")]
+    #[case::unknown_memory_partition("gpu-topology.io/amd-memory-partition", "nps3")]
+    #[case::clique_without_id("gpu-topology.io/gpu-clique", "dc6e40c4-d722-4357-9ba6-5291dd461278")]
     fn unreadable_informational_values_are_unknown(#[case] key: &str, #[case] value: &str) {
         let labels = [("gpu-topology.io/gpus", "8"), (key, value)];
         let parsed = NodeTopology::from_labels(&LabelPrefix::default(), labels).unwrap();

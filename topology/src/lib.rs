@@ -29,10 +29,10 @@ pub use heartbeat::{
 };
 pub use labels::{
     device_key_name, device_resource_of, format_count_list, format_numa_distances, is_label_value,
-    parse_count_list, parse_numa_distances, CpuManagerPolicy, DistanceChunks, Interconnect,
-    KubeletVersion, LabelError, LabelKey, LabelPrefix, LabelRole, MemoryManagerPolicy,
-    NodeTopology, ShapeId, TopologyManagerPolicy, TopologyManagerScope, ValueKind,
-    DEFAULT_LABEL_PREFIX, MAX_NUMA_NODES,
+    parse_count_list, parse_numa_distances, AmdComputePartition, AmdMemoryPartition,
+    CpuManagerPolicy, DistanceChunks, GpuClique, Interconnect, KubeletVersion, LabelError,
+    LabelKey, LabelPrefix, LabelRole, MemoryManagerPolicy, NodeTopology, ShapeId,
+    TopologyManagerPolicy, TopologyManagerScope, ValueKind, DEFAULT_LABEL_PREFIX, MAX_NUMA_NODES,
 };
 pub use selector::{term_matches, terms_match, Operator, Requirement, Term};
 pub use summary::{FleetSummary, SummaryError, SUMMARY_FORMAT};

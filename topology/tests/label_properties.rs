@@ -7,8 +7,9 @@
 
 use gpu_topology::{
     format_count_list, format_numa_distances, parse_count_list, parse_numa_distances,
-    CpuManagerPolicy, Interconnect, KubeletVersion, LabelPrefix, MemoryManagerPolicy, NodeTopology,
-    ShapeId, TopologyManagerPolicy, TopologyManagerScope,
+    AmdComputePartition, AmdMemoryPartition, CpuManagerPolicy, GpuClique, Interconnect,
+    KubeletVersion, LabelPrefix, MemoryManagerPolicy, NodeTopology, ShapeId, TopologyManagerPolicy,
+    TopologyManagerScope,
 };
 use proptest::collection::{btree_map, vec};
 use proptest::option;
@@ -180,59 +181,88 @@ fn topology() -> impl Strategy<Value = NodeTopology> {
             ),
         ),
     );
-    (described, facts, devices(), option::of(distance_matrix())).prop_map(
-        |(described, facts, devices, numa_distances)| {
-            let (
-                (gpus, per_numa, numa, nvlink, pcie, cpus, memory),
-                interconnect,
-                policy,
-                scope,
-                cpu,
-            ) = described;
-            let (
-                (numa_gpus, numa_cpus, reserved_cpus, memory_mib, hugepages_2mi, hugepages_1gi),
-                (numa_sockets, reserved_cores),
-                (threads_per_core, max_allowable),
-                memory_manager,
-                (prefer_closest, full_pcpus, distribute, by_socket),
-                shape,
-                (machine_numa_nodes, kubelet_version),
-            ) = facts;
-            NodeTopology {
-                gpus,
-                gpus_per_numa_max: per_numa,
-                numa_nodes: numa,
-                nvlink_group_max: nvlink,
-                pcie_switch_group_max: pcie,
-                cpus_per_numa: cpus,
-                memory_per_numa_gib: memory,
-                interconnect,
-                topology_manager_policy: policy,
-                topology_manager_scope: scope,
-                cpu_manager_policy: cpu,
-                numa_gpus,
-                numa_cpus,
-                numa_reserved_cpus: reserved_cpus,
-                numa_sockets,
-                numa_reserved_cores: reserved_cores,
-                threads_per_core,
-                numa_memory_mib: memory_mib,
-                numa_hugepages_2mi: hugepages_2mi,
-                numa_hugepages_1gi: hugepages_1gi,
-                memory_manager_policy: memory_manager,
-                prefer_closest_numa_nodes: prefer_closest,
-                max_allowable_numa_nodes: max_allowable,
-                full_pcpus_only: full_pcpus,
-                distribute_cpus_across_numa: distribute,
-                align_by_socket: by_socket,
-                machine_numa_nodes,
-                kubelet_version,
-                numa_distances,
-                shape,
-                devices,
-            }
-        },
+    let informational = (
+        word(AmdComputePartition::ALL),
+        word(AmdMemoryPartition::ALL),
+        option::of(
+            (any::<u128>(), any::<u32>()).prop_filter_map("a UUID", |(uuid, id)| {
+                let hex = format!("{uuid:032x}");
+                let uuid = format!(
+                    "{}-{}-{}-{}-{}",
+                    &hex[..8],
+                    &hex[8..12],
+                    &hex[12..16],
+                    &hex[16..20],
+                    &hex[20..]
+                );
+                GpuClique::new(&uuid, id)
+            }),
+        ),
+    );
+    (
+        described,
+        facts,
+        devices(),
+        option::of(distance_matrix()),
+        informational,
     )
+        .prop_map(
+            |(described, facts, devices, numa_distances, informational)| {
+                let (amd_compute_partition, amd_memory_partition, gpu_clique) = informational;
+                let (
+                    (gpus, per_numa, numa, nvlink, pcie, cpus, memory),
+                    interconnect,
+                    policy,
+                    scope,
+                    cpu,
+                ) = described;
+                let (
+                    (numa_gpus, numa_cpus, reserved_cpus, memory_mib, hugepages_2mi, hugepages_1gi),
+                    (numa_sockets, reserved_cores),
+                    (threads_per_core, max_allowable),
+                    memory_manager,
+                    (prefer_closest, full_pcpus, distribute, by_socket),
+                    shape,
+                    (machine_numa_nodes, kubelet_version),
+                ) = facts;
+                NodeTopology {
+                    gpus,
+                    gpus_per_numa_max: per_numa,
+                    numa_nodes: numa,
+                    nvlink_group_max: nvlink,
+                    pcie_switch_group_max: pcie,
+                    cpus_per_numa: cpus,
+                    memory_per_numa_gib: memory,
+                    interconnect,
+                    topology_manager_policy: policy,
+                    topology_manager_scope: scope,
+                    cpu_manager_policy: cpu,
+                    numa_gpus,
+                    numa_cpus,
+                    numa_reserved_cpus: reserved_cpus,
+                    numa_sockets,
+                    numa_reserved_cores: reserved_cores,
+                    threads_per_core,
+                    numa_memory_mib: memory_mib,
+                    numa_hugepages_2mi: hugepages_2mi,
+                    numa_hugepages_1gi: hugepages_1gi,
+                    memory_manager_policy: memory_manager,
+                    prefer_closest_numa_nodes: prefer_closest,
+                    max_allowable_numa_nodes: max_allowable,
+                    full_pcpus_only: full_pcpus,
+                    distribute_cpus_across_numa: distribute,
+                    align_by_socket: by_socket,
+                    machine_numa_nodes,
+                    kubelet_version,
+                    numa_distances,
+                    amd_compute_partition,
+                    amd_memory_partition,
+                    gpu_clique,
+                    shape,
+                    devices,
+                }
+            },
+        )
 }
 
 /// What a reader gets back: the topology, less the lists that cannot be

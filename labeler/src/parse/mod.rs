@@ -2,9 +2,11 @@
 //! config and sysfs attribute files. They never panic and never guess: anything
 //! unexpected is a [`ParseError`] that names the offending line or value.
 
+pub mod amd_partitions;
 pub mod kubelet;
 pub mod nvidia_smi;
 pub mod nvidia_smi_list;
+pub mod nvidia_smi_query;
 pub mod rocm_smi;
 pub mod sysfs;
 

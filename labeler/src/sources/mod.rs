@@ -1,6 +1,7 @@
 //! Thin adapters that read the node: sysfs, topology tools, NVML, kubelet config.
 //! Each returns plain data for [`crate::reconcile`] or a [`SourceError`].
 
+pub mod amd_partitions;
 pub mod blocking;
 pub mod command;
 pub mod kubelet;

@@ -28,8 +28,10 @@ use std::path::Path;
 /// an error: a half-read tree could miscount GPUs.
 pub fn read_sysfs(root: &Path) -> Result<SysfsView, SourceError> {
     let node_dir = root.join("devices/system/node");
+    let gpus = read_gpus(&root.join("bus/pci/devices"))?;
     Ok(SysfsView {
-        gpus: read_gpus(&root.join("bus/pci/devices"))?,
+        amd_partitions: super::amd_partitions::read_amd_partitions(root, &gpus)?,
+        gpus,
         pci_functions: read_pci_functions(&root.join("bus/pci/devices"))?,
         rdma_devices: read_class(&root.join("class/infiniband"))?,
         net_devices: read_class(&root.join("class/net"))?,
@@ -45,7 +47,7 @@ pub fn read_sysfs(root: &Path) -> Result<SysfsView, SourceError> {
 const ONLINE: &str = "online";
 
 /// A file's text, `None` when it does not exist.
-fn read_optional(path: &Path) -> Result<Option<String>, SourceError> {
+pub(super) fn read_optional(path: &Path) -> Result<Option<String>, SourceError> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
@@ -61,12 +63,12 @@ fn read_parsed<T>(
     parse(&read_text(path)?).map_err(at(path))
 }
 
-fn at(path: &Path) -> impl Fn(ParseError) -> SourceError + '_ {
+pub(super) fn at(path: &Path) -> impl Fn(ParseError) -> SourceError + '_ {
     move |e| SourceError::new(path.display().to_string(), e.message)
 }
 
 /// Directory entries of `dir`, sorted by name.
-fn entries(dir: &Path) -> Result<Vec<String>, SourceError> {
+pub(super) fn entries(dir: &Path) -> Result<Vec<String>, SourceError> {
     let origin = || dir.display().to_string();
     let mut names = std::fs::read_dir(dir)
         .map_err(|e| SourceError::new(origin(), e))?
