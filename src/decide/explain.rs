@@ -361,6 +361,20 @@ fn refused(
             format!("the kubelet does not start ({})", startup_words(error)),
             "Fix the kubelet configuration of those nodes".to_owned(),
         ),
+        Refusal::HintSearchTooSlow { container, masks, permutations } => {
+            let before_1_36 = facts.kubelet_version.is_none_or(|v| !v.at_least(1, 36));
+            (
+                format!(
+                    "the kubelet's Topology Manager walks {masks} NUMA masks and at least {permutations} hint permutations for {}: admission takes minutes or never ends, and the pod stays Pending",
+                    who(demand, container)
+                ),
+                if before_1_36 {
+                    "Upgrade the kubelet to 1.36 (device hints only over the NUMA nodes that hold the devices), or set topologyManagerPolicy none there".to_owned()
+                } else {
+                    "Set topologyManagerPolicy none there, or request no exclusive CPUs or pinned memory".to_owned()
+                },
+            )
+        }
     }
 }
 

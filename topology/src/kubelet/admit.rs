@@ -13,7 +13,8 @@
 
 use super::cpu::{guaranteed_cpus, CpuAllocError, CpuOptions, CpuState};
 use super::device::{
-    allocate_gpus, gpu_hints, pod_device_request, pod_gpu_request, DeviceState, GpuState,
+    allocate_gpus, device_hints, pod_device_request, pod_gpu_request, DeviceHintRange, DeviceState,
+    GpuState,
 };
 use super::facts::{
     numa_nodes, validate, ContainerDemand, DeviceName, Fact, HugePages, InputError,
@@ -21,7 +22,7 @@ use super::facts::{
     HUGE_PAGE_2MI_BYTES, MIB,
 };
 use super::hint::{ProviderHints, TopologyHint};
-use super::mask::MAX_NUMA_NODES;
+use super::mask::{NumaMask, MAX_MACHINE_NUMA_NODES, MAX_NUMA_NODES};
 use super::memory::{
     container_request, memory_hints, pod_request, MemoryAmounts, MemoryState, MEMORY_RESOURCES,
 };
@@ -30,6 +31,7 @@ use super::outcome::{
     Admission, AllocationFailure, HintReport, Indeterminate, Refusal, Remaining, Resource,
     ResourceReport, StartupError, UnitReport, Unknown, Verdict,
 };
+use super::work::{hint_search_work, HintSearchWork, ListShape};
 use crate::labels::{CpuManagerPolicy, TopologyManagerPolicy, TopologyManagerScope};
 
 /// `maxAllowableNUMANodes` when the option is not set; the kubelet refuses
@@ -134,6 +136,8 @@ struct Admitter<'a> {
     numa: NumaInfo,
     prefer_closest: Option<bool>,
     first_without_distances: usize,
+    /// The NUMA nodes the Device Manager's masks range over.
+    range: DeviceHintRange,
     /// The CPU Manager may pin CPUs (`static`, or its policy unknown: then
     /// `cpu` is that unknown).
     cpu_static: bool,
@@ -148,19 +152,30 @@ struct Admitter<'a> {
 
 /// The kubelet refuses to start with these settings (`NewManager`,
 /// `ValidateStaticPolicyOptions`): checked with the facts that are known.
+///
+/// `NewManager` counts `machineInfo.Topology` (every NUMA node cAdvisor
+/// sees, CPU-less and memory-less ones included): the per-NUMA lists when
+/// known, else the node's `machine-numa-nodes` count. Neither known, the
+/// check is skipped only where it cannot fail: a machine without lists
+/// and count may still have more than 8 NUMA nodes, but then the managers
+/// stop on the missing lists anyway.
 fn startup(node: &NodeFacts) -> Step<()> {
     let tm = &node.topology_manager;
-    if let Some(numas) = &node.numa_nodes {
-        if numas.len() > DEFAULT_MAX_ALLOWABLE_NUMA_NODES {
+    let machine_numa_nodes = node.numa_nodes.as_ref().map(Vec::len).or_else(|| {
+        node.machine_numa_nodes
+            .and_then(|n| usize::try_from(n).ok())
+    });
+    if let Some(count) = machine_numa_nodes {
+        if count > DEFAULT_MAX_ALLOWABLE_NUMA_NODES {
             let policy = tm.policy.ok_or(Fact::TopologyManagerPolicy)?;
             if policy != TopologyManagerPolicy::None {
                 let max = tm
                     .max_allowable_numa_nodes
                     .ok_or(Fact::MaxAllowableNumaNodes)?;
-                if numas.len() > max as usize {
+                if count > max as usize {
                     return Err(Stop::Refuse(Refusal::KubeletNotStarted(
                         StartupError::TooManyNumaNodes {
-                            numa_nodes: numas.len(),
+                            numa_nodes: count,
                             max_allowable: max,
                         },
                     )));
@@ -605,9 +620,88 @@ fn pinning(node: &NodeFacts, pod: &PodDemand) -> Pinning {
 
 /// The Topology Manager's scopes over the hint providers, on a node known
 /// to start and to be large enough.
+///
+/// With the kubelet's version unknown, both device-hint rules
+/// ([`DeviceHintRange`]) are followed where they can differ (a requested
+/// device resource missing from some NUMA node, under a policy that
+/// merges): the same answer under both stands, different answers are
+/// [`Fact::KubeletVersion`] unknown.
 fn evaluate_managers(
     node: &NodeFacts,
     pod: &PodDemand,
+    units: &mut Vec<UnitReport>,
+    remaining: &mut Remaining,
+) -> Step<bool> {
+    let range = match node.kubelet_version {
+        Some(version) => DeviceHintRange::of(version),
+        None if device_rules_may_differ(node, pod) => {
+            let mut new_units = Vec::new();
+            let mut new_remaining = Remaining::default();
+            let old = evaluate_under(node, pod, DeviceHintRange::EveryNumaNode, units, remaining);
+            let new = evaluate_under(
+                node,
+                pod,
+                DeviceHintRange::DeviceNumaNodes,
+                &mut new_units,
+                &mut new_remaining,
+            );
+            let same_units = units.len() == new_units.len()
+                && units.iter().zip(&new_units).all(|(a, b)| {
+                    (a.container, a.hint, a.aligned) == (b.container, b.hint, b.aligned)
+                });
+            return if same_step(&old, &new) && same_units && *remaining == new_remaining {
+                old
+            } else {
+                units.clear();
+                *remaining = Remaining::default();
+                Err(Fact::KubeletVersion.into())
+            };
+        }
+        // Where the rules cannot differ, either one.
+        None => DeviceHintRange::EveryNumaNode,
+    };
+    evaluate_under(node, pod, range, units, remaining)
+}
+
+/// Whether the device-hint rules of kubelets before and from 1.36 can give
+/// different hints: some device resource the pod requests (GPUs included)
+/// is absent from some NUMA node, under a policy that merges hints.
+fn device_rules_may_differ(node: &NodeFacts, pod: &PodDemand) -> bool {
+    if matches!(
+        node.topology_manager.policy,
+        Some(TopologyManagerPolicy::None)
+    ) {
+        return false;
+    }
+    let Some(numas) = node.numa_nodes.as_deref() else {
+        return false;
+    };
+    let gpus_missing_somewhere =
+        pod.containers.iter().any(|c| c.gpus.is_some()) && numas.iter().any(|n| n.gpus == Some(0));
+    let devices_missing_somewhere = pod.devices.iter().any(|resource| {
+        node.devices
+            .get(resource)
+            .is_some_and(|counts| counts.contains(&0))
+    });
+    gpus_missing_somewhere || devices_missing_somewhere
+}
+
+/// Two evaluations end the same way.
+fn same_step(a: &Step<bool>, b: &Step<bool>) -> bool {
+    match (a, b) {
+        (Ok(x), Ok(y)) => x == y,
+        (Err(Stop::Refuse(x)), Err(Stop::Refuse(y))) => x == y,
+        (Err(Stop::Unknown(x)), Err(Stop::Unknown(y))) => x == y,
+        (Err(Stop::Input(x)), Err(Stop::Input(y))) => x == y,
+        _ => false,
+    }
+}
+
+/// [`evaluate_managers`] under one device-hint rule.
+fn evaluate_under(
+    node: &NodeFacts,
+    pod: &PodDemand,
+    range: DeviceHintRange,
     units: &mut Vec<UnitReport>,
     remaining: &mut Remaining,
 ) -> Step<bool> {
@@ -632,19 +726,52 @@ fn evaluate_managers(
         .topology_manager
         .policy
         .ok_or(Fact::TopologyManagerPolicy)?;
-    let numas = numa_nodes(node)?;
-    if numas.is_empty() {
+    let machine = numa_nodes(node)?;
+    if machine.is_empty() {
         return Err(InputError::NoNumaNodes.into());
     }
-    if numas.len() > MAX_NUMA_NODES {
+    if machine.len() > MAX_MACHINE_NUMA_NODES {
         return Err(Unknown::TooManyNumaNodes {
-            numa_nodes: numas.len(),
+            numa_nodes: machine.len(),
         }
         .into());
     }
+    let rules = DemandRules {
+        pod,
+        devices: pod.devices.len(),
+        cpu_static: may_pin_cpus,
+        memory_static: may_pin_memory,
+    };
+    // Above 8 NUMA nodes: the kubelet's own cost first, then the NUMA
+    // nodes that matter. Up to 8, the whole machine, as always.
+    let projection = if machine.len() > DEFAULT_MAX_ALLOWABLE_NUMA_NODES {
+        if policy != TopologyManagerPolicy::None {
+            slow_hint_search(node, machine, &rules, range, policy)?;
+        }
+        let keep = relevant_numa_nodes(node, machine, &rules, range, policy);
+        if keep.count() as usize > MAX_NUMA_NODES {
+            return Err(Unknown::TooManyNumaNodes {
+                numa_nodes: keep.count() as usize,
+            }
+            .into());
+        }
+        Some(Projection::new(machine.len(), keep))
+    } else {
+        None
+    };
+    let projected;
+    let node = match &projection {
+        Some(p) => {
+            projected = p.facts(node);
+            &projected
+        }
+        None => node,
+    };
+    let numas = numa_nodes(node)?;
     let gpu = if wants_gpus {
         let mut total = Vec::with_capacity(numas.len());
         for (numa, n) in numas.iter().enumerate() {
+            let numa = projection.as_ref().map_or(numa, |p| p.machine_id(numa));
             total.push(n.gpus.ok_or(Fact::Gpus { numa })?);
         }
         Some(GpuState::new(total))
@@ -665,18 +792,23 @@ fn evaluate_managers(
         _ => Err(Unknown::Missing(Fact::MemoryManagerPolicy)),
     };
     let distances: Option<Vec<Vec<u32>>> = numas.iter().map(|n| n.distances.clone()).collect();
+    let first_without_distances = numas
+        .iter()
+        .position(|n| n.distances.is_none())
+        .unwrap_or(0);
     let mut admitter = Admitter {
         pod,
         policy,
         numa: NumaInfo {
             nodes: numas.len(),
             distances,
+            machine_nodes: machine.len(),
         },
         prefer_closest: node.topology_manager.prefer_closest_numa_nodes,
-        first_without_distances: numas
-            .iter()
-            .position(|n| n.distances.is_none())
-            .unwrap_or(0),
+        first_without_distances: projection.as_ref().map_or(first_without_distances, |p| {
+            p.machine_id(first_without_distances)
+        }),
+        range,
         cpu_static: may_pin_cpus,
         memory_static: may_pin_memory,
         gpu,
@@ -684,8 +816,9 @@ fn evaluate_managers(
         cpu,
         memory,
     };
+    let first_unit = units.len();
     let aligned = if policy == TopologyManagerPolicy::None {
-        admitter.admit_without_topology()?
+        admitter.admit_without_topology()
     } else {
         let scope = if pod.containers.len() > 1 {
             node.topology_manager
@@ -695,31 +828,39 @@ fn evaluate_managers(
             TopologyManagerScope::Container
         };
         match scope {
-            TopologyManagerScope::Pod => admitter.admit_pod(units)?,
-            TopologyManagerScope::Container => admitter.admit_containers(units)?,
+            TopologyManagerScope::Pod => admitter.admit_pod(units),
+            TopologyManagerScope::Container => admitter.admit_containers(units),
         }
     };
+    if let Some(p) = &projection {
+        for unit in units.iter_mut().skip(first_unit) {
+            p.unit_to_machine(unit);
+        }
+    }
+    let aligned = aligned?;
     *remaining = admitter.remaining();
+    if let Some(p) = &projection {
+        p.remaining_to_machine(remaining);
+    }
     Ok(aligned)
 }
 
-impl Admitter<'_> {
-    fn remaining(&self) -> Remaining {
-        Remaining {
-            gpus: self
-                .gpu
-                .as_ref()
-                .filter(|g| g.split.is_ok())
-                .map(|g| g.free.clone()),
-            cpus: self.cpu.as_ref().ok().and_then(CpuState::free_per_numa),
-            memory: self.memory.as_ref().ok().map(MemoryState::free_per_numa),
-        }
-    }
+/// The rules that turn a pod's containers into alignment units' demands.
+struct DemandRules<'a> {
+    pod: &'a PodDemand,
+    /// Device resources of the pod besides the GPUs.
+    devices: usize,
+    /// The CPU Manager may pin CPUs (`static`, or its policy unknown).
+    cpu_static: bool,
+    /// The Memory Manager may pin memory.
+    memory_static: bool,
+}
 
-    fn container_demand(&self, c: &ContainerDemand) -> UnitDemand {
+impl DemandRules<'_> {
+    fn container(&self, c: &ContainerDemand) -> UnitDemand {
         UnitDemand {
             gpus: c.gpus,
-            devices: (0..self.devices.len()).map(|i| c.device(i)).collect(),
+            devices: (0..self.devices).map(|i| c.device(i)).collect(),
             cpus: if self.cpu_static {
                 guaranteed_cpus(self.pod.guaranteed, c.cpu_millis)
             } else {
@@ -733,11 +874,11 @@ impl Admitter<'_> {
         }
     }
 
-    fn pod_demand(&self) -> UnitDemand {
+    fn pod(&self) -> UnitDemand {
         let containers = &self.pod.containers;
         UnitDemand {
             gpus: pod_gpu_request(containers),
-            devices: (0..self.devices.len())
+            devices: (0..self.devices)
                 .map(|i| pod_device_request(containers, i))
                 .collect(),
             cpus: if self.cpu_static {
@@ -757,6 +898,337 @@ impl Admitter<'_> {
                 [0; 3]
             },
         }
+    }
+
+    /// The units the Topology Manager merges for: the pod under scope `pod`,
+    /// each container otherwise; with the scope unknown, both (the slowest
+    /// decides, and both are followed before the scope is asked for).
+    fn units(&self, scope: Option<TopologyManagerScope>) -> Vec<(Option<usize>, UnitDemand)> {
+        let containers = || {
+            self.pod
+                .containers
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (Some(i), self.container(c)))
+        };
+        match scope {
+            Some(TopologyManagerScope::Pod) => vec![(None, self.pod())],
+            Some(TopologyManagerScope::Container) => containers().collect(),
+            None => std::iter::once((None, self.pod()))
+                .chain(containers())
+                .collect(),
+        }
+    }
+}
+
+/// The per-NUMA counts of every device resource the unit requests (the GPUs
+/// first), for those the node publishes, with each one's request.
+fn requested_device_counts<'a>(
+    node: &'a NodeFacts,
+    machine: &'a [NumaNodeFacts],
+    pod: &'a PodDemand,
+    demand: &'a UnitDemand,
+) -> impl Iterator<Item = (Vec<u32>, u32)> + 'a {
+    let gpus = demand.gpus.and_then(|request| {
+        let counts: Option<Vec<u32>> = machine.iter().map(|n| n.gpus).collect();
+        counts.map(|c| (c, request))
+    });
+    let devices = pod
+        .devices
+        .iter()
+        .enumerate()
+        .filter_map(move |(i, resource)| {
+            let request = demand.devices.get(i).copied().flatten()?;
+            let counts = node.devices.get(resource)?;
+            (counts.len() == machine.len()).then(|| (counts.clone(), request))
+        });
+    gpus.into_iter()
+        .chain(devices)
+        .filter(|(counts, _)| counts.iter().any(|&c| c > 0))
+}
+
+/// Refuses the pod where the kubelet's hint search for one of its units
+/// runs for minutes ([`work`](super::work)): checked on the whole machine,
+/// from the counts alone, before anything is enumerated.
+fn slow_hint_search(
+    node: &NodeFacts,
+    machine: &[NumaNodeFacts],
+    rules: &DemandRules<'_>,
+    range: DeviceHintRange,
+    policy: TopologyManagerPolicy,
+) -> Step<()> {
+    let scope = if rules.pod.containers.len() > 1 {
+        node.topology_manager.scope
+    } else {
+        Some(TopologyManagerScope::Container)
+    };
+    let all = NumaMask::all(machine.len());
+    let with_cpus = machine
+        .iter()
+        .enumerate()
+        .fold(NumaMask::EMPTY, |m, (i, n)| {
+            if n.cpus != Some(0) {
+                m.with(i)
+            } else {
+                m
+            }
+        });
+    let memory_amounts: Option<Vec<[u64; 3]>> = MemoryState::new(machine)
+        .ok()
+        .and_then(Result::ok)
+        .map(|state| state.free_per_numa());
+    let mut slowest: Option<(Option<usize>, HintSearchWork)> = None;
+    for (container, demand) in rules.units(scope) {
+        let mut walks = Vec::new();
+        let mut lists = Vec::new();
+        for (counts, request) in requested_device_counts(node, machine, rules.pod, &demand) {
+            let walked = range.universe(&counts);
+            walks.push(walked);
+            lists.push(ListShape {
+                walked,
+                amounts: counts.iter().map(|&c| [u64::from(c), 0, 0]).collect(),
+                request: [u64::from(request), 0, 0],
+            });
+        }
+        if demand.cpus > 0 {
+            walks.push(with_cpus);
+            lists.push(ListShape {
+                walked: with_cpus,
+                amounts: machine
+                    .iter()
+                    .map(|n| {
+                        let free = n
+                            .cpus
+                            .unwrap_or(0)
+                            .saturating_sub(n.reserved_cpus.unwrap_or(0));
+                        [u64::from(free), 0, 0]
+                    })
+                    .collect(),
+                request: [u64::from(demand.cpus), 0, 0],
+            });
+        }
+        if demand.memory != [0; 3] {
+            walks.push(all);
+            if let Some(amounts) = &memory_amounts {
+                // One list per requested memory resource, all alike.
+                for _ in demand.memory.iter().filter(|&&r| r > 0) {
+                    lists.push(ListShape {
+                        walked: all,
+                        amounts: amounts.clone(),
+                        request: demand.memory,
+                    });
+                }
+            }
+        }
+        let work = hint_search_work(
+            &walks,
+            &lists,
+            policy == TopologyManagerPolicy::SingleNumaNode,
+        );
+        if work.is_slow() && slowest.is_none_or(|(_, w)| work.total() > w.total()) {
+            slowest = Some((container, work));
+        }
+    }
+    match slowest {
+        Some((container, work)) => Err(Stop::Refuse(Refusal::HintSearchTooSlow {
+            container,
+            masks: work.masks,
+            permutations: work.permutations,
+        })),
+        None => Ok(()),
+    }
+}
+
+/// The NUMA nodes some hint provider's masks range over for this pod: each
+/// requested device resource's under `range` (every node before 1.36), the
+/// nodes with CPUs when the CPU Manager may pin, every node when the Memory
+/// Manager may (its machine state holds every NUMA node of
+/// `machineInfo.Topology`, `getDefaultMachineState`). Under policy `none`
+/// nothing is merged and the devices' allocation ranges over every node.
+///
+/// Why the rest can be left out (the projection): a NUMA node outside
+/// every provider's range holds none of what the pod asks for, and no
+/// provider's hint names it. So every mask of every hint list lies within
+/// the kept nodes, every merged mask (an AND of them, `nil` picks ANDed
+/// away) too, and their counts, their order by value (the kept nodes keep
+/// their order), their preference and their distances (the SLIT rows
+/// restricted to the kept nodes) are the machine's: the merge ranks the
+/// same masks the same way. The one mask that names the left-out nodes is
+/// the default affinity, reached only when every pick is `nil` or nothing
+/// merges; [`Merged::default_affinity`](super::merge::Merged) marks it.
+/// Allocations take only what the kept nodes hold.
+fn relevant_numa_nodes(
+    node: &NodeFacts,
+    machine: &[NumaNodeFacts],
+    rules: &DemandRules<'_>,
+    range: DeviceHintRange,
+    policy: TopologyManagerPolicy,
+) -> NumaMask {
+    let all = NumaMask::all(machine.len());
+    if rules.memory_static {
+        return all;
+    }
+    let range = if policy == TopologyManagerPolicy::None {
+        DeviceHintRange::EveryNumaNode
+    } else {
+        range
+    };
+    let mut keep = NumaMask::EMPTY;
+    if rules.pod.containers.iter().any(|c| c.gpus.is_some()) {
+        let counts: Option<Vec<u32>> = machine.iter().map(|n| n.gpus).collect();
+        keep = keep.or(match counts {
+            // A missing count is asked for on the whole machine.
+            None => all,
+            Some(counts) if counts.iter().all(|&c| c == 0) => NumaMask::EMPTY,
+            Some(counts) => range.universe(&counts),
+        });
+    }
+    for resource in &rules.pod.devices {
+        if let Some(counts) = node.devices.get(resource) {
+            if counts.len() == machine.len() && counts.iter().any(|&c| c > 0) {
+                keep = keep.or(range.universe(counts));
+            }
+        }
+    }
+    if rules.cpu_static {
+        for (i, n) in machine.iter().enumerate() {
+            if n.cpus != Some(0) {
+                keep = keep.with(i);
+            }
+        }
+    }
+    if keep.is_empty() {
+        // Nothing ranges anywhere: one node stands for the machine.
+        keep = NumaMask::single(0);
+    }
+    keep
+}
+
+/// The NUMA nodes that matter, renumbered `0..` in id order.
+struct Projection {
+    machine_nodes: usize,
+    /// Machine ids of the kept nodes, ascending.
+    kept: Vec<usize>,
+}
+
+impl Projection {
+    fn new(machine_nodes: usize, keep: NumaMask) -> Self {
+        Projection {
+            machine_nodes,
+            kept: keep.nodes().collect(),
+        }
+    }
+
+    fn machine_id(&self, projected: usize) -> usize {
+        self.kept.get(projected).copied().unwrap_or(projected)
+    }
+
+    /// The node's facts on the kept NUMA nodes.
+    fn facts(&self, node: &NodeFacts) -> NodeFacts {
+        let pick = |values: &[NumaNodeFacts]| -> Vec<NumaNodeFacts> {
+            self.kept
+                .iter()
+                .filter_map(|&id| values.get(id).cloned())
+                .map(|mut n| {
+                    n.distances = n.distances.map(|row| {
+                        self.kept
+                            .iter()
+                            .filter_map(|&id| row.get(id).copied())
+                            .collect()
+                    });
+                    n
+                })
+                .collect()
+        };
+        let mut projected = node.clone();
+        projected.numa_nodes = node.numa_nodes.as_deref().map(pick);
+        projected.devices = node
+            .devices
+            .iter()
+            .map(|(name, counts)| {
+                let kept = if counts.len() == self.machine_nodes {
+                    self.kept
+                        .iter()
+                        .filter_map(|&id| counts.get(id).copied())
+                        .collect()
+                } else {
+                    // Unreadable on the machine: unreadable on the projection.
+                    counts.clone()
+                };
+                (name.clone(), kept)
+            })
+            .collect();
+        projected
+    }
+
+    fn mask_to_machine(&self, mask: NumaMask) -> NumaMask {
+        mask.nodes()
+            .fold(NumaMask::EMPTY, |m, n| m.with(self.machine_id(n)))
+    }
+
+    /// A unit's hint in machine ids; a mask naming nodes beyond the
+    /// projection is the machine's default affinity, already in them.
+    fn unit_to_machine(&self, unit: &mut UnitReport) {
+        let within = NumaMask::all(self.kept.len());
+        if let Some(hint) = unit.hint.as_mut() {
+            hint.mask = hint.mask.map(|mask| {
+                if mask.is_subset_of(within) {
+                    self.mask_to_machine(mask)
+                } else {
+                    mask
+                }
+            });
+        }
+    }
+
+    /// Per-NUMA lists over the machine: the left-out nodes hold nothing
+    /// the pod's managers count.
+    fn remaining_to_machine(&self, remaining: &mut Remaining) {
+        fn widen<T: Clone + Default>(p: &Projection, values: &mut Option<Vec<T>>) {
+            if let Some(v) = values.take() {
+                let mut out = vec![T::default(); p.machine_nodes];
+                for (i, value) in v.into_iter().enumerate() {
+                    if let Some(slot) = out.get_mut(p.machine_id(i)) {
+                        *slot = value;
+                    }
+                }
+                *values = Some(out);
+            }
+        }
+        widen(self, &mut remaining.gpus);
+        widen(self, &mut remaining.cpus);
+        widen(self, &mut remaining.memory);
+    }
+}
+
+impl Admitter<'_> {
+    fn remaining(&self) -> Remaining {
+        Remaining {
+            gpus: self
+                .gpu
+                .as_ref()
+                .filter(|g| g.split.is_ok())
+                .map(|g| g.free.clone()),
+            cpus: self.cpu.as_ref().ok().and_then(CpuState::free_per_numa),
+            memory: self.memory.as_ref().ok().map(MemoryState::free_per_numa),
+        }
+    }
+
+    fn rules(&self) -> DemandRules<'_> {
+        DemandRules {
+            pod: self.pod,
+            devices: self.devices.len(),
+            cpu_static: self.cpu_static,
+            memory_static: self.memory_static,
+        }
+    }
+
+    fn container_demand(&self, c: &ContainerDemand) -> UnitDemand {
+        self.rules().container(c)
+    }
+
+    fn pod_demand(&self) -> UnitDemand {
+        self.rules().pod()
     }
 
     /// Whether the unit has anything the kubelet aligns.
@@ -780,7 +1252,8 @@ impl Admitter<'_> {
         // (`GetTopologyHints` answers a map by resource, and the Topology
         // Manager's `filterProvidersHints` takes each as its own list).
         providers.push(match (demand.gpus, &self.gpu) {
-            (Some(gpus), Some(state)) => match gpu_hints(state, gpus, with_reusable) {
+            (Some(gpus), Some(state)) => match device_hints(state, gpus, with_reusable, self.range)
+            {
                 Ok(Some((hints, report))) => {
                     reports.push(ResourceReport {
                         resource: Resource::Gpu,
@@ -797,7 +1270,7 @@ impl Admitter<'_> {
         for (provider, request) in self.devices.iter().zip(&demand.devices) {
             let Some(request) = *request else { continue };
             providers.push(match &provider.state {
-                Ok(state) => match gpu_hints(state, request, with_reusable) {
+                Ok(state) => match device_hints(state, request, with_reusable, self.range) {
                     Ok(Some((hints, report))) => {
                         reports.push(ResourceReport {
                             resource: Resource::Device(provider.name),
@@ -913,7 +1386,21 @@ impl Admitter<'_> {
         }
         let (merged, ambiguity) = self.merge(&known)?;
         let mask = merged.hint.mask.unwrap_or(self.numa.default_affinity());
-        let aligned = !self.alignable(demand) || (merged.hint.preferred && mask.count() == 1);
+        // On a projection the default affinity also holds the nodes left
+        // out: the report names the machine's (already in machine ids, see
+        // `Projection::unit_to_machine`); `Allocate` gets the projection's.
+        let projected = self.numa.machine_nodes > self.numa.nodes;
+        let machine_default = merged.default_affinity || merged.hint.mask.is_none();
+        let count = if machine_default {
+            self.numa.machine_nodes.max(self.numa.nodes) as u32
+        } else {
+            mask.count()
+        };
+        let mut reported = merged.hint;
+        if projected && merged.default_affinity && reported.mask.is_some() {
+            reported.mask = Some(NumaMask::all(self.numa.machine_nodes));
+        }
+        let aligned = !self.alignable(demand) || (merged.hint.preferred && count == 1);
         if let Some(u) = unknown {
             // More providers only remove preferred hints: a refusal stands.
             let strict = self.policy != TopologyManagerPolicy::BestEffort;
@@ -924,7 +1411,7 @@ impl Admitter<'_> {
         units.push(UnitReport {
             container,
             resources,
-            hint: Some(merged.hint),
+            hint: Some(reported),
             aligned,
         });
         if !merged.admit {
@@ -1044,7 +1531,7 @@ impl Admitter<'_> {
             anything |= self.alignable(&self.container_demand(&c));
             self.allocate(i, TopologyHint::any(false), None)?;
         }
-        Ok(!anything || self.numa.nodes == 1)
+        Ok(!anything || self.numa.machine_nodes.max(self.numa.nodes) == 1)
     }
 }
 

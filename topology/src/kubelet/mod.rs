@@ -158,8 +158,10 @@ pub mod mask;
 pub mod memory;
 pub mod merge;
 pub mod outcome;
+pub mod work;
 
 pub use admit::{admit, admit_by_the_managers, DEFAULT_MAX_ALLOWABLE_NUMA_NODES};
+pub use device::DeviceHintRange;
 pub use facts::{
     ContainerDemand, ContainerKind, CountedUnit, CpuManagerConfig, DeviceName, Fact, HugePages,
     InputError, KubeletVersion, MemoryManagerPolicy, NodeFacts, NumaNodeFacts, PodDemand,
@@ -167,7 +169,7 @@ pub use facts::{
 };
 pub use from_topology::facts_from_topology;
 pub use hint::{HintSet, ProviderHints, ResourceHints, TopologyHint};
-pub use mask::{MaskSet, NumaMask, MAX_NUMA_NODES};
+pub use mask::{MaskSet, NumaMask, MAX_MACHINE_NUMA_NODES, MAX_NUMA_NODES};
 pub use merge::{
     compare, merge_lists, policy_merge, Kept, MaskOrder, Merged, NumaInfo, PolicyMerge,
 };
@@ -175,6 +177,7 @@ pub use outcome::{
     Admission, AllocationFailure, HintReport, Indeterminate, Refusal, Remaining, Resource,
     ResourceReport, StartupError, UnitReport, Unknown, Unsupported, Verdict,
 };
+pub use work::{HintSearchWork, SLOW_HINT_SEARCH_WORK};
 
 use facts::ContainerKind as Kind;
 
