@@ -1044,7 +1044,8 @@ fn slow_hint_search(
 /// nodes with CPUs when the CPU Manager may pin, every node when the Memory
 /// Manager may (its machine state holds every NUMA node of
 /// `machineInfo.Topology`, `getDefaultMachineState`). Under policy `none`
-/// nothing is merged and the devices' allocation ranges over every node.
+/// nothing is merged: only the nodes holding what the managers allocate
+/// count.
 ///
 /// Why the rest can be left out (the projection): a NUMA node outside
 /// every provider's range holds none of what the pod asks for, and no
@@ -1069,7 +1070,7 @@ fn relevant_numa_nodes(
         return all;
     }
     let range = if policy == TopologyManagerPolicy::None {
-        DeviceHintRange::EveryNumaNode
+        DeviceHintRange::DeviceNumaNodes
     } else {
         range
     };

@@ -24,8 +24,8 @@
 //! nodes that hold some, each with any subset of the empty nodes walked:
 //! `qualifying × 2^(walked - holding)`. The holding nodes are enumerated
 //! only up to [`MAX_NUMA_NODES`]; beyond, the list counts at least the masks
-//! holding every node with the resource (a lower bound, so that a slow
-//! search found here is slow in the kubelet).
+//! that include a node holding the request alone (a lower bound, so that a
+//! slow search found here is slow in the kubelet).
 //!
 //! The machine is taken empty, as everywhere in the model.
 
@@ -128,7 +128,18 @@ impl ListShape {
             }
             count
         } else {
-            u64::from(self.satisfies(holding))
+            // Too many to enumerate: at least every mask holding one node
+            // that holds the request alone (the lists are upward closed),
+            // or else the mask of every holding node.
+            let alone = self
+                .walked
+                .nodes()
+                .filter(|&n| self.satisfies(NumaMask::single(n)))
+                .count() as u32;
+            let walked = self.walked.count();
+            let with_one = pow2(walked).saturating_sub(pow2(walked - alone));
+            let every = u64::from(self.satisfies(holding)).saturating_mul(pow2(empty_nodes));
+            return with_one.max(every).max(1);
         };
         let with_empty = qualifying.saturating_mul(pow2(empty_nodes));
         // The empty mask is no hint; it qualifies only for a zero request.
