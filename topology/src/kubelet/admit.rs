@@ -900,23 +900,19 @@ impl DemandRules<'_> {
         }
     }
 
-    /// The units the Topology Manager merges for: the pod under scope `pod`,
-    /// each container otherwise; with the scope unknown, both (the slowest
-    /// decides, and both are followed before the scope is asked for).
-    fn units(&self, scope: Option<TopologyManagerScope>) -> Vec<(Option<usize>, UnitDemand)> {
-        let containers = || {
-            self.pod
-                .containers
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (Some(i), self.container(c)))
-        };
+    /// The first unit the Topology Manager merges for, the one that meets
+    /// the empty node: the pod under scope `pod`, the first container under
+    /// `container`; with the scope unknown, both.
+    fn first_units(&self, scope: Option<TopologyManagerScope>) -> Vec<(Option<usize>, UnitDemand)> {
+        let first = self
+            .pod
+            .containers
+            .first()
+            .map(|c| (Some(0), self.container(c)));
         match scope {
             Some(TopologyManagerScope::Pod) => vec![(None, self.pod())],
-            Some(TopologyManagerScope::Container) => containers().collect(),
-            None => std::iter::once((None, self.pod()))
-                .chain(containers())
-                .collect(),
+            Some(TopologyManagerScope::Container) => first.into_iter().collect(),
+            None => std::iter::once((None, self.pod())).chain(first).collect(),
         }
     }
 }
@@ -947,9 +943,12 @@ fn requested_device_counts<'a>(
         .filter(|(counts, _)| counts.iter().any(|&c| c > 0))
 }
 
-/// Refuses the pod where the kubelet's hint search for one of its units
-/// runs for minutes ([`work`](super::work)): checked on the whole machine,
-/// from the counts alone, before anything is enumerated.
+/// Refuses the pod where the kubelet's hint search for its first unit runs
+/// for minutes ([`work`](super::work)): checked on the whole machine, from
+/// the counts alone, before anything is enumerated. Only the first unit
+/// meets the empty node the counts describe (later ones find less free, so
+/// fewer hints, and an earlier refusal may stop the kubelet first); with
+/// the scope unknown, both first units must be slow.
 fn slow_hint_search(
     node: &NodeFacts,
     machine: &[NumaNodeFacts],
@@ -977,8 +976,8 @@ fn slow_hint_search(
         .ok()
         .and_then(Result::ok)
         .map(|state| state.free_per_numa());
-    let mut slowest: Option<(Option<usize>, HintSearchWork)> = None;
-    for (container, demand) in rules.units(scope) {
+    let mut fastest: Option<(Option<usize>, HintSearchWork)> = None;
+    for (container, demand) in rules.first_units(scope) {
         let mut walks = Vec::new();
         let mut lists = Vec::new();
         for (counts, request) in requested_device_counts(node, machine, rules.pod, &demand) {
@@ -1025,11 +1024,11 @@ fn slow_hint_search(
             &lists,
             policy == TopologyManagerPolicy::SingleNumaNode,
         );
-        if work.is_slow() && slowest.is_none_or(|(_, w)| work.total() > w.total()) {
-            slowest = Some((container, work));
+        if fastest.is_none_or(|(_, w)| work.total() < w.total()) {
+            fastest = Some((container, work));
         }
     }
-    match slowest {
+    match fastest.filter(|(_, work)| work.is_slow()) {
         Some((container, work)) => Err(Stop::Refuse(Refusal::HintSearchTooSlow {
             container,
             masks: work.masks,
