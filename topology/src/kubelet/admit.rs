@@ -972,10 +972,8 @@ fn slow_hint_search(
                 m
             }
         });
-    let memory_amounts: Option<Vec<[u64; 3]>> = MemoryState::new(machine)
-        .ok()
-        .and_then(Result::ok)
-        .map(|state| state.free_per_numa());
+    // Read only for a unit that pins memory.
+    let mut memory_amounts: Option<Option<Vec<[u64; 3]>>> = None;
     let mut fastest: Option<(Option<usize>, HintSearchWork)> = None;
     for (container, demand) in rules.first_units(scope) {
         let mut walks = Vec::new();
@@ -1008,7 +1006,13 @@ fn slow_hint_search(
         }
         if demand.memory != [0; 3] {
             walks.push(all);
-            if let Some(amounts) = &memory_amounts {
+            let amounts = memory_amounts.get_or_insert_with(|| {
+                MemoryState::new(machine)
+                    .ok()
+                    .and_then(Result::ok)
+                    .map(|state| state.free_per_numa())
+            });
+            if let Some(amounts) = amounts {
                 // One list per requested memory resource, all alike.
                 for _ in demand.memory.iter().filter(|&&r| r > 0) {
                     lists.push(ListShape {
@@ -1140,10 +1144,25 @@ impl Projection {
                 })
                 .collect()
         };
-        let mut projected = node.clone();
-        projected.numa_nodes = node.numa_nodes.as_deref().map(pick);
-        projected.devices = node
-            .devices
+        // Field by field: cloning the node would copy every NUMA node's
+        // distance row only to drop most of them.
+        NodeFacts {
+            gpus: node.gpus,
+            gpus_per_numa_max: node.gpus_per_numa_max,
+            numa_nodes: node.numa_nodes.as_deref().map(pick),
+            threads_per_core: node.threads_per_core,
+            topology_manager: node.topology_manager.clone(),
+            cpu_manager: node.cpu_manager.clone(),
+            memory_manager: node.memory_manager,
+            machine_numa_nodes: node.machine_numa_nodes,
+            kubelet_version: node.kubelet_version,
+            devices: self.devices(node),
+        }
+    }
+
+    /// The device counts on the kept NUMA nodes.
+    fn devices(&self, node: &NodeFacts) -> std::collections::BTreeMap<String, Vec<u32>> {
+        node.devices
             .iter()
             .map(|(name, counts)| {
                 let kept = if counts.len() == self.machine_nodes {
@@ -1157,8 +1176,7 @@ impl Projection {
                 };
                 (name.clone(), kept)
             })
-            .collect();
-        projected
+            .collect()
     }
 
     fn mask_to_machine(&self, mask: NumaMask) -> NumaMask {
