@@ -31,7 +31,7 @@ use super::outcome::{
     Admission, AllocationFailure, HintReport, Indeterminate, Refusal, Remaining, Resource,
     ResourceReport, StartupError, UnitReport, Unknown, Verdict,
 };
-use super::work::{hint_search_work, HintSearchWork, ListShape};
+use super::work::{hint_search_work, HintSearchWork, ListShape, SLOW_HINT_SEARCH_WORK};
 use crate::labels::{CpuManagerPolicy, TopologyManagerPolicy, TopologyManagerScope};
 
 /// `maxAllowableNUMANodes` when the option is not set; the kubelet refuses
@@ -972,10 +972,20 @@ fn slow_hint_search(
                 m
             }
         });
+    let units = rules.first_units(scope);
+    // Most machines fall short even of every list holding every mask.
+    let at_most = units
+        .iter()
+        .map(|(_, demand)| most_work(node, rules.pod, machine, range, with_cpus, demand))
+        .max()
+        .unwrap_or(0);
+    if at_most <= SLOW_HINT_SEARCH_WORK {
+        return Ok(());
+    }
     // Read only for a unit that pins memory.
     let mut memory_amounts: Option<Option<Vec<[u64; 3]>>> = None;
     let mut fastest: Option<(Option<usize>, HintSearchWork)> = None;
-    for (container, demand) in rules.first_units(scope) {
+    for (container, demand) in units {
         let mut walks = Vec::new();
         let mut lists = Vec::new();
         for (counts, request) in requested_device_counts(node, machine, rules.pod, &demand) {
@@ -1042,6 +1052,60 @@ fn slow_hint_search(
     }
 }
 
+/// The most work the kubelet can do for `demand`: every walk's masks, and
+/// every mask of each walk a hint (`2^n - 1` per list). Counted without
+/// allocating, so that the common machines above 8 NUMA nodes pay nothing
+/// for [`slow_hint_search`].
+fn most_work(
+    node: &NodeFacts,
+    pod: &PodDemand,
+    machine: &[NumaNodeFacts],
+    range: DeviceHintRange,
+    with_cpus: NumaMask,
+    demand: &UnitDemand,
+) -> u64 {
+    let all = NumaMask::all(machine.len());
+    // A count not known may hold devices: the walk is at most every node.
+    let walk_of = |count: &dyn Fn(usize) -> Option<u32>| match range {
+        DeviceHintRange::EveryNumaNode => all,
+        DeviceHintRange::DeviceNumaNodes => all
+            .nodes()
+            .filter(|&n| count(n) != Some(0))
+            .fold(NumaMask::EMPTY, NumaMask::with),
+    };
+    let masks = |walk: NumaMask| 1u64.checked_shl(walk.count()).unwrap_or(u64::MAX);
+    let mut walked = 0u64;
+    let mut permutations = 1u64;
+    let mut add = |walk: NumaMask, lists: u32| {
+        walked = walked.saturating_add(masks(walk));
+        for _ in 0..lists {
+            permutations = permutations.saturating_mul(masks(walk).saturating_sub(1).max(1));
+        }
+    };
+    if demand.gpus.is_some() {
+        add(walk_of(&|n| machine.get(n).and_then(|f| f.gpus)), 1);
+    }
+    for (resource, request) in pod.devices.iter().zip(&demand.devices) {
+        if request.is_none() {
+            continue;
+        }
+        match node.devices.get(resource) {
+            Some(counts) if counts.len() == machine.len() => {
+                add(walk_of(&|n| counts.get(n).copied()), 1)
+            }
+            _ => add(all, 1),
+        }
+    }
+    if demand.cpus > 0 {
+        add(with_cpus, 1);
+    }
+    let memory_lists = demand.memory.iter().filter(|&&r| r > 0).count() as u32;
+    if memory_lists > 0 {
+        add(all, memory_lists);
+    }
+    walked.saturating_add(permutations)
+}
+
 /// The NUMA nodes some hint provider's masks range over for this pod: each
 /// requested device resource's under `range` (every node before 1.36), the
 /// nodes with CPUs when the CPU Manager may pin, every node when the Memory
@@ -1079,12 +1143,21 @@ fn relevant_numa_nodes(
     };
     let mut keep = NumaMask::EMPTY;
     if rules.pod.containers.iter().any(|c| c.gpus.is_some()) {
-        let counts: Option<Vec<u32>> = machine.iter().map(|n| n.gpus).collect();
-        keep = keep.or(match counts {
+        let holding = machine
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.gpus != Some(0))
+            .fold(NumaMask::EMPTY, |m, (i, _)| m.with(i));
+        keep = keep.or(if machine.iter().any(|n| n.gpus.is_none()) {
             // A missing count is asked for on the whole machine.
-            None => all,
-            Some(counts) if counts.iter().all(|&c| c == 0) => NumaMask::EMPTY,
-            Some(counts) => range.universe(&counts),
+            all
+        } else if holding.is_empty() {
+            NumaMask::EMPTY
+        } else {
+            match range {
+                DeviceHintRange::EveryNumaNode => all,
+                DeviceHintRange::DeviceNumaNodes => holding,
+            }
         });
     }
     for resource in &rules.pod.devices {
@@ -1132,15 +1205,15 @@ impl Projection {
         let pick = |values: &[NumaNodeFacts]| -> Vec<NumaNodeFacts> {
             self.kept
                 .iter()
-                .filter_map(|&id| values.get(id).cloned())
-                .map(|mut n| {
-                    n.distances = n.distances.map(|row| {
+                .filter_map(|&id| values.get(id))
+                .map(|n| NumaNodeFacts {
+                    distances: n.distances.as_ref().map(|row| {
                         self.kept
                             .iter()
                             .filter_map(|&id| row.get(id).copied())
                             .collect()
-                    });
-                    n
+                    }),
+                    ..*n
                 })
                 .collect()
         };
