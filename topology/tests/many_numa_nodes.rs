@@ -24,6 +24,9 @@ struct MachineFile {
     memory_only_gib: u64,
     local_distance: u32,
     remote_distance: u32,
+    /// Pairs `[a, b, distance]` that differ from `remote_distance`.
+    #[serde(default)]
+    near: Vec<(usize, usize, u32)>,
 }
 
 #[derive(Deserialize)]
@@ -75,6 +78,12 @@ fn machine(file: &str, kubelet: Kubelet) -> NodeFacts {
         });
     }
     let count = numas.len();
+    let between = |i: usize, j: usize| {
+        m.near
+            .iter()
+            .find(|&&(a, b, _)| (a, b) == (i, j) || (a, b) == (j, i))
+            .map_or(m.remote_distance, |&(_, _, d)| d)
+    };
     for (i, n) in numas.iter_mut().enumerate() {
         n.distances = Some(
             (0..count)
@@ -82,7 +91,7 @@ fn machine(file: &str, kubelet: Kubelet) -> NodeFacts {
                     if i == j {
                         m.local_distance
                     } else {
-                        m.remote_distance
+                        between(i, j)
                     }
                 })
                 .collect(),
@@ -349,5 +358,33 @@ fn machine_numa_nodes_decide_the_start(
         admission.verdict == Verdict::Refuse(expected),
         refused,
         "{admission:#?}"
+    );
+}
+
+/// `prefer-closest-numa-nodes` with the SLIT distances on 10 NUMA nodes:
+/// 2 GPUs need 2 of the 3 GPU nodes; `Narrowest` keeps the lowest mask
+/// {0,1}, `Closest` the closest pair {0,2} (`numa_info.go`). Without
+/// exclusive CPUs (a Burstable pod) the GPUs' list alone decides.
+#[rstest]
+#[case::narrowest_lowest_pair(false, V1_36, 0b011)]
+#[case::closest_pair(true, V1_36, 0b101)]
+#[case::closest_pair_before_1_36(true, V1_35, 0b101)]
+fn closest_numa_nodes_by_distance_above_8(
+    #[case] prefer_closest: bool,
+    #[case] version: Option<(u32, u32)>,
+    #[case] mask: u64,
+) {
+    let mut node = on("closest_10_numa.json", best_effort(10, version));
+    node.topology_manager.prefer_closest_numa_nodes = Some(prefer_closest);
+    let pod = PodDemand {
+        guaranteed: false,
+        ..pod(2, 4, 16)
+    };
+    let admission = admit(&node, &pod).expect("valid input");
+    assert_eq!(admission.verdict, Verdict::Admit { aligned: false });
+    let hint = admission.units.first().and_then(|u| u.hint);
+    assert_eq!(
+        hint.map(|h| (h.mask, h.preferred)),
+        Some((Some(NumaMask::from_bits(mask)), true))
     );
 }
