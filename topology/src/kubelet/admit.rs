@@ -663,14 +663,38 @@ fn evaluate_managers(
     evaluate_under(node, pod, range, units, remaining)
 }
 
-/// Whether the device-hint rules of kubelets before and from 1.36 can give
-/// different hints: some device resource the pod requests (GPUs included)
-/// is absent from some NUMA node, under a policy that merges hints.
+/// Whether the device-hint rules of kubelets before and from 1.36 can lead
+/// to different answers: some device resource the pod requests (GPUs
+/// included) is absent from some NUMA node, under `best-effort`, or on any
+/// merging policy above 8 NUMA nodes (where the kubelet's cost, and so
+/// [`Refusal::HintSearchTooSlow`], depends on the masks walked).
+///
+/// The rules' lists differ only by masks holding a NUMA node without the
+/// resource, and for a request of at least one device such a mask is never
+/// preferred: without that node it still holds the request, with one node
+/// fewer, so it is wider than `minAffinitySize`. (An explicit request of 0
+/// is held by every mask, a device-less node alone too: its preferred
+/// one-node hints differ.) The preferred hints are the same, hence under
+/// `single-numa-node` (which keeps only preferred one-node hints) the
+/// merge is, and under `restricted` every preferred merge is and every
+/// other one is refused (`TopologyAffinityError` for the same unit).
+/// Only `best-effort` admits a non-preferred hint, which may then differ.
 fn device_rules_may_differ(node: &NodeFacts, pod: &PodDemand) -> bool {
-    if matches!(
-        node.topology_manager.policy,
-        Some(TopologyManagerPolicy::None)
-    ) {
+    let Some(policy) = node.topology_manager.policy else {
+        return true;
+    };
+    if policy == TopologyManagerPolicy::None {
+        return false;
+    }
+    let above_8 = node
+        .numa_nodes
+        .as_ref()
+        .is_some_and(|n| n.len() > DEFAULT_MAX_ALLOWABLE_NUMA_NODES);
+    let zero_request = pod
+        .containers
+        .iter()
+        .any(|c| c.gpus == Some(0) || c.devices.contains(&Some(0)));
+    if policy != TopologyManagerPolicy::BestEffort && !above_8 && !zero_request {
         return false;
     }
     let Some(numas) = node.numa_nodes.as_deref() else {
