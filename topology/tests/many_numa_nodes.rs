@@ -388,3 +388,46 @@ fn closest_numa_nodes_by_distance_above_8(
         Some((Some(NumaMask::from_bits(mask)), true))
     );
 }
+
+/// Machines whose NUMA nodes that matter are still too many: unknown,
+/// never a guess, or the kubelet's own slowness where it can be counted.
+#[rstest]
+// A GPU on each of 20 NUMA nodes: from 1.36 too the GPUs' masks range over
+// 20 nodes (2^20 masks, fewer than a minute of work for one list).
+#[case::gpus_on_20_numa_nodes_burstable(
+    "gpus_on_20_numa.json",
+    best_effort(20, V1_36),
+    false,
+    Verdict::Unknown(Unknown::TooManyNumaNodes { numa_nodes: 20 })
+)]
+// With exclusive CPUs on the same 20 nodes: (2^20 - 1)^2 permutations.
+#[case::gpus_on_20_numa_nodes_guaranteed(
+    "gpus_on_20_numa.json",
+    best_effort(20, V1_36),
+    true,
+    Verdict::Refuse(Refusal::HintSearchTooSlow {
+        container: Some(0),
+        masks: 2 * ((1 << 20) - 1),
+        permutations: ((1 << 20) - 1) * ((1 << 20) - 1),
+    })
+)]
+// 70 NUMA nodes: no kubelet mask holds them.
+#[case::seventy_numa_nodes(
+    "wide_70_numa.json",
+    best_effort(70, V1_36),
+    true,
+    Verdict::Unknown(Unknown::TooManyNumaNodes { numa_nodes: 70 })
+)]
+fn too_many_numa_nodes_that_matter(
+    #[case] file: &str,
+    #[case] settings: Settings,
+    #[case] guaranteed: bool,
+    #[case] expected: Verdict,
+) {
+    let pod = PodDemand {
+        guaranteed,
+        ..pod(1, 4, 16)
+    };
+    let admission = admit(&on(file, settings), &pod).expect("valid input");
+    assert_eq!(admission.verdict, expected, "{admission:#?}");
+}
