@@ -829,9 +829,8 @@ fn evaluate_under(
             machine_nodes: machine.len(),
         },
         prefer_closest: node.topology_manager.prefer_closest_numa_nodes,
-        first_without_distances: projection.as_ref().map_or(first_without_distances, |p| {
-            p.machine_id(first_without_distances)
-        }),
+        // In the projection's ids, as every unknown until the end.
+        first_without_distances,
         range,
         cpu_static: may_pin_cpus,
         memory_static: may_pin_memory,
@@ -861,7 +860,13 @@ fn evaluate_under(
             p.unit_to_machine(unit);
         }
     }
-    let aligned = aligned?;
+    let aligned = match &projection {
+        Some(p) => aligned.map_err(|stop| match stop {
+            Stop::Unknown(u) => Stop::Unknown(p.unknown_to_machine(u)),
+            other => other,
+        }),
+        None => aligned,
+    }?;
     *remaining = admitter.remaining();
     if let Some(p) = &projection {
         p.remaining_to_machine(remaining);
@@ -1274,6 +1279,32 @@ impl Projection {
                 (name.clone(), kept)
             })
             .collect()
+    }
+
+    /// An unknown naming a NUMA node, in machine ids.
+    fn unknown_to_machine(&self, unknown: Unknown) -> Unknown {
+        use super::outcome::Unsupported;
+        let id = |numa| self.machine_id(numa);
+        let fact = |fact| match fact {
+            Fact::Gpus { numa } => Fact::Gpus { numa: id(numa) },
+            Fact::Cpus { numa } => Fact::Cpus { numa: id(numa) },
+            Fact::ReservedCpus { numa } => Fact::ReservedCpus { numa: id(numa) },
+            Fact::ReservedCores { numa } => Fact::ReservedCores { numa: id(numa) },
+            Fact::Socket { numa } => Fact::Socket { numa: id(numa) },
+            Fact::Memory { numa } => Fact::Memory { numa: id(numa) },
+            Fact::ReservedMemory { numa } => Fact::ReservedMemory { numa: id(numa) },
+            Fact::HugePages2Mi { numa } => Fact::HugePages2Mi { numa: id(numa) },
+            Fact::HugePages1Gi { numa } => Fact::HugePages1Gi { numa: id(numa) },
+            Fact::Distances { numa } => Fact::Distances { numa: id(numa) },
+            other => other,
+        };
+        match unknown {
+            Unknown::Missing(f) => Unknown::Missing(fact(f)),
+            Unknown::Unsupported(Unsupported::PartialReservedCores { numa }) => {
+                Unknown::Unsupported(Unsupported::PartialReservedCores { numa: id(numa) })
+            }
+            other => other,
+        }
     }
 
     fn mask_to_machine(&self, mask: NumaMask) -> NumaMask {
