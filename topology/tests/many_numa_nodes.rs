@@ -431,3 +431,39 @@ fn too_many_numa_nodes_that_matter(
     let admission = admit(&on(file, settings), &pod).expect("valid input");
     assert_eq!(admission.verdict, expected, "{admission:#?}");
 }
+
+/// A fact missing on a NUMA node that matters is named by its machine id,
+/// also where the nodes that matter are not the first ones: the GB200
+/// tray's second Grace node moved to id 33 (SMT-2 here), with 2 reserved
+/// CPUs on cores not published.
+#[test]
+fn a_missing_fact_names_the_machine_numa_node() {
+    let mut node = on("gb200.json", best_effort(34, V1_36));
+    node.threads_per_core = Some(2);
+    let numas = node.numa_nodes.as_mut().expect("fixture lists NUMA nodes");
+    numas.swap(1, 33);
+    numas[33].reserved_cpus = Some(2);
+    numas[33].reserved_cores = None;
+    // 138 CPUs under full-pcpus-only need every free core of both Grace
+    // nodes: whether node 33's reserved CPUs fill one core decides.
+    node.cpu_manager.full_pcpus_only = Some(true);
+    let admission = admit(&node, &pod(4, 138, 64)).expect("valid input");
+    assert_eq!(
+        admission.verdict,
+        Verdict::Unknown(Unknown::Missing(Fact::ReservedCores { numa: 33 }))
+    );
+    // With the cores known, the hint names the nodes by their machine ids
+    // and the GPUs left list all 34 nodes.
+    let numas = node.numa_nodes.as_mut().expect("fixture lists NUMA nodes");
+    numas[33].reserved_cores = Some(1);
+    let admission = admit(&node, &pod(4, 138, 64)).expect("valid input");
+    assert_eq!(admission.verdict, Verdict::Admit { aligned: false });
+    let hint = admission.units.first().and_then(|u| u.hint);
+    assert_eq!(
+        hint.and_then(|h| h.mask),
+        Some(NumaMask::from_bits((1 << 33) | 1))
+    );
+    let mut left = vec![0; 34];
+    left[33] = 0;
+    assert_eq!(admission.remaining.gpus, Some(left));
+}
