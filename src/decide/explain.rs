@@ -361,6 +361,20 @@ fn refused(
             format!("the kubelet does not start ({})", startup_words(error)),
             "Fix the kubelet configuration of those nodes".to_owned(),
         ),
+        Refusal::HintSearchTooSlow { container, masks, permutations } => {
+            let before_1_36 = facts.kubelet_version.is_none_or(|v| !v.at_least(1, 36));
+            (
+                format!(
+                    "the kubelet's Topology Manager walks {masks} NUMA masks and at least {permutations} hint permutations for {}: admission takes minutes or never ends, and the pod stays Pending",
+                    who(demand, container)
+                ),
+                if before_1_36 {
+                    "Upgrade the kubelet to 1.36 (device hints only over the NUMA nodes that hold the devices), or set topologyManagerPolicy none there".to_owned()
+                } else {
+                    "Set topologyManagerPolicy none there, or request no exclusive CPUs or pinned memory".to_owned()
+                },
+            )
+        }
     }
 }
 
@@ -947,6 +961,37 @@ mod tests {
     fn demand_of(spec: &Value) -> Demand {
         let pod = PodDemand::from_pod_spec(spec, &["nvidia.com/gpu".to_owned()]).unwrap();
         Demand::new(pod, TopologyManagerScope::Pod)
+    }
+
+    /// A slow hint search names its numbers, and its fix by the kubelet's
+    /// version: an upgrade to 1.36 before it (device hints then range over
+    /// the devices' NUMA nodes), fewer aligned resources from it.
+    #[rstest]
+    #[case::before_1_36(Some((1, 35)), "Upgrade the kubelet to 1.36")]
+    #[case::version_unknown(None, "Upgrade the kubelet to 1.36")]
+    #[case::from_1_36(Some((1, 36)), "Set topologyManagerPolicy none there")]
+    fn a_slow_hint_search_names_its_work_and_fix(
+        #[case] version: Option<(u32, u32)>,
+        #[case] fix_starts: &str,
+    ) {
+        let demand = demand_of(&pod_with(2, "8", "64Gi"));
+        let facts = NodeFacts {
+            kubelet_version: version
+                .map(|(major, minor)| gpu_topology::KubeletVersion::new(major, minor)),
+            ..NodeFacts::default()
+        };
+        let refusal = Refusal::HintSearchTooSlow {
+            container: Some(0),
+            masks: 17_179_869_186,
+            permutations: 38_654_705_664,
+        };
+        let (why, fix) = refused(&refusal, &demand, &facts, &[], TopologyManagerScope::Pod);
+        assert!(
+            why.contains("walks 17179869186 NUMA masks and at least 38654705664 hint permutations"),
+            "{why}"
+        );
+        assert!(why.contains("the pod stays Pending"), "{why}");
+        assert!(fix.starts_with(fix_starts), "{fix}");
     }
 
     /// The node shapes left unexplained: 0 says nothing.

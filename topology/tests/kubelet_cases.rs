@@ -184,6 +184,7 @@ fn topology_manager_policy_merge_cases() {
         let numa = NumaInfo {
             nodes: suite.numa_nodes,
             distances: suite.distances.clone(),
+            machine_nodes: suite.numa_nodes,
         };
         for group in &suite.groups {
             for case in &file.groups[group] {

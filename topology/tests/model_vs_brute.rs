@@ -11,7 +11,8 @@ mod brute;
 use brute::{brute_admit, Outcome, VARIANTS};
 use gpu_topology::kubelet::{
     admit, admit_by_the_managers, ContainerDemand, ContainerKind, CpuManagerConfig, HugePages,
-    MemoryManagerPolicy, NodeFacts, NumaNodeFacts, PodDemand, TopologyManagerConfig, Verdict,
+    KubeletVersion, MemoryManagerPolicy, NodeFacts, NumaNodeFacts, PodDemand, Refusal,
+    TopologyManagerConfig, Verdict,
 };
 use gpu_topology::{CpuManagerPolicy, TopologyManagerPolicy, TopologyManagerScope};
 use proptest::prelude::*;
@@ -44,10 +45,11 @@ fn numa() -> impl Strategy<Value = Numa> {
             prop_oneof![3 => 0u32..=4, 1 => 0u32..=8],
             prop_oneof![1 => Just(0u32), 3 => 1u32..=4],
         ),
+        // CPU-less NUMA nodes (HBM, CXL memory), some memory-less too.
         prop_oneof![1 => Just(0u32), 8 => 1u32..=6],
         prop_oneof![3 => Just(0u32), 1 => 1u32..=2],
         0u32..=1,
-        4u64..=32,
+        prop_oneof![8 => 4u64..=32, 1 => Just(0u64)],
         prop_oneof![4 => Just(0u64), 1 => 1u64..=4],
         prop_oneof![4 => Just(0u64), 1 => 1u64..=2],
     )
@@ -61,6 +63,12 @@ fn numa() -> impl Strategy<Value = Numa> {
                 pages_2mi,
                 pages_1gi,
             )| {
+                // Only CPU-less nodes are memory-less.
+                let memory_gib = if cores > 0 {
+                    memory_gib.max(4)
+                } else {
+                    memory_gib
+                };
                 Numa {
                     gpus,
                     hcas,
@@ -82,7 +90,8 @@ fn node() -> impl Strategy<Value = NodeFacts> {
         4 => Just(3),
         6 => Just(4),
         2 => 5usize..=8,
-        1 => 9usize..=10
+        2 => 9usize..=10,
+        1 => 11usize..=12
     ];
     (
         nodes.prop_flat_map(|n| proptest::collection::vec(numa(), n)),
@@ -112,7 +121,12 @@ fn node() -> impl Strategy<Value = NodeFacts> {
         ],
         (
             proptest::collection::vec(11u32..=30, 64),
-            prop_oneof![3 => Just(8u32), 1 => Just(16u32)],
+            prop_oneof![1 => Just(8u32), 1 => Just(16u32)],
+            prop_oneof![
+                Just(None),
+                Just(Some(KubeletVersion::new(1, 35))),
+                Just(Some(KubeletVersion::new(1, 36)))
+            ],
         ),
     )
         .prop_map(
@@ -127,7 +141,7 @@ fn node() -> impl Strategy<Value = NodeFacts> {
                 cpu,
                 (full, distribute, align),
                 memory,
-                (far, max_allowable),
+                (far, max_allowable, kubelet_version),
             )| {
                 // Every machine has a CPU.
                 if numas.iter().all(|s| s.cores == 0) {
@@ -158,7 +172,7 @@ fn node() -> impl Strategy<Value = NodeFacts> {
                             memory_mib: Some(
                                 s.memory_gib * 1024 + s.pages_1gi * 1024 + s.pages_2mi * 2,
                             ),
-                            reserved_memory_mib: Some(512),
+                            reserved_memory_mib: Some(if s.memory_gib > 0 { 512 } else { 0 }),
                             hugepages_2mi: Some(HugePages {
                                 pages: s.pages_2mi,
                                 reserved_pages: 0,
@@ -202,7 +216,7 @@ fn node() -> impl Strategy<Value = NodeFacts> {
                     memory_manager: Some(memory),
                     devices: [(HCA.to_owned(), numas.iter().map(|s| s.hcas).collect())].into(),
                     machine_numa_nodes: None,
-                    kubelet_version: None,
+                    kubelet_version,
                 }
             },
         )
@@ -269,6 +283,12 @@ struct Tally {
     unknown: AtomicUsize,
     too_large: AtomicUsize,
     invalid: AtomicUsize,
+    /// Hint searches the model calls too slow (the brute force gives up too).
+    slow: AtomicUsize,
+    /// Compared cases on machines above 8 NUMA nodes whose kubelet starts
+    /// (the model's projection), and with CPU-less NUMA nodes.
+    above_8: AtomicUsize,
+    cpu_less: AtomicUsize,
     /// Refused for the node's size (the scheduler's check), then compared
     /// by the managers alone.
     node_size: AtomicUsize,
@@ -299,6 +319,22 @@ fn kind(verdict: &Verdict) -> String {
             format!("unknown: {}", u.split(['{']).next().unwrap_or(""))
         }
     }
+}
+
+/// The kubelets the brute force runs for `node`: its version, or one on
+/// each side of the device-hint rule of 1.36 when it is not known.
+fn kubelets(node: &NodeFacts) -> Vec<NodeFacts> {
+    let versions = match node.kubelet_version {
+        Some(version) => vec![version],
+        None => vec![KubeletVersion::new(1, 35), KubeletVersion::new(1, 36)],
+    };
+    versions
+        .into_iter()
+        .map(|version| NodeFacts {
+            kubelet_version: Some(version),
+            ..node.clone()
+        })
+        .collect()
 }
 
 fn check(node: &NodeFacts, pod: &PodDemand, tally: &Tally) -> Result<(), TestCaseError> {
@@ -338,7 +374,25 @@ fn check(node: &NodeFacts, pod: &PodDemand, tally: &Tally) -> Result<(), TestCas
         }
         _ => answer,
     };
-    for variant in VARIANTS {
+    // A hint search the model calls slow outruns the brute force's cap.
+    if let Verdict::Refuse(Refusal::HintSearchTooSlow { .. }) = answer.verdict {
+        for node in kubelets(node) {
+            for variant in VARIANTS {
+                prop_assert!(
+                    brute_admit(&node, pod, variant, PERMUTATION_CAP).is_err(),
+                    "the model finds the search slow, the brute force finishes it"
+                );
+            }
+        }
+        tally.slow.fetch_add(1, Ordering::Relaxed);
+        return Ok(());
+    }
+    // A definite answer with the version unknown holds for both versions.
+    for (node, variant) in kubelets(node)
+        .into_iter()
+        .flat_map(|node| VARIANTS.map(|variant| (node.clone(), variant)))
+    {
+        let node = &node;
         let Ok(outcome) = brute_admit(node, pod, variant, PERMUTATION_CAP) else {
             tally.too_large.fetch_add(1, Ordering::Relaxed);
             return Ok(());
@@ -377,6 +431,17 @@ fn check(node: &NodeFacts, pod: &PodDemand, tally: &Tally) -> Result<(), TestCas
         }
     }
     tally.compared.fetch_add(1, Ordering::Relaxed);
+    let numas = node.numa_nodes.as_deref().unwrap_or_default();
+    let started = !matches!(
+        answer.verdict,
+        Verdict::Refuse(Refusal::KubeletNotStarted(_))
+    );
+    if numas.len() > 8 && started {
+        tally.above_8.fetch_add(1, Ordering::Relaxed);
+    }
+    if numas.iter().any(|n| n.cpus == Some(0)) {
+        tally.cpu_less.fetch_add(1, Ordering::Relaxed);
+    }
     *tally
         .outcomes
         .lock()
@@ -396,7 +461,13 @@ fn model_agrees_with_the_brute_force_kubelet() {
     let too_large = tally.too_large.load(Ordering::Relaxed);
     let invalid = tally.invalid.load(Ordering::Relaxed);
     let node_size = tally.node_size.load(Ordering::Relaxed);
-    eprintln!("compared {compared}, model unknown {unknown}, brute force too large {too_large}, invalid {invalid}, refused for the node's size {node_size}");
+    let slow = tally.slow.load(Ordering::Relaxed);
+    eprintln!(
+        "compared above 8 NUMA nodes (kubelet started) {}, with CPU-less NUMA nodes {}",
+        tally.above_8.load(Ordering::Relaxed),
+        tally.cpu_less.load(Ordering::Relaxed)
+    );
+    eprintln!("compared {compared}, model unknown {unknown}, brute force too large {too_large}, invalid {invalid}, refused for the node's size {node_size}, hint search too slow (brute force too large too) {slow}");
     for (outcome, n) in tally.outcomes.lock().unwrap().iter() {
         eprintln!("  {n:5} {outcome}");
     }

@@ -13,7 +13,8 @@
 
 use super::cpu::{guaranteed_cpus, CpuAllocError, CpuOptions, CpuState};
 use super::device::{
-    allocate_gpus, gpu_hints, pod_device_request, pod_gpu_request, DeviceState, GpuState,
+    allocate_gpus, device_hints, pod_device_request, pod_gpu_request, DeviceHintRange, DeviceState,
+    GpuState,
 };
 use super::facts::{
     numa_nodes, validate, ContainerDemand, DeviceName, Fact, HugePages, InputError,
@@ -21,7 +22,7 @@ use super::facts::{
     HUGE_PAGE_2MI_BYTES, MIB,
 };
 use super::hint::{ProviderHints, TopologyHint};
-use super::mask::MAX_NUMA_NODES;
+use super::mask::{NumaMask, MAX_MACHINE_NUMA_NODES, MAX_NUMA_NODES};
 use super::memory::{
     container_request, memory_hints, pod_request, MemoryAmounts, MemoryState, MEMORY_RESOURCES,
 };
@@ -30,6 +31,7 @@ use super::outcome::{
     Admission, AllocationFailure, HintReport, Indeterminate, Refusal, Remaining, Resource,
     ResourceReport, StartupError, UnitReport, Unknown, Verdict,
 };
+use super::work::{hint_search_work, HintSearchWork, ListShape, SLOW_HINT_SEARCH_WORK};
 use crate::labels::{CpuManagerPolicy, TopologyManagerPolicy, TopologyManagerScope};
 
 /// `maxAllowableNUMANodes` when the option is not set; the kubelet refuses
@@ -134,6 +136,8 @@ struct Admitter<'a> {
     numa: NumaInfo,
     prefer_closest: Option<bool>,
     first_without_distances: usize,
+    /// The NUMA nodes the Device Manager's masks range over.
+    range: DeviceHintRange,
     /// The CPU Manager may pin CPUs (`static`, or its policy unknown: then
     /// `cpu` is that unknown).
     cpu_static: bool,
@@ -148,19 +152,30 @@ struct Admitter<'a> {
 
 /// The kubelet refuses to start with these settings (`NewManager`,
 /// `ValidateStaticPolicyOptions`): checked with the facts that are known.
+///
+/// `NewManager` counts `machineInfo.Topology` (every NUMA node cAdvisor
+/// sees, CPU-less and memory-less ones included): the per-NUMA lists when
+/// known, else the node's `machine-numa-nodes` count. Neither known, the
+/// check is skipped only where it cannot fail: a machine without lists
+/// and count may still have more than 8 NUMA nodes, but then the managers
+/// stop on the missing lists anyway.
 fn startup(node: &NodeFacts) -> Step<()> {
     let tm = &node.topology_manager;
-    if let Some(numas) = &node.numa_nodes {
-        if numas.len() > DEFAULT_MAX_ALLOWABLE_NUMA_NODES {
+    let machine_numa_nodes = node.numa_nodes.as_ref().map(Vec::len).or_else(|| {
+        node.machine_numa_nodes
+            .and_then(|n| usize::try_from(n).ok())
+    });
+    if let Some(count) = machine_numa_nodes {
+        if count > DEFAULT_MAX_ALLOWABLE_NUMA_NODES {
             let policy = tm.policy.ok_or(Fact::TopologyManagerPolicy)?;
             if policy != TopologyManagerPolicy::None {
                 let max = tm
                     .max_allowable_numa_nodes
                     .ok_or(Fact::MaxAllowableNumaNodes)?;
-                if numas.len() > max as usize {
+                if count > max as usize {
                     return Err(Stop::Refuse(Refusal::KubeletNotStarted(
                         StartupError::TooManyNumaNodes {
-                            numa_nodes: numas.len(),
+                            numa_nodes: count,
                             max_allowable: max,
                         },
                     )));
@@ -605,9 +620,112 @@ fn pinning(node: &NodeFacts, pod: &PodDemand) -> Pinning {
 
 /// The Topology Manager's scopes over the hint providers, on a node known
 /// to start and to be large enough.
+///
+/// With the kubelet's version unknown, both device-hint rules
+/// ([`DeviceHintRange`]) are followed where they can differ (a requested
+/// device resource missing from some NUMA node, under a policy that
+/// merges): the same answer under both stands, different answers are
+/// [`Fact::KubeletVersion`] unknown.
 fn evaluate_managers(
     node: &NodeFacts,
     pod: &PodDemand,
+    units: &mut Vec<UnitReport>,
+    remaining: &mut Remaining,
+) -> Step<bool> {
+    let range = match node.kubelet_version {
+        Some(version) => DeviceHintRange::of(version),
+        None if device_rules_may_differ(node, pod) => {
+            let mut new_units = Vec::new();
+            let mut new_remaining = Remaining::default();
+            let old = evaluate_under(node, pod, DeviceHintRange::EveryNumaNode, units, remaining);
+            let new = evaluate_under(
+                node,
+                pod,
+                DeviceHintRange::DeviceNumaNodes,
+                &mut new_units,
+                &mut new_remaining,
+            );
+            let same_units = units.len() == new_units.len()
+                && units.iter().zip(&new_units).all(|(a, b)| {
+                    (a.container, a.hint, a.aligned) == (b.container, b.hint, b.aligned)
+                });
+            return if same_step(&old, &new) && same_units && *remaining == new_remaining {
+                old
+            } else {
+                units.clear();
+                *remaining = Remaining::default();
+                Err(Fact::KubeletVersion.into())
+            };
+        }
+        // Where the rules cannot differ, either one.
+        None => DeviceHintRange::EveryNumaNode,
+    };
+    evaluate_under(node, pod, range, units, remaining)
+}
+
+/// Whether the device-hint rules of kubelets before and from 1.36 can lead
+/// to different answers: some device resource the pod requests (GPUs
+/// included) is absent from some NUMA node, under `best-effort`, or on any
+/// merging policy above 8 NUMA nodes (where the kubelet's cost, and so
+/// [`Refusal::HintSearchTooSlow`], depends on the masks walked).
+///
+/// The rules' lists differ only by masks holding a NUMA node without the
+/// resource, and for a request of at least one device such a mask is never
+/// preferred: without that node it still holds the request, with one node
+/// fewer, so it is wider than `minAffinitySize`. (An explicit request of 0
+/// is held by every mask, a device-less node alone too: its preferred
+/// one-node hints differ.) The preferred hints are the same, hence under
+/// `single-numa-node` (which keeps only preferred one-node hints) the
+/// merge is, and under `restricted` every preferred merge is and every
+/// other one is refused (`TopologyAffinityError` for the same unit).
+/// Only `best-effort` admits a non-preferred hint, which may then differ.
+fn device_rules_may_differ(node: &NodeFacts, pod: &PodDemand) -> bool {
+    let Some(policy) = node.topology_manager.policy else {
+        return true;
+    };
+    if policy == TopologyManagerPolicy::None {
+        return false;
+    }
+    let above_8 = node
+        .numa_nodes
+        .as_ref()
+        .is_some_and(|n| n.len() > DEFAULT_MAX_ALLOWABLE_NUMA_NODES);
+    let zero_request = pod
+        .containers
+        .iter()
+        .any(|c| c.gpus == Some(0) || c.devices.contains(&Some(0)));
+    if policy != TopologyManagerPolicy::BestEffort && !above_8 && !zero_request {
+        return false;
+    }
+    let Some(numas) = node.numa_nodes.as_deref() else {
+        return false;
+    };
+    let gpus_missing_somewhere =
+        pod.containers.iter().any(|c| c.gpus.is_some()) && numas.iter().any(|n| n.gpus == Some(0));
+    let devices_missing_somewhere = pod.devices.iter().any(|resource| {
+        node.devices
+            .get(resource)
+            .is_some_and(|counts| counts.contains(&0))
+    });
+    gpus_missing_somewhere || devices_missing_somewhere
+}
+
+/// Two evaluations end the same way.
+fn same_step(a: &Step<bool>, b: &Step<bool>) -> bool {
+    match (a, b) {
+        (Ok(x), Ok(y)) => x == y,
+        (Err(Stop::Refuse(x)), Err(Stop::Refuse(y))) => x == y,
+        (Err(Stop::Unknown(x)), Err(Stop::Unknown(y))) => x == y,
+        (Err(Stop::Input(x)), Err(Stop::Input(y))) => x == y,
+        _ => false,
+    }
+}
+
+/// [`evaluate_managers`] under one device-hint rule.
+fn evaluate_under(
+    node: &NodeFacts,
+    pod: &PodDemand,
+    range: DeviceHintRange,
     units: &mut Vec<UnitReport>,
     remaining: &mut Remaining,
 ) -> Step<bool> {
@@ -632,19 +750,52 @@ fn evaluate_managers(
         .topology_manager
         .policy
         .ok_or(Fact::TopologyManagerPolicy)?;
-    let numas = numa_nodes(node)?;
-    if numas.is_empty() {
+    let machine = numa_nodes(node)?;
+    if machine.is_empty() {
         return Err(InputError::NoNumaNodes.into());
     }
-    if numas.len() > MAX_NUMA_NODES {
+    if machine.len() > MAX_MACHINE_NUMA_NODES {
         return Err(Unknown::TooManyNumaNodes {
-            numa_nodes: numas.len(),
+            numa_nodes: machine.len(),
         }
         .into());
     }
+    let rules = DemandRules {
+        pod,
+        devices: pod.devices.len(),
+        cpu_static: may_pin_cpus,
+        memory_static: may_pin_memory,
+    };
+    // Above 8 NUMA nodes: the kubelet's own cost first, then the NUMA
+    // nodes that matter. Up to 8, the whole machine, as always.
+    let projection = if machine.len() > DEFAULT_MAX_ALLOWABLE_NUMA_NODES {
+        if policy != TopologyManagerPolicy::None {
+            slow_hint_search(node, machine, &rules, range, policy)?;
+        }
+        let keep = relevant_numa_nodes(node, machine, &rules, range, policy);
+        if keep.count() as usize > MAX_NUMA_NODES {
+            return Err(Unknown::TooManyNumaNodes {
+                numa_nodes: keep.count() as usize,
+            }
+            .into());
+        }
+        Some(Projection::new(machine.len(), keep))
+    } else {
+        None
+    };
+    let projected;
+    let node = match &projection {
+        Some(p) => {
+            projected = p.facts(node);
+            &projected
+        }
+        None => node,
+    };
+    let numas = numa_nodes(node)?;
     let gpu = if wants_gpus {
         let mut total = Vec::with_capacity(numas.len());
         for (numa, n) in numas.iter().enumerate() {
+            let numa = projection.as_ref().map_or(numa, |p| p.machine_id(numa));
             total.push(n.gpus.ok_or(Fact::Gpus { numa })?);
         }
         Some(GpuState::new(total))
@@ -665,18 +816,22 @@ fn evaluate_managers(
         _ => Err(Unknown::Missing(Fact::MemoryManagerPolicy)),
     };
     let distances: Option<Vec<Vec<u32>>> = numas.iter().map(|n| n.distances.clone()).collect();
+    let first_without_distances = numas
+        .iter()
+        .position(|n| n.distances.is_none())
+        .unwrap_or(0);
     let mut admitter = Admitter {
         pod,
         policy,
         numa: NumaInfo {
             nodes: numas.len(),
             distances,
+            machine_nodes: machine.len(),
         },
         prefer_closest: node.topology_manager.prefer_closest_numa_nodes,
-        first_without_distances: numas
-            .iter()
-            .position(|n| n.distances.is_none())
-            .unwrap_or(0),
+        // In the projection's ids, as every unknown until the end.
+        first_without_distances,
+        range,
         cpu_static: may_pin_cpus,
         memory_static: may_pin_memory,
         gpu,
@@ -684,8 +839,9 @@ fn evaluate_managers(
         cpu,
         memory,
     };
+    let first_unit = units.len();
     let aligned = if policy == TopologyManagerPolicy::None {
-        admitter.admit_without_topology()?
+        admitter.admit_without_topology()
     } else {
         let scope = if pod.containers.len() > 1 {
             node.topology_manager
@@ -695,31 +851,45 @@ fn evaluate_managers(
             TopologyManagerScope::Container
         };
         match scope {
-            TopologyManagerScope::Pod => admitter.admit_pod(units)?,
-            TopologyManagerScope::Container => admitter.admit_containers(units)?,
+            TopologyManagerScope::Pod => admitter.admit_pod(units),
+            TopologyManagerScope::Container => admitter.admit_containers(units),
         }
     };
+    if let Some(p) = &projection {
+        for unit in units.iter_mut().skip(first_unit) {
+            p.unit_to_machine(unit);
+        }
+    }
+    let aligned = match &projection {
+        Some(p) => aligned.map_err(|stop| match stop {
+            Stop::Unknown(u) => Stop::Unknown(p.unknown_to_machine(u)),
+            other => other,
+        }),
+        None => aligned,
+    }?;
     *remaining = admitter.remaining();
+    if let Some(p) = &projection {
+        p.remaining_to_machine(remaining);
+    }
     Ok(aligned)
 }
 
-impl Admitter<'_> {
-    fn remaining(&self) -> Remaining {
-        Remaining {
-            gpus: self
-                .gpu
-                .as_ref()
-                .filter(|g| g.split.is_ok())
-                .map(|g| g.free.clone()),
-            cpus: self.cpu.as_ref().ok().and_then(CpuState::free_per_numa),
-            memory: self.memory.as_ref().ok().map(MemoryState::free_per_numa),
-        }
-    }
+/// The rules that turn a pod's containers into alignment units' demands.
+struct DemandRules<'a> {
+    pod: &'a PodDemand,
+    /// Device resources of the pod besides the GPUs.
+    devices: usize,
+    /// The CPU Manager may pin CPUs (`static`, or its policy unknown).
+    cpu_static: bool,
+    /// The Memory Manager may pin memory.
+    memory_static: bool,
+}
 
-    fn container_demand(&self, c: &ContainerDemand) -> UnitDemand {
+impl DemandRules<'_> {
+    fn container(&self, c: &ContainerDemand) -> UnitDemand {
         UnitDemand {
             gpus: c.gpus,
-            devices: (0..self.devices.len()).map(|i| c.device(i)).collect(),
+            devices: (0..self.devices).map(|i| c.device(i)).collect(),
             cpus: if self.cpu_static {
                 guaranteed_cpus(self.pod.guaranteed, c.cpu_millis)
             } else {
@@ -733,11 +903,11 @@ impl Admitter<'_> {
         }
     }
 
-    fn pod_demand(&self) -> UnitDemand {
+    fn pod(&self) -> UnitDemand {
         let containers = &self.pod.containers;
         UnitDemand {
             gpus: pod_gpu_request(containers),
-            devices: (0..self.devices.len())
+            devices: (0..self.devices)
                 .map(|i| pod_device_request(containers, i))
                 .collect(),
             cpus: if self.cpu_static {
@@ -757,6 +927,454 @@ impl Admitter<'_> {
                 [0; 3]
             },
         }
+    }
+
+    /// The first unit the Topology Manager merges for, the one that meets
+    /// the empty node: the pod under scope `pod`, the first container under
+    /// `container`; with the scope unknown, both.
+    fn first_units(&self, scope: Option<TopologyManagerScope>) -> Vec<(Option<usize>, UnitDemand)> {
+        let first = self
+            .pod
+            .containers
+            .first()
+            .map(|c| (Some(0), self.container(c)));
+        match scope {
+            Some(TopologyManagerScope::Pod) => vec![(None, self.pod())],
+            Some(TopologyManagerScope::Container) => first.into_iter().collect(),
+            None => std::iter::once((None, self.pod())).chain(first).collect(),
+        }
+    }
+}
+
+/// The per-NUMA counts of every device resource the unit requests (the GPUs
+/// first), for those the node publishes, with each one's request.
+fn requested_device_counts<'a>(
+    node: &'a NodeFacts,
+    machine: &'a [NumaNodeFacts],
+    pod: &'a PodDemand,
+    demand: &'a UnitDemand,
+) -> impl Iterator<Item = (Vec<u32>, u32)> + 'a {
+    let gpus = demand.gpus.and_then(|request| {
+        let counts: Option<Vec<u32>> = machine.iter().map(|n| n.gpus).collect();
+        counts.map(|c| (c, request))
+    });
+    let devices = pod
+        .devices
+        .iter()
+        .enumerate()
+        .filter_map(move |(i, resource)| {
+            let request = demand.devices.get(i).copied().flatten()?;
+            let counts = node.devices.get(resource)?;
+            (counts.len() == machine.len()).then(|| (counts.clone(), request))
+        });
+    gpus.into_iter()
+        .chain(devices)
+        .filter(|(counts, _)| counts.iter().any(|&c| c > 0))
+}
+
+/// Refuses the pod where the kubelet's hint search for its first unit runs
+/// for minutes ([`work`](super::work)): checked on the whole machine, from
+/// the counts alone, before anything is enumerated. Only the first unit
+/// meets the empty node the counts describe (later ones find less free, so
+/// fewer hints, and an earlier refusal may stop the kubelet first); with
+/// the scope unknown, both first units must be slow.
+fn slow_hint_search(
+    node: &NodeFacts,
+    machine: &[NumaNodeFacts],
+    rules: &DemandRules<'_>,
+    range: DeviceHintRange,
+    policy: TopologyManagerPolicy,
+) -> Step<()> {
+    let scope = if rules.pod.containers.len() > 1 {
+        node.topology_manager.scope
+    } else {
+        Some(TopologyManagerScope::Container)
+    };
+    let all = NumaMask::all(machine.len());
+    let with_cpus = machine
+        .iter()
+        .enumerate()
+        .fold(NumaMask::EMPTY, |m, (i, n)| {
+            if n.cpus != Some(0) {
+                m.with(i)
+            } else {
+                m
+            }
+        });
+    let units = rules.first_units(scope);
+    // Most machines fall short even of every list holding every mask.
+    let at_most = units
+        .iter()
+        .map(|(_, demand)| most_work(node, rules.pod, machine, range, with_cpus, demand))
+        .max()
+        .unwrap_or(0);
+    if at_most <= SLOW_HINT_SEARCH_WORK {
+        return Ok(());
+    }
+    // Read only for a unit that pins memory.
+    let mut memory_amounts: Option<Option<Vec<[u64; 3]>>> = None;
+    let mut fastest: Option<(Option<usize>, HintSearchWork)> = None;
+    for (container, demand) in units {
+        let mut walks = Vec::new();
+        let mut lists = Vec::new();
+        for (counts, request) in requested_device_counts(node, machine, rules.pod, &demand) {
+            let walked = range.universe(&counts);
+            walks.push(walked);
+            lists.push(ListShape {
+                walked,
+                amounts: counts.iter().map(|&c| [u64::from(c), 0, 0]).collect(),
+                request: [u64::from(request), 0, 0],
+            });
+        }
+        if demand.cpus > 0 {
+            walks.push(with_cpus);
+            lists.push(ListShape {
+                walked: with_cpus,
+                amounts: machine
+                    .iter()
+                    .map(|n| {
+                        let free = n
+                            .cpus
+                            .unwrap_or(0)
+                            .saturating_sub(n.reserved_cpus.unwrap_or(0));
+                        [u64::from(free), 0, 0]
+                    })
+                    .collect(),
+                request: [u64::from(demand.cpus), 0, 0],
+            });
+        }
+        if demand.memory != [0; 3] {
+            walks.push(all);
+            let amounts = memory_amounts.get_or_insert_with(|| {
+                MemoryState::new(machine)
+                    .ok()
+                    .and_then(Result::ok)
+                    .map(|state| state.free_per_numa())
+            });
+            if let Some(amounts) = amounts {
+                // One list per requested memory resource, all alike.
+                for _ in demand.memory.iter().filter(|&&r| r > 0) {
+                    lists.push(ListShape {
+                        walked: all,
+                        amounts: amounts.clone(),
+                        request: demand.memory,
+                    });
+                }
+            }
+        }
+        let work = hint_search_work(
+            &walks,
+            &lists,
+            policy == TopologyManagerPolicy::SingleNumaNode,
+        );
+        if fastest.is_none_or(|(_, w)| work.total() < w.total()) {
+            fastest = Some((container, work));
+        }
+    }
+    match fastest.filter(|(_, work)| work.is_slow()) {
+        Some((container, work)) => Err(Stop::Refuse(Refusal::HintSearchTooSlow {
+            container,
+            masks: work.masks,
+            permutations: work.permutations,
+        })),
+        None => Ok(()),
+    }
+}
+
+/// The most work the kubelet can do for `demand`: every walk's masks, and
+/// every mask of each walk a hint (`2^n - 1` per list). Counted without
+/// allocating, so that the common machines above 8 NUMA nodes pay nothing
+/// for [`slow_hint_search`].
+fn most_work(
+    node: &NodeFacts,
+    pod: &PodDemand,
+    machine: &[NumaNodeFacts],
+    range: DeviceHintRange,
+    with_cpus: NumaMask,
+    demand: &UnitDemand,
+) -> u64 {
+    let all = NumaMask::all(machine.len());
+    // A count not known may hold devices: the walk is at most every node.
+    let walk_of = |count: &dyn Fn(usize) -> Option<u32>| match range {
+        DeviceHintRange::EveryNumaNode => all,
+        DeviceHintRange::DeviceNumaNodes => all
+            .nodes()
+            .filter(|&n| count(n) != Some(0))
+            .fold(NumaMask::EMPTY, NumaMask::with),
+    };
+    let masks = |walk: NumaMask| 1u64.checked_shl(walk.count()).unwrap_or(u64::MAX);
+    let mut walked = 0u64;
+    let mut permutations = 1u64;
+    let mut add = |walk: NumaMask, lists: u32| {
+        walked = walked.saturating_add(masks(walk));
+        for _ in 0..lists {
+            permutations = permutations.saturating_mul(masks(walk).saturating_sub(1).max(1));
+        }
+    };
+    if demand.gpus.is_some() {
+        add(walk_of(&|n| machine.get(n).and_then(|f| f.gpus)), 1);
+    }
+    for (resource, request) in pod.devices.iter().zip(&demand.devices) {
+        if request.is_none() {
+            continue;
+        }
+        match node.devices.get(resource) {
+            Some(counts) if counts.len() == machine.len() => {
+                add(walk_of(&|n| counts.get(n).copied()), 1)
+            }
+            _ => add(all, 1),
+        }
+    }
+    if demand.cpus > 0 {
+        add(with_cpus, 1);
+    }
+    let memory_lists = demand.memory.iter().filter(|&&r| r > 0).count() as u32;
+    if memory_lists > 0 {
+        add(all, memory_lists);
+    }
+    walked.saturating_add(permutations)
+}
+
+/// The NUMA nodes some hint provider's masks range over for this pod: each
+/// requested device resource's under `range` (every node before 1.36), the
+/// nodes with CPUs when the CPU Manager may pin, every node when the Memory
+/// Manager may (its machine state holds every NUMA node of
+/// `machineInfo.Topology`, `getDefaultMachineState`). Under policy `none`
+/// nothing is merged: only the nodes holding what the managers allocate
+/// count.
+///
+/// Why the rest can be left out (the projection): a NUMA node outside
+/// every provider's range holds none of what the pod asks for, and no
+/// provider's hint names it. So every mask of every hint list lies within
+/// the kept nodes, every merged mask (an AND of them, `nil` picks ANDed
+/// away) too, and their counts, their order by value (the kept nodes keep
+/// their order), their preference and their distances (the SLIT rows
+/// restricted to the kept nodes) are the machine's: the merge ranks the
+/// same masks the same way. The one mask that names the left-out nodes is
+/// the default affinity, reached only when every pick is `nil` or nothing
+/// merges; [`Merged::default_affinity`](super::merge::Merged) marks it.
+/// Allocations take only what the kept nodes hold.
+fn relevant_numa_nodes(
+    node: &NodeFacts,
+    machine: &[NumaNodeFacts],
+    rules: &DemandRules<'_>,
+    range: DeviceHintRange,
+    policy: TopologyManagerPolicy,
+) -> NumaMask {
+    let all = NumaMask::all(machine.len());
+    if rules.memory_static {
+        return all;
+    }
+    let range = if policy == TopologyManagerPolicy::None {
+        DeviceHintRange::DeviceNumaNodes
+    } else {
+        range
+    };
+    let mut keep = NumaMask::EMPTY;
+    if rules.pod.containers.iter().any(|c| c.gpus.is_some()) {
+        let holding = machine
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.gpus != Some(0))
+            .fold(NumaMask::EMPTY, |m, (i, _)| m.with(i));
+        keep = keep.or(if machine.iter().any(|n| n.gpus.is_none()) {
+            // A missing count is asked for on the whole machine.
+            all
+        } else if holding.is_empty() {
+            NumaMask::EMPTY
+        } else {
+            match range {
+                DeviceHintRange::EveryNumaNode => all,
+                DeviceHintRange::DeviceNumaNodes => holding,
+            }
+        });
+    }
+    for resource in &rules.pod.devices {
+        if let Some(counts) = node.devices.get(resource) {
+            if counts.len() == machine.len() && counts.iter().any(|&c| c > 0) {
+                keep = keep.or(range.universe(counts));
+            }
+        }
+    }
+    if rules.cpu_static {
+        for (i, n) in machine.iter().enumerate() {
+            if n.cpus != Some(0) {
+                keep = keep.with(i);
+            }
+        }
+    }
+    if keep.is_empty() {
+        // Nothing ranges anywhere: one node stands for the machine.
+        keep = NumaMask::single(0);
+    }
+    keep
+}
+
+/// The NUMA nodes that matter, renumbered `0..` in id order.
+struct Projection {
+    machine_nodes: usize,
+    /// Machine ids of the kept nodes, ascending.
+    kept: Vec<usize>,
+}
+
+impl Projection {
+    fn new(machine_nodes: usize, keep: NumaMask) -> Self {
+        Projection {
+            machine_nodes,
+            kept: keep.nodes().collect(),
+        }
+    }
+
+    fn machine_id(&self, projected: usize) -> usize {
+        self.kept.get(projected).copied().unwrap_or(projected)
+    }
+
+    /// The node's facts on the kept NUMA nodes.
+    fn facts(&self, node: &NodeFacts) -> NodeFacts {
+        let pick = |values: &[NumaNodeFacts]| -> Vec<NumaNodeFacts> {
+            self.kept
+                .iter()
+                .filter_map(|&id| values.get(id))
+                .map(|n| NumaNodeFacts {
+                    distances: n.distances.as_ref().map(|row| {
+                        self.kept
+                            .iter()
+                            .filter_map(|&id| row.get(id).copied())
+                            .collect()
+                    }),
+                    ..*n
+                })
+                .collect()
+        };
+        // Field by field: cloning the node would copy every NUMA node's
+        // distance row only to drop most of them.
+        NodeFacts {
+            gpus: node.gpus,
+            gpus_per_numa_max: node.gpus_per_numa_max,
+            numa_nodes: node.numa_nodes.as_deref().map(pick),
+            threads_per_core: node.threads_per_core,
+            topology_manager: node.topology_manager.clone(),
+            cpu_manager: node.cpu_manager.clone(),
+            memory_manager: node.memory_manager,
+            machine_numa_nodes: node.machine_numa_nodes,
+            kubelet_version: node.kubelet_version,
+            devices: self.devices(node),
+        }
+    }
+
+    /// The device counts on the kept NUMA nodes.
+    fn devices(&self, node: &NodeFacts) -> std::collections::BTreeMap<String, Vec<u32>> {
+        node.devices
+            .iter()
+            .map(|(name, counts)| {
+                let kept = if counts.len() == self.machine_nodes {
+                    self.kept
+                        .iter()
+                        .filter_map(|&id| counts.get(id).copied())
+                        .collect()
+                } else {
+                    // Unreadable on the machine: unreadable on the projection.
+                    counts.clone()
+                };
+                (name.clone(), kept)
+            })
+            .collect()
+    }
+
+    /// An unknown naming a NUMA node, in machine ids.
+    fn unknown_to_machine(&self, unknown: Unknown) -> Unknown {
+        use super::outcome::Unsupported;
+        let id = |numa| self.machine_id(numa);
+        let fact = |fact| match fact {
+            Fact::Gpus { numa } => Fact::Gpus { numa: id(numa) },
+            Fact::Cpus { numa } => Fact::Cpus { numa: id(numa) },
+            Fact::ReservedCpus { numa } => Fact::ReservedCpus { numa: id(numa) },
+            Fact::ReservedCores { numa } => Fact::ReservedCores { numa: id(numa) },
+            Fact::Socket { numa } => Fact::Socket { numa: id(numa) },
+            Fact::Memory { numa } => Fact::Memory { numa: id(numa) },
+            Fact::ReservedMemory { numa } => Fact::ReservedMemory { numa: id(numa) },
+            Fact::HugePages2Mi { numa } => Fact::HugePages2Mi { numa: id(numa) },
+            Fact::HugePages1Gi { numa } => Fact::HugePages1Gi { numa: id(numa) },
+            Fact::Distances { numa } => Fact::Distances { numa: id(numa) },
+            other => other,
+        };
+        match unknown {
+            Unknown::Missing(f) => Unknown::Missing(fact(f)),
+            Unknown::Unsupported(Unsupported::PartialReservedCores { numa }) => {
+                Unknown::Unsupported(Unsupported::PartialReservedCores { numa: id(numa) })
+            }
+            other => other,
+        }
+    }
+
+    fn mask_to_machine(&self, mask: NumaMask) -> NumaMask {
+        mask.nodes()
+            .fold(NumaMask::EMPTY, |m, n| m.with(self.machine_id(n)))
+    }
+
+    /// A unit's hint in machine ids; a mask naming nodes beyond the
+    /// projection is the machine's default affinity, already in them.
+    fn unit_to_machine(&self, unit: &mut UnitReport) {
+        let within = NumaMask::all(self.kept.len());
+        if let Some(hint) = unit.hint.as_mut() {
+            hint.mask = hint.mask.map(|mask| {
+                if mask.is_subset_of(within) {
+                    self.mask_to_machine(mask)
+                } else {
+                    mask
+                }
+            });
+        }
+    }
+
+    /// Per-NUMA lists over the machine: the left-out nodes hold nothing
+    /// the pod's managers count.
+    fn remaining_to_machine(&self, remaining: &mut Remaining) {
+        fn widen<T: Clone + Default>(p: &Projection, values: &mut Option<Vec<T>>) {
+            if let Some(v) = values.take() {
+                let mut out = vec![T::default(); p.machine_nodes];
+                for (i, value) in v.into_iter().enumerate() {
+                    if let Some(slot) = out.get_mut(p.machine_id(i)) {
+                        *slot = value;
+                    }
+                }
+                *values = Some(out);
+            }
+        }
+        widen(self, &mut remaining.gpus);
+        widen(self, &mut remaining.cpus);
+        widen(self, &mut remaining.memory);
+    }
+}
+
+impl Admitter<'_> {
+    fn remaining(&self) -> Remaining {
+        Remaining {
+            gpus: self
+                .gpu
+                .as_ref()
+                .filter(|g| g.split.is_ok())
+                .map(|g| g.free.clone()),
+            cpus: self.cpu.as_ref().ok().and_then(CpuState::free_per_numa),
+            memory: self.memory.as_ref().ok().map(MemoryState::free_per_numa),
+        }
+    }
+
+    fn rules(&self) -> DemandRules<'_> {
+        DemandRules {
+            pod: self.pod,
+            devices: self.devices.len(),
+            cpu_static: self.cpu_static,
+            memory_static: self.memory_static,
+        }
+    }
+
+    fn container_demand(&self, c: &ContainerDemand) -> UnitDemand {
+        self.rules().container(c)
+    }
+
+    fn pod_demand(&self) -> UnitDemand {
+        self.rules().pod()
     }
 
     /// Whether the unit has anything the kubelet aligns.
@@ -780,7 +1398,8 @@ impl Admitter<'_> {
         // (`GetTopologyHints` answers a map by resource, and the Topology
         // Manager's `filterProvidersHints` takes each as its own list).
         providers.push(match (demand.gpus, &self.gpu) {
-            (Some(gpus), Some(state)) => match gpu_hints(state, gpus, with_reusable) {
+            (Some(gpus), Some(state)) => match device_hints(state, gpus, with_reusable, self.range)
+            {
                 Ok(Some((hints, report))) => {
                     reports.push(ResourceReport {
                         resource: Resource::Gpu,
@@ -797,7 +1416,7 @@ impl Admitter<'_> {
         for (provider, request) in self.devices.iter().zip(&demand.devices) {
             let Some(request) = *request else { continue };
             providers.push(match &provider.state {
-                Ok(state) => match gpu_hints(state, request, with_reusable) {
+                Ok(state) => match device_hints(state, request, with_reusable, self.range) {
                     Ok(Some((hints, report))) => {
                         reports.push(ResourceReport {
                             resource: Resource::Device(provider.name),
@@ -913,7 +1532,21 @@ impl Admitter<'_> {
         }
         let (merged, ambiguity) = self.merge(&known)?;
         let mask = merged.hint.mask.unwrap_or(self.numa.default_affinity());
-        let aligned = !self.alignable(demand) || (merged.hint.preferred && mask.count() == 1);
+        // On a projection the default affinity also holds the nodes left
+        // out: the report names the machine's (already in machine ids, see
+        // `Projection::unit_to_machine`); `Allocate` gets the projection's.
+        let projected = self.numa.machine_nodes > self.numa.nodes;
+        let machine_default = merged.default_affinity || merged.hint.mask.is_none();
+        let count = if machine_default {
+            self.numa.machine_nodes.max(self.numa.nodes) as u32
+        } else {
+            mask.count()
+        };
+        let mut reported = merged.hint;
+        if projected && merged.default_affinity && reported.mask.is_some() {
+            reported.mask = Some(NumaMask::all(self.numa.machine_nodes));
+        }
+        let aligned = !self.alignable(demand) || (merged.hint.preferred && count == 1);
         if let Some(u) = unknown {
             // More providers only remove preferred hints: a refusal stands.
             let strict = self.policy != TopologyManagerPolicy::BestEffort;
@@ -924,7 +1557,7 @@ impl Admitter<'_> {
         units.push(UnitReport {
             container,
             resources,
-            hint: Some(merged.hint),
+            hint: Some(reported),
             aligned,
         });
         if !merged.admit {
@@ -1044,7 +1677,7 @@ impl Admitter<'_> {
             anything |= self.alignable(&self.container_demand(&c));
             self.allocate(i, TopologyHint::any(false), None)?;
         }
-        Ok(!anything || self.numa.nodes == 1)
+        Ok(!anything || self.numa.machine_nodes.max(self.numa.nodes) == 1)
     }
 }
 

@@ -78,15 +78,71 @@ impl GpuState {
     }
 }
 
-/// `generateDeviceTopologyHints` for `request` GPUs; `with_reusable` for a
-/// container (init containers' GPUs count and must be inside the mask), not
-/// for a pod. `None` when the node has no GPUs: the resource is then not a
-/// device plugin resource and the Device Manager gives no hint for it.
-/// An error when past allocations left the split per NUMA node unknown.
+/// Which NUMA nodes `generateDeviceTopologyHints` walks the masks of.
+///
+/// Up to 1.35 it calls `bitmask.IterateBitMasks(m.numaNodes, ...)`: every
+/// NUMA node the kubelet knows. kubernetes/kubernetes#138244 (merged for
+/// 1.36; its source is not in the reference corpus, this follows the PR's
+/// description) adds `deviceNUMANodes(resource)`, the NUMA nodes of every
+/// registered device of the resource (`m.allDevices[resource]`, allocated
+/// or not), and walks only their masks; `minAffinitySize` and `Preferred`
+/// are computed as before. The hints then never name a NUMA node without
+/// the resource's devices. (kubernetes/kubernetes#138172, which would also
+/// restrict the masks to NUMA nodes with CPUs, `restrict-to-cpu-numa-nodes`,
+/// is not merged and not modelled.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeviceHintRange {
+    /// Every NUMA node (kubelets before 1.36).
+    EveryNumaNode,
+    /// The NUMA nodes holding the resource's devices (1.36 and later).
+    DeviceNumaNodes,
+}
+
+impl DeviceHintRange {
+    /// The rule of a kubelet version.
+    pub fn of(version: super::facts::KubeletVersion) -> Self {
+        if version.at_least(1, 36) {
+            DeviceHintRange::DeviceNumaNodes
+        } else {
+            DeviceHintRange::EveryNumaNode
+        }
+    }
+
+    /// The NUMA nodes walked on a machine with `total` devices per NUMA node.
+    pub fn universe(self, total: &[u32]) -> NumaMask {
+        let all = NumaMask::all(total.len());
+        match self {
+            DeviceHintRange::EveryNumaNode => all,
+            DeviceHintRange::DeviceNumaNodes => GpuState::holding(total, all),
+        }
+    }
+}
+
+/// [`device_hints`] under the rule of kubelets before 1.36 (every NUMA node).
 pub fn gpu_hints(
     state: &GpuState,
     request: u32,
     with_reusable: bool,
+) -> Result<Option<(ResourceHints, HintReport)>, Unknown> {
+    device_hints(
+        state,
+        request,
+        with_reusable,
+        DeviceHintRange::EveryNumaNode,
+    )
+}
+
+/// `generateDeviceTopologyHints` for `request` GPUs over the masks of the
+/// NUMA nodes `range` names; `with_reusable` for a
+/// container (init containers' GPUs count and must be inside the mask), not
+/// for a pod. `None` when the node has no GPUs: the resource is then not a
+/// device plugin resource and the Device Manager gives no hint for it.
+/// An error when past allocations left the split per NUMA node unknown.
+pub fn device_hints(
+    state: &GpuState,
+    request: u32,
+    with_reusable: bool,
+    range: DeviceHintRange,
 ) -> Result<Option<(ResourceHints, HintReport)>, Unknown> {
     if state.total_gpus() == 0 {
         return Ok(None);
@@ -114,7 +170,7 @@ pub fn gpu_hints(
     };
     let resource = CountedResource {
         nodes,
-        universe: NumaMask::all(nodes),
+        universe: range.universe(&state.total),
         capacity: &capacity,
         free: &free,
         reusable_nodes,
@@ -265,7 +321,7 @@ mod tests {
             &mut state,
             ContainerKind::App,
             needed,
-            Some(NumaMask::from_bits(hint)),
+            Some(NumaMask::from_bits(hint.into())),
         )
         .unwrap();
         assert_eq!(state.free, free_after);

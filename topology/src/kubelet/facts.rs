@@ -212,6 +212,9 @@ pub enum Fact {
     Devices {
         resource: DeviceName,
     },
+    /// The kubelet's version: the Device Manager's hints range over every
+    /// NUMA node before 1.36 and over the resource's NUMA nodes from 1.36.
+    KubeletVersion,
 }
 
 /// A device resource's name carried by value in the model's answers (which
@@ -295,6 +298,7 @@ impl fmt::Display for Fact {
             Fact::HugePages1Gi { numa } => write!(f, "1Gi huge pages on NUMA node {numa}"),
             Fact::Distances { numa } => write!(f, "NUMA distances of node {numa}"),
             Fact::Devices { resource } => write!(f, "{resource} per NUMA node"),
+            Fact::KubeletVersion => f.write_str("the kubelet version"),
         }
     }
 }

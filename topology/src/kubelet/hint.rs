@@ -223,7 +223,7 @@ mod tests {
                 TopologyHint::any(false),
             ],
         );
-        let options: Vec<u32> = set.options().iter().map(NumaMask::bits).collect();
+        let options: Vec<u64> = set.options().iter().map(NumaMask::bits).collect();
         assert_eq!(options, vec![0b01, 0b11]);
         assert_eq!(set.narrowest_count(), Some(1));
     }

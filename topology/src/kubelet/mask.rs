@@ -8,34 +8,45 @@
 
 use std::fmt;
 
-/// The most NUMA nodes the model reasons about. The kubelet itself stops at
-/// `max-allowable-numa-nodes` (default 8); above 16 the 2^N masks every hint
-/// provider walks are too many to reproduce on each admission.
+/// The most NUMA nodes whose masks the model enumerates (a [`MaskSet`] holds
+/// 2^N bits). The kubelet itself stops at `max-allowable-numa-nodes`
+/// (default 8); above 16 the 2^N masks every hint provider walks are too
+/// many to reproduce on each admission, so larger machines are reasoned
+/// about on the NUMA nodes that matter to the pod (`admit.rs`, the
+/// projection).
 pub const MAX_NUMA_NODES: usize = 16;
+
+/// The most NUMA nodes a [`NumaMask`] holds: the kubelet's `bitMask` is a
+/// `uint64` (`bitmask.go`), so no kubelet runs the Topology Manager on more.
+pub const MAX_MACHINE_NUMA_NODES: usize = 64;
 
 /// A set of NUMA nodes, as the kubelet's `bitMask` (a `uint64`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct NumaMask(u32);
+pub struct NumaMask(u64);
 
 impl NumaMask {
     pub const EMPTY: NumaMask = NumaMask(0);
 
     /// The mask with the given bit pattern (bit `i` = NUMA node `i`).
-    pub const fn from_bits(bits: u32) -> Self {
+    pub const fn from_bits(bits: u64) -> Self {
         NumaMask(bits)
     }
 
     /// Every NUMA node of an `nodes`-node machine: the kubelet's default
     /// affinity (`NUMAInfo.DefaultAffinityMask`). `nodes` is at most
-    /// [`MAX_NUMA_NODES`]; larger values are clamped.
+    /// [`MAX_MACHINE_NUMA_NODES`]; larger values are clamped.
     pub fn all(nodes: usize) -> Self {
-        let nodes = nodes.min(MAX_NUMA_NODES);
-        NumaMask(((1u64 << nodes) - 1) as u32)
+        let nodes = nodes.min(MAX_MACHINE_NUMA_NODES);
+        if nodes == 0 {
+            NumaMask::EMPTY
+        } else {
+            NumaMask(u64::MAX >> (MAX_MACHINE_NUMA_NODES - nodes))
+        }
     }
 
     /// The mask holding NUMA node `node` alone (empty above the cap).
     pub fn single(node: usize) -> Self {
-        if node < MAX_NUMA_NODES {
+        if node < MAX_MACHINE_NUMA_NODES {
             NumaMask(1 << node)
         } else {
             NumaMask::EMPTY
@@ -45,11 +56,11 @@ impl NumaMask {
     /// The mask of the listed nodes; `None` if one is at or above the cap.
     pub fn from_nodes(nodes: &[usize]) -> Option<Self> {
         nodes.iter().try_fold(NumaMask::EMPTY, |mask, &node| {
-            (node < MAX_NUMA_NODES).then(|| mask.with(node))
+            (node < MAX_MACHINE_NUMA_NODES).then(|| mask.with(node))
         })
     }
 
-    pub const fn bits(self) -> u32 {
+    pub const fn bits(self) -> u64 {
         self.0
     }
 
@@ -64,7 +75,7 @@ impl NumaMask {
 
     /// `BitMask.IsSet`.
     pub fn is_set(self, node: usize) -> bool {
-        node < MAX_NUMA_NODES && self.0 & (1 << node) != 0
+        node < MAX_MACHINE_NUMA_NODES && self.0 & (1 << node) != 0
     }
 
     pub fn with(self, node: usize) -> Self {
@@ -136,9 +147,11 @@ impl fmt::Display for NumaMask {
     }
 }
 
-/// Every non-empty mask of an `nodes`-node machine, ascending by value.
+/// Every non-empty mask of an `nodes`-node machine, ascending by value
+/// (at most [`MAX_NUMA_NODES`] nodes: larger values are clamped, as every
+/// enumeration is).
 pub fn all_masks(nodes: usize) -> impl Iterator<Item = NumaMask> {
-    (1..=NumaMask::all(nodes).bits()).map(NumaMask::from_bits)
+    (1..=NumaMask::all(nodes.min(MAX_NUMA_NODES)).bits()).map(NumaMask::from_bits)
 }
 
 /// The subsets of `mask` (including the empty one and `mask` itself).
@@ -203,8 +216,12 @@ impl MaskSet {
     }
 
     fn slot(&self, mask: NumaMask) -> Option<(usize, u64)> {
-        let index = mask.bits() as usize;
-        (index >> self.nodes == 0).then(|| (index / WORD_BITS, 1u64 << (index % WORD_BITS)))
+        // Checked on the u64 first: `usize` is 32 bits on wasm32.
+        if mask.bits() >> self.nodes != 0 {
+            return None;
+        }
+        let index = usize::try_from(mask.bits()).ok()?;
+        Some((index / WORD_BITS, 1u64 << (index % WORD_BITS)))
     }
 
     /// Adds `mask`; a mask naming a node the machine lacks is ignored.
@@ -261,7 +278,7 @@ impl MaskSet {
                 }
                 let bit = rest.trailing_zeros() as usize;
                 rest &= rest - 1;
-                Some(NumaMask::from_bits((i * WORD_BITS + bit) as u32))
+                Some(NumaMask::from_bits((i * WORD_BITS + bit) as u64))
             })
         })
     }
@@ -323,14 +340,14 @@ mod tests {
     #[case::equal_is_not_narrower(0b10, 0b10, false)]
     fn narrower_follows_bitmask_go(#[case] a: u32, #[case] b: u32, #[case] expected: bool) {
         assert_eq!(
-            NumaMask::from_bits(a).is_narrower_than(NumaMask::from_bits(b)),
+            NumaMask::from_bits(a.into()).is_narrower_than(NumaMask::from_bits(b.into())),
             expected
         );
     }
 
     #[test]
     fn subsets_walk_every_subset_once() {
-        let subs: Vec<u32> = subsets(NumaMask::from_bits(0b101))
+        let subs: Vec<u64> = subsets(NumaMask::from_bits(0b101))
             .map(NumaMask::bits)
             .collect();
         assert_eq!(subs, vec![0b101, 0b100, 0b001, 0]);
@@ -342,7 +359,7 @@ mod tests {
         set.insert(NumaMask::from_bits(0b11));
         set.insert(NumaMask::from_bits(0b01));
         set.insert(NumaMask::from_bits(0b100));
-        let masks: Vec<u32> = set.iter().map(NumaMask::bits).collect();
+        let masks: Vec<u64> = set.iter().map(NumaMask::bits).collect();
         assert_eq!(masks, vec![0b01, 0b11]);
         assert!(!set.contains(NumaMask::from_bits(0b100)));
     }
@@ -357,7 +374,7 @@ mod tests {
         #[case] masks: &[u32],
         #[case] expected: bool,
     ) {
-        let set = MaskSet::of(nodes, masks.iter().map(|&m| NumaMask::from_bits(m)));
+        let set = MaskSet::of(nodes, masks.iter().map(|&m| NumaMask::from_bits(m.into())));
         assert_eq!(set.is_upward_closed(), expected);
         // The same answer as asking every member and node.
         let all = NumaMask::all(nodes);

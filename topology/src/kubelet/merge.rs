@@ -32,10 +32,15 @@ const MERGE_WORK_BUDGET: u64 = 1 << 24;
 /// The machine the merge runs for: `NUMAInfo` (`numa_info.go`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NumaInfo {
-    /// NUMA nodes of the machine (ids `0..nodes`).
+    /// NUMA nodes the masks range over (ids `0..nodes`).
     pub nodes: usize,
     /// The SLIT distance rows (`node.Distances` from cAdvisor), when known.
     pub distances: Option<Vec<Vec<u32>>>,
+    /// NUMA nodes of the whole machine: more than `nodes` when the merge
+    /// runs on the NUMA nodes that matter to the pod (`admit.rs`, the
+    /// projection). Its default affinity (every node) is then no mask of
+    /// the projection: [`Merged::default_affinity`] marks it.
+    pub machine_nodes: usize,
 }
 
 impl NumaInfo {
@@ -43,6 +48,7 @@ impl NumaInfo {
         NumaInfo {
             nodes,
             distances: None,
+            machine_nodes: nodes,
         }
     }
 
@@ -96,6 +102,9 @@ pub struct Merged {
     /// everything but their distance: `hint` is then the lowest of them, the
     /// kubelet may pick another of the same size and preference.
     pub needs_distances: bool,
+    /// The mask is the machine's default affinity (every NUMA node): every
+    /// pick was `nil`, or no permutation merged into a non-empty mask.
+    pub default_affinity: bool,
 }
 
 /// The merge's sort key (smaller is better) for masks of one preference.
@@ -113,7 +122,7 @@ fn rank_key(
     preferred: bool,
     best_non_preferred: u32,
     distance: u64,
-) -> (u8, u32, u64, u32) {
+) -> (u8, u32, u64, u64) {
     let count = mask.count();
     let (tier, within) = if preferred {
         (0, count)
@@ -198,6 +207,7 @@ fn best_of(
     Some(Merged {
         hint: TopologyHint::new(best, preferred),
         needs_distances,
+        default_affinity: false,
     })
 }
 
@@ -295,17 +305,53 @@ pub fn merge_lists(
     lists: &[HintSet],
 ) -> Result<Merged, MergeTooLarge> {
     let preferred = preferred_merges(numa, lists);
-    if let Some(best) = best_of(numa, order, &preferred, true, 0) {
+    if let Some(mut best) = best_of(numa, order, &preferred, true, 0) {
+        best.default_affinity = from_nil_picks_only(numa, lists, best.hint, true);
         return Ok(best);
     }
     let merges = all_merges(numa, lists)?;
     let best_count = best_non_preferred_affinity_count(lists);
-    Ok(
-        best_of(numa, order, &merges, false, best_count).unwrap_or(Merged {
+    match best_of(numa, order, &merges, false, best_count) {
+        Some(mut best) => {
+            best.default_affinity = from_nil_picks_only(numa, lists, best.hint, false);
+            Ok(best)
+        }
+        None => Ok(Merged {
             hint: TopologyHint::new(numa.default_affinity(), false),
             needs_distances: false,
+            default_affinity: true,
         }),
-    )
+    }
+}
+
+/// Whether the best merged mask, equal to every node of the merge, is the
+/// machine's default affinity: no permutation of masks (each a superset of
+/// it, or `nil`) merges into it. On the whole machine that cannot be told
+/// apart and does not matter (both are every node); on a projection the
+/// machine's default affinity also holds the NUMA nodes left out, and the
+/// kubelet ranks it below the projection's every-node mask (more nodes,
+/// same preference: `HintMerger.compare` keeps the narrower), so the mask
+/// stands for the default affinity only where no permutation of masks
+/// reaches every node of the projection.
+fn from_nil_picks_only(
+    numa: &NumaInfo,
+    lists: &[HintSet],
+    hint: TopologyHint,
+    preferred: bool,
+) -> bool {
+    let every = numa.default_affinity();
+    if hint.mask != Some(every) {
+        return false;
+    }
+    let offers_mask = |list: &HintSet| {
+        list.preferred.contains(every) || (!preferred && list.not_preferred.contains(every))
+    };
+    let offers_nil = |list: &HintSet| list.any_preferred || (!preferred && list.any_not_preferred);
+    let by_masks = lists.iter().any(offers_mask)
+        && lists
+            .iter()
+            .all(|list| offers_mask(list) || offers_nil(list));
+    !by_masks
 }
 
 /// `filterSingleNumaHints`: keeps `{nil, true}` and preferred single-node hints.
@@ -330,6 +376,9 @@ pub struct PolicyMerge {
     pub admit: bool,
     /// See [`Merged::needs_distances`].
     pub needs_distances: bool,
+    /// See [`Merged::default_affinity`]; always false for `none`, whose
+    /// hint is `nil`.
+    pub default_affinity: bool,
 }
 
 /// `Policy.Merge` of `policy` over the providers' hints.
@@ -353,6 +402,7 @@ pub fn policy_merge(
             hint: TopologyHint::any(false),
             admit: true,
             needs_distances: false,
+            default_affinity: false,
         }),
         TopologyManagerPolicy::BestEffort | TopologyManagerPolicy::Restricted => {
             let merged = merge_lists(numa, order, &lists)?;
@@ -360,18 +410,25 @@ pub fn policy_merge(
                 hint: merged.hint,
                 admit: policy == TopologyManagerPolicy::BestEffort || merged.hint.preferred,
                 needs_distances: merged.needs_distances,
+                default_affinity: merged.default_affinity,
             })
         }
         TopologyManagerPolicy::SingleNumaNode => {
             let merged = merge_lists(numa, order, &filter_single_numa_hints(&lists))?;
             let mut hint = merged.hint;
-            if hint.mask == Some(numa.default_affinity()) {
+            // `IsEqual(defaultAffinity)`: on a projection only the machine's
+            // default affinity is, not every node of the projection.
+            let whole_machine = numa.machine_nodes <= numa.nodes;
+            let is_default = merged.default_affinity
+                || (whole_machine && hint.mask == Some(numa.default_affinity()));
+            if is_default {
                 hint.mask = None;
             }
             Ok(PolicyMerge {
                 hint,
                 admit: hint.preferred,
                 needs_distances: merged.needs_distances,
+                default_affinity: is_default,
             })
         }
     }
@@ -386,7 +443,7 @@ mod tests {
     fn list(nodes: usize, hints: &[(u32, bool)]) -> ResourceHints {
         let hints: Vec<TopologyHint> = hints
             .iter()
-            .map(|&(bits, p)| TopologyHint::new(NumaMask::from_bits(bits), p))
+            .map(|&(bits, p)| TopologyHint::new(NumaMask::from_bits(bits.into()), p))
             .collect();
         ResourceHints::List(HintSet::from_hints(nodes, &hints))
     }
@@ -406,7 +463,7 @@ mod tests {
         let merged = policy_merge(policy, &NumaInfo::new(2), false, &providers).unwrap();
         assert_eq!(
             merged.hint,
-            TopologyHint::new(NumaMask::from_bits(bits), true)
+            TopologyHint::new(NumaMask::from_bits(bits.into()), true)
         );
         assert_eq!(merged.admit, admit);
     }

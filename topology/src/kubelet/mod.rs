@@ -46,7 +46,9 @@
 //!   `NewManager`: `prefer-closest-numa-nodes` (ignored by
 //!   `single-numa-node`), and no kubelet at all above
 //!   `max-allowable-numa-nodes` (at least 8) NUMA nodes with a policy other
-//!   than `none` ([`StartupError::TooManyNumaNodes`]).
+//!   than `none` ([`StartupError::TooManyNumaNodes`]), counting every NUMA
+//!   node of `machineInfo.Topology` (the per-NUMA lists, else
+//!   [`NodeFacts::machine_numa_nodes`]).
 //! - `scope_pod.go`, `scope_container.go`, `scope.go` `admitPolicyNone`:
 //!   one merge for the pod or one per container in `InitContainers` then
 //!   `Containers` order, then `Allocate` container by container in the order
@@ -54,7 +56,13 @@
 //!   failure decides.
 //! - `devicemanager/topology_hints.go`: `GetTopologyHints`,
 //!   `GetPodTopologyHints`, `generateDeviceTopologyHints` (masks over every
-//!   NUMA node, preferred at the fewest nodes whose GPUs, free or not, could
+//!   NUMA node before 1.36, over the NUMA nodes holding the resource's
+//!   devices from 1.36 — kubernetes/kubernetes#138244, `deviceNUMANodes`,
+//!   modelled from the PR's description as its source is not in the
+//!   reference corpus: [`DeviceHintRange`], by
+//!   [`NodeFacts::kubelet_version`]; unknown, both rules are followed and
+//!   only answers that differ are [`Fact::KubeletVersion`] unknown;
+//!   preferred at the fewest nodes whose GPUs, free or not, could
 //!   hold the request), `getPodDeviceRequest` (`PodLimits`, sidecars
 //!   included). `manager.go`: `Allocate` / `devicesToAllocate` /
 //!   `filterByAffinity` (init containers' GPUs reused first, the hint's
@@ -67,7 +75,9 @@
 //! - `cpumanager/policy_static.go`: `guaranteedCPUs` (Guaranteed pod,
 //!   integer request), `podGuaranteedCPUs`, `GetTopologyHints`,
 //!   `GetPodTopologyHints`, `generateCPUTopologyHints` (masks over the NUMA
-//!   nodes with CPUs; capacity counts reserved CPUs, availability does not;
+//!   nodes with CPUs, `cpuDetails.NUMANodes()`: CPU-less NUMA nodes
+//!   (HBM, CXL memory) never appear; capacity counts reserved CPUs,
+//!   availability does not;
 //!   init containers' CPUs reusable), `isHintSocketAligned`
 //!   (`align-by-socket`), `Allocate` with `enforceSMTAlignment`
 //!   (`full-pcpus-only`: a request not a multiple of the threads per core,
@@ -81,7 +91,9 @@
 //!   single threads, each sorted by free CPUs ascending, `numaFirst` or
 //!   `socketsFirst`) and `takeByTopologyNUMADistributed`
 //!   (`distribute-cpus-across-numa`) at the level of NUMA nodes and cores.
-//! - `memorymanager/policy_static.go`: `getDefaultMachineState`,
+//! - `memorymanager/policy_static.go`: `getDefaultMachineState` (every
+//!   NUMA node of `machineInfo.Topology`, CPU-less and memory-less ones
+//!   included, so a GH200's HBM node serves memory hints),
 //!   `GetTopologyHints`, `GetPodTopologyHints`, `getPodRequestedResources`,
 //!   `calculateHints` with its group rules, `Allocate` (`getDefaultHint`,
 //!   `extendTopologyManagerHint`, `isAffinityViolatingNUMAAllocations`,
@@ -129,9 +141,23 @@
 //!   `distribute-cpus-across-numa` remainder the kubelet loops on answers
 //!   [`Indeterminate::DistributeLoop`]. CPUs must be whole cores of
 //!   `threads_per_core` threads.
-//! - More than [`MAX_NUMA_NODES`] (16) NUMA nodes: [`Unknown::TooManyNumaNodes`];
-//!   above 8, a non-preferred merge larger than the work budget:
-//!   [`Unknown::MergeTooLarge`].
+//! - Machines above 8 NUMA nodes (`admit.rs`): first the kubelet's own cost
+//!   for the pod's first unit, counted from the per-NUMA counts without
+//!   walking anything ([`work`]: masks each provider walks, permutations
+//!   of `iterateAllProviderTopologyHints`); past about a minute
+//!   ([`SLOW_HINT_SEARCH_WORK`], calibrated on kubernetes/kubernetes#131738)
+//!   the answer is [`Refusal::HintSearchTooSlow`]: the pod stays Pending
+//!   (kubernetes/kubernetes#135541). Then the merge runs on the NUMA nodes
+//!   some provider ranges over for the pod (its devices' nodes, or every
+//!   node before 1.36; the nodes with CPUs when CPUs are pinned; every
+//!   node when memory is), which gives the kubelet's answer (the proof is
+//!   at `relevant_numa_nodes`); more than [`MAX_NUMA_NODES`] (16) of them:
+//!   [`Unknown::TooManyNumaNodes`]; a non-preferred merge larger than the
+//!   work budget: [`Unknown::MergeTooLarge`]. Machines of up to 8 NUMA
+//!   nodes take the whole-machine path as before. The cost check counts
+//!   the first unit only (later ones meet a busier node), so a slow search
+//!   for a later container is not seen. kubernetes/kubernetes#138172
+//!   (`restrict-to-cpu-numa-nodes`, not merged) is not modelled.
 //! - `prefer-closest-numa-nodes` without the SLIT distances: the best mask
 //!   among equal-sized ones is unknown; verdict and alignment never depend on
 //!   it (both orders agree on size and preference), what later containers
@@ -145,7 +171,8 @@
 //! Cost: the kubelet walks every mask per provider and every permutation of
 //! hints; the model walks every mask once per resource (2^N) and merges in
 //! at most 3^N mask operations per hint list, so one shape of up to 8 NUMA
-//! nodes costs microseconds.
+//! nodes costs microseconds; above 8, N is the NUMA nodes that matter
+//! (2 on a GB200 tray from 1.36), `benches/kubelet_model.rs`.
 
 pub mod admit;
 pub mod counts;
@@ -158,8 +185,10 @@ pub mod mask;
 pub mod memory;
 pub mod merge;
 pub mod outcome;
+pub mod work;
 
 pub use admit::{admit, admit_by_the_managers, DEFAULT_MAX_ALLOWABLE_NUMA_NODES};
+pub use device::DeviceHintRange;
 pub use facts::{
     ContainerDemand, ContainerKind, CountedUnit, CpuManagerConfig, DeviceName, Fact, HugePages,
     InputError, KubeletVersion, MemoryManagerPolicy, NodeFacts, NumaNodeFacts, PodDemand,
@@ -167,7 +196,7 @@ pub use facts::{
 };
 pub use from_topology::facts_from_topology;
 pub use hint::{HintSet, ProviderHints, ResourceHints, TopologyHint};
-pub use mask::{MaskSet, NumaMask, MAX_NUMA_NODES};
+pub use mask::{MaskSet, NumaMask, MAX_MACHINE_NUMA_NODES, MAX_NUMA_NODES};
 pub use merge::{
     compare, merge_lists, policy_merge, Kept, MaskOrder, Merged, NumaInfo, PolicyMerge,
 };
@@ -175,6 +204,7 @@ pub use outcome::{
     Admission, AllocationFailure, HintReport, Indeterminate, Refusal, Remaining, Resource,
     ResourceReport, StartupError, UnitReport, Unknown, Unsupported, Verdict,
 };
+pub use work::{HintSearchWork, SLOW_HINT_SEARCH_WORK};
 
 use facts::ContainerKind as Kind;
 

@@ -151,6 +151,19 @@ pub enum Refusal {
     },
     /// The kubelet does not start on this node.
     KubeletNotStarted(StartupError),
+    /// The kubelet's hint search for the pod (`None`, scope `pod`) or a
+    /// container runs for minutes (more than
+    /// [`SLOW_HINT_SEARCH_WORK`](super::work::SLOW_HINT_SEARCH_WORK) mask
+    /// visits and permutations): the pod stays Pending that long, or, on a
+    /// GB200 tray before 1.36, for good (kubernetes/kubernetes#135541,
+    /// #131738). Counted on the empty node ([`super::work`]).
+    HintSearchTooSlow {
+        container: Option<usize>,
+        /// Masks the hint providers walk.
+        masks: u64,
+        /// Permutations of hints the merge visits, at least.
+        permutations: u64,
+    },
 }
 
 /// An outcome decided by something the model does not see.
@@ -194,7 +207,10 @@ pub enum Unsupported {
 pub enum Unknown {
     Missing(Fact),
     Indeterminate(Indeterminate),
-    /// More NUMA nodes than the model's hard cap.
+    /// More NUMA nodes that matter to the pod than the model enumerates
+    /// ([`super::mask::MAX_NUMA_NODES`]; on machines above 8 NUMA nodes only
+    /// those some hint provider ranges over count), or more than a
+    /// kubelet's mask holds (64).
     TooManyNumaNodes {
         numa_nodes: usize,
     },

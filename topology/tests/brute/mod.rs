@@ -422,6 +422,8 @@ const GPU: &str = "nvidia.com/gpu";
 struct DeviceManager {
     resource: String,
     numa_nodes: Vec<usize>,
+    /// Every NUMA node of the machine (`m.numaNodes`).
+    machine_nodes: usize,
     /// Device id -> NUMA node.
     all_devices: BTreeMap<usize, usize>,
     allocated_devices: BTreeSet<usize>,
@@ -432,7 +434,10 @@ struct DeviceManager {
 }
 
 impl DeviceManager {
-    fn new(resource: &str, gpus: &[u32], descending: bool) -> Self {
+    /// `device_numa_nodes`: from 1.36 (kubernetes#138244)
+    /// `generateDeviceTopologyHints` walks `deviceNUMANodes(resource)`, the
+    /// NUMA nodes of every registered device, instead of `m.numaNodes`.
+    fn new(resource: &str, gpus: &[u32], descending: bool, device_numa_nodes: bool) -> Self {
         let mut all = BTreeMap::new();
         let mut id = 0;
         for (numa, &g) in gpus.iter().enumerate() {
@@ -441,9 +446,16 @@ impl DeviceManager {
                 id += 1;
             }
         }
+        let numa_nodes = if device_numa_nodes {
+            let held: BTreeSet<usize> = all.values().copied().collect();
+            held.into_iter().collect()
+        } else {
+            (0..gpus.len()).collect()
+        };
         DeviceManager {
             resource: resource.to_owned(),
-            numa_nodes: (0..gpus.len()).collect(),
+            numa_nodes,
+            machine_nodes: gpus.len(),
             all_devices: all,
             allocated_devices: BTreeSet::new(),
             devices_to_reuse: BTreeSet::new(),
@@ -654,7 +666,7 @@ impl DeviceManager {
     }
 
     fn free_per_numa(&self) -> Vec<u32> {
-        let mut free = vec![0; self.numa_nodes.len()];
+        let mut free = vec![0; self.machine_nodes];
         for d in self.available() {
             free[self.all_devices[&d]] += 1;
         }
@@ -1978,7 +1990,12 @@ pub fn brute_admit(
         )));
     }
     let gpus: Vec<u32> = numas.iter().map(|n| n.gpus.unwrap()).collect();
-    let devices = DeviceManager::new(GPU, &gpus, v.descending);
+    // The version decides the device hints' range; the caller picks one.
+    let device_numa_nodes = node
+        .kubelet_version
+        .expect("the brute force runs one kubelet version")
+        .at_least(1, 36);
+    let devices = DeviceManager::new(GPU, &gpus, v.descending, device_numa_nodes);
     // The scheduler / predicate admission: the node's GPUs.
     let wanted = pod_total(&pod.containers, |c| u64::from(c.gpus.unwrap_or(0)));
     if pod.containers.iter().any(|c| c.gpus.is_some()) && wanted > devices.all_devices.len() as u64
@@ -1991,7 +2008,12 @@ pub fn brute_admit(
     }
     let mut others = Vec::new();
     for (index, resource) in pod.devices.iter().enumerate() {
-        let manager = DeviceManager::new(resource, &node.devices[resource], v.descending);
+        let manager = DeviceManager::new(
+            resource,
+            &node.devices[resource],
+            v.descending,
+            device_numa_nodes,
+        );
         let wanted = pod_total(&pod.containers, |c| u64::from(c.device(index).unwrap_or(0)));
         if pod.containers.iter().any(|c| c.device(index).is_some())
             && wanted > manager.all_devices.len() as u64
