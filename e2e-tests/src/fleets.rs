@@ -430,6 +430,40 @@ pub fn gh200(version: KubeletVersion, max_allowable: u32) -> Machine {
     }
 }
 
+/// 8 AMD Instinct MI300X in CPX compute and NPS4 memory partition mode on
+/// 2 EPYC sockets of 96 cores with SMT, 2 NUMA nodes per socket (the
+/// labeler's `mi300x-cpx-nps4` tree): each GPU is 8 logical GPUs, as the
+/// AMD device plugin offers them, 16 per NUMA node.
+pub fn mi300x_cpx(kubelet: Kubelet) -> Machine {
+    let tree = labeled_tree(include_str!(
+        "../../labeler/tests/fixtures/sysfs/mi300x-cpx-nps4.labels"
+    ));
+    let hardware = Hardware {
+        numa_gpus: tree.numa_gpus.clone().unwrap_or_default(),
+        numa_cpus: tree.numa_cpus.clone().unwrap_or_default(),
+        numa_sockets: vec![0, 0, 1, 1],
+        threads_per_core: 2,
+        numa_memory_mib: vec![772_000; 4],
+        nvlink_group_max: 8,
+        pcie_switch_group_max: 1,
+        interconnect: Interconnect::Xgmi,
+    };
+    Machine {
+        instance: None,
+        product: "AMD-Instinct-MI300X-OAM",
+        gpu_memory_mib: 24_576,
+        cpu_vendor: "AuthenticAMD",
+        arch: "amd64",
+        gpu_vendor: GpuVendor::Amd,
+        topology: NodeTopology {
+            amd_compute_partition: tree.amd_compute_partition,
+            amd_memory_partition: tree.amd_memory_partition,
+            ..topology(&hardware, kubelet, 2)
+        }
+        .with_shape(),
+    }
+}
+
 /// What a labeler older than the shape label (the first label contract,
 /// before commit 6e62a97) publishes for `machine`: the counts and the three
 /// manager policies, no per-NUMA-node lists, no options, no shape.
@@ -1111,6 +1145,53 @@ pub fn session_files() -> Vec<SessionFile> {
                 mig_single(p5(Kubelet::cpu_static(SingleNumaNode, Pod)), "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb", 7),
                 2,
             )]),
+        },
+        SessionFile {
+            name: "grace-fleet",
+            about: "Grace machines: 2 GB200 trays (34 NUMA nodes, 2 with CPUs) on kubelet 1.36 with\nmax-allowable-numa-nodes 34, 2 such trays on kubelet 1.35, 2 on 1.36 whose kubelets keep the\ndefault max-allowable-numa-nodes 8, and 1 GH200 (9 NUMA nodes) on 1.36; single-numa-node, scope\npod, the static CPU Manager. Labels as the labeler writes them for its gb200-tray and gh200\ntrees. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![
+                nodes(gb200_tray(KubeletVersion::new(1, 36), 34), 2),
+                nodes(gb200_tray(KubeletVersion::new(1, 35), 34), 2),
+                nodes(gb200_tray(KubeletVersion::new(1, 36), 8), 2),
+                nodes(gh200(KubeletVersion::new(1, 36), 34), 1),
+            ]),
+        },
+        SessionFile {
+            name: "gb200-default-max-numa-and-hgx-fleet",
+            about: "2 GB200 trays (34 NUMA nodes) whose kubelets keep the default max-allowable-numa-nodes 8 with\nsingle-numa-node (their Topology Manager does not start, nor the kubelet), and 2 p5 (HGX H100)\non single-numa-node. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![
+                nodes(gb200_tray(KubeletVersion::new(1, 36), 8), 2),
+                nodes(p5(Kubelet::cpu_static(SingleNumaNode, Pod)), 2),
+            ]),
+        },
+        SessionFile {
+            name: "gb200-default-max-numa-fleet",
+            about: "2 GB200 trays (34 NUMA nodes) whose kubelets keep the default max-allowable-numa-nodes 8 with\nsingle-numa-node: their Topology Manager does not start, nor the kubelet. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![nodes(gb200_tray(KubeletVersion::new(1, 36), 8), 2)]),
+        },
+        SessionFile {
+            name: "gb200-kubelet-versions-fleet",
+            about: "4 GB200 trays (34 NUMA nodes) with max-allowable-numa-nodes 34 and single-numa-node: 2 on\nkubelet 1.35, whose device hints range over every NUMA node, and 2 on 1.36, whose device hints\nrange over the GPUs' NUMA nodes only. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![
+                nodes(gb200_tray(KubeletVersion::new(1, 35), 34), 2),
+                nodes(gb200_tray(KubeletVersion::new(1, 36), 34), 2),
+            ]),
+        },
+        SessionFile {
+            name: "gb200-kubelet-1-35-fleet",
+            about: "3 GB200 trays (34 NUMA nodes) on kubelet 1.35 with max-allowable-numa-nodes 34 and\nsingle-numa-node: every GPU pod's hint search walks 2^34 NUMA masks. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![nodes(gb200_tray(KubeletVersion::new(1, 35), 34), 3)]),
+        },
+        SessionFile {
+            name: "mi300x-cpx-fleet",
+            about: "2 nodes of 8 AMD MI300X in CPX/NPS4 (64 logical amd.com/gpu, 16 per NUMA node, 4 NUMA nodes\nof 96 CPUs) whose kubelets run single-numa-node, scope pod, the static CPU Manager. Labels as the\nlabeler writes them for its mi300x-cpx-nps4 tree, with the kubelet's. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![nodes(mi300x_cpx(Kubelet::cpu_static(SingleNumaNode, Pod)), 2)]),
         },
         SessionFile {
             name: "old-labeler-fleet",

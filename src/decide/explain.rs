@@ -167,11 +167,30 @@ pub fn shape_words(
     words.join(", ")
 }
 
+/// Per-NUMA counts joined by `+` (`4+4`). On machines of many NUMA nodes
+/// (a GB200 tray has 34, 32 of them CPU-less) a run of three or more equal
+/// counts is written `count×times` (`2+2+0×32`), so the message stays
+/// readable.
 fn joined(list: &[u32]) -> String {
-    list.iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join("+")
+    const SPELLED_OUT: usize = 8;
+    const SHORTEST_RUN: usize = 3;
+    if list.len() <= SPELLED_OUT {
+        return list
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join("+");
+    }
+    let mut parts: Vec<String> = Vec::new();
+    for run in list.chunk_by(|a, b| a == b) {
+        match run {
+            [count, ..] if run.len() >= SHORTEST_RUN => {
+                parts.push(format!("{count}×{}", run.len()))
+            }
+            _ => parts.extend(run.iter().map(u32::to_string)),
+        }
+    }
+    parts.join("+")
 }
 
 fn plural(count: u64, word: &str) -> String {
@@ -359,7 +378,7 @@ fn refused(
         ),
         Refusal::KubeletNotStarted(error) => (
             format!("the kubelet does not start ({})", startup_words(error)),
-            "Fix the kubelet configuration of those nodes".to_owned(),
+            startup_fix(error),
         ),
         Refusal::HintSearchTooSlow { container, masks, permutations } => {
             let before_1_36 = facts.kubelet_version.is_none_or(|v| !v.at_least(1, 36));
@@ -882,6 +901,19 @@ fn startup_words(error: StartupError) -> String {
     }
 }
 
+/// How to make the kubelet start again, for each reason it does not.
+fn startup_fix(error: StartupError) -> String {
+    match error {
+        StartupError::TooManyNumaNodes { numa_nodes, .. } => format!(
+            "Set topologyManagerPolicyOptions max-allowable-numa-nodes to at least {numa_nodes} in the kubelet configuration of those nodes, or topologyManagerPolicy none"
+        ),
+        StartupError::AlignBySocketWithSingleNumaNode
+        | StartupError::AlignBySocketMoreSocketsThanNumaNodes => {
+            "Fix the kubelet configuration of those nodes".to_owned()
+        }
+    }
+}
+
 /// Why the model cannot answer, in words.
 pub fn unknown_words(unknown: &Unknown) -> String {
     match unknown {
@@ -934,6 +966,36 @@ mod tests {
     // node shapes, GPUs, CPUs, NUMA nodes) for 0, 1 and several (issue #23:
     // "Every message sentence is tested for 0, 1 and several nodes or
     // shapes"); where a number cannot occur, a comment says why.
+
+    #[rstest]
+    #[case::two_sockets(&[4, 4], "4+4")]
+    #[case::eight_numa_nodes_spelled_out(&[0, 2, 0, 2, 0, 2, 0, 2], "0+2+0+2+0+2+0+2")]
+    #[case::gb200_tray_runs(&[2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], "2+2+0×32")]
+    #[case::gh200_runs(&[72, 0, 0, 0, 0, 0, 0, 0, 0], "72+0×8")]
+    #[case::short_runs_spelled_out(&[1, 1, 2, 2, 3, 3, 4, 4, 5], "1+1+2+2+3+3+4+4+5")]
+    fn per_numa_counts_stay_readable_on_many_numa_nodes(#[case] list: &[u32], #[case] words: &str) {
+        assert_eq!(joined(list), words);
+    }
+
+    #[rstest]
+    #[case::too_many_numa_nodes(
+        StartupError::TooManyNumaNodes { numa_nodes: 34, max_allowable: 8 },
+        "Set topologyManagerPolicyOptions max-allowable-numa-nodes to at least 34"
+    )]
+    #[case::align_by_socket(
+        StartupError::AlignBySocketWithSingleNumaNode,
+        "Fix the kubelet configuration"
+    )]
+    fn a_kubelet_that_does_not_start_is_told_what_to_set(
+        #[case] error: StartupError,
+        #[case] fix_starts: &str,
+    ) {
+        assert!(
+            startup_fix(error).starts_with(fix_starts),
+            "{}",
+            startup_fix(error)
+        );
+    }
 
     /// One container with `gpus` GPUs, `cpu` and `memory` as limits.
     fn pod_with(gpus: u32, cpu: &str, memory: &str) -> Value {
