@@ -30,7 +30,10 @@
 #   REQUESTS          requests of table 1 (default: the three of BENCHMARKS.md;
 #                     empty: none, e.g. to run the two tables side by side)
 #   SUMMARY_REQUESTS  requests of table 2 (default: the 8-GPU pod, the 5 KB pod)
-#   NODES             fleet sizes of table 2 (default: 50 500 5000)
+#   NODES             fleet sizes of tables 2 and 3 (default: 50 500 5000)
+#   FLEETS            table 3, NEW alone: the summary path of each named
+#                     fleet (profile's FLEET: two-socket, gb200, grace-cloud;
+#                     default: none), for SUMMARY_REQUESTS at NODES
 #   OUT               where callgrind's files and each run's log go
 #                     (default: target/bench-instructions)
 #
@@ -57,6 +60,7 @@ new_settings=$root/examples/settings.yaml
 requests=${REQUESTS-e2e-tests/benches/requests/inference-pod-5kb.json examples/requests/training-pod.json examples/requests/non-gpu-pod.json}
 summary_requests=${SUMMARY_REQUESTS-examples/requests/eight-gpu-pod.json e2e-tests/benches/requests/inference-pod-5kb.json}
 nodes=${NODES-50 500 5000}
+fleets=${FLEETS-}
 out=${OUT:-target/bench-instructions}
 mkdir -p "$out"
 
@@ -139,3 +143,22 @@ for request in $summary_requests; do
         echo "| $name | $n_nodes | ${bytes:-n/a} | $b | $n | $(change "$b" "$n") |"
     done
 done
+if [ -n "$fleets" ]; then
+    echo
+    echo "NEW on the summary path of other fleets (FLEETS), instructions per call:"
+    echo
+    echo "| request | fleet | nodes | summary bytes | wasm new |"
+    echo "| --- | --- | ---: | ---: | ---: |"
+    for request in $summary_requests; do
+        name=$(basename "$request" .json)
+        for fleet in $fleets; do
+            for n_nodes in $nodes; do
+                n=$(count "fleet-$fleet-$name-$n_nodes" "$wasm" "$new" "$request" \
+                    SETTINGS="$new_settings" SUMMARY_NODES="$n_nodes" FLEET="$fleet")
+                bytes=$(sed -n 's/^summary of [0-9]* nodes: \([0-9]*\) bytes.*/\1/p' \
+                    "$out/fleet-$fleet-$name-$n_nodes.log")
+                echo "| $name | $fleet | $n_nodes | ${bytes:-n/a} | $n |"
+            done
+        done
+    done
+fi

@@ -447,13 +447,33 @@ fn changed_trees_leave_out_what_they_no_longer_establish(
     #[case] left_out: &[&str],
     #[case] warning: &str,
 ) {
+    assert_changed_tree(
+        SMT_TREE,
+        "sysfs-changed",
+        change,
+        standing,
+        left_out,
+        warning,
+    );
+}
+
+/// A copy of `tree` changed by `change` keeps the `standing` labels and
+/// leaves out `left_out`, with a warning containing `warning`.
+fn assert_changed_tree(
+    tree: &str,
+    scratch: &str,
+    change: fn(&Path),
+    standing: &[(&str, &str)],
+    left_out: &[&str],
+    warning: &str,
+) {
     // One scratch tree per case: cases run in parallel, and two may leave out
     // the same labels.
     let case: String = warning
         .chars()
         .filter(char::is_ascii_alphanumeric)
         .collect();
-    let tree = common::scratch_copy(SMT_TREE, &format!("sysfs-changed-{case}"));
+    let tree = common::scratch_copy(tree, &format!("{scratch}-{case}"));
     change(&tree);
     let outcome = reconcile(&Inputs {
         sysfs: Some(read_sysfs(&tree).unwrap()),
@@ -466,7 +486,8 @@ fn changed_trees_leave_out_what_they_no_longer_establish(
                 .get(&format!("gpu-topology.io/{key}"))
                 .map(String::as_str),
             Some(*value),
-            "{labels:?}"
+            "{labels:?} {:?}",
+            outcome.warnings
         );
     }
     assert_left_out(&outcome, left_out, warning);
@@ -671,28 +692,14 @@ fn changed_mi300x_trees_count_what_the_device_plugin_exposes(
     #[case] left_out: &[&str],
     #[case] warning: &str,
 ) {
-    let case: String = warning
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .collect();
-    let tree = common::scratch_copy(MI300X_TREE, &format!("mi300x-changed-{case}"));
-    change(&tree);
-    let outcome = reconcile(&Inputs {
-        sysfs: Some(read_sysfs(&tree).unwrap()),
-        ..Inputs::default()
-    });
-    let labels = labels_of(&outcome);
-    for (key, value) in standing {
-        assert_eq!(
-            labels
-                .get(&format!("gpu-topology.io/{key}"))
-                .map(String::as_str),
-            Some(*value),
-            "{labels:?} {:?}",
-            outcome.warnings
-        );
-    }
-    assert_left_out(&outcome, left_out, warning);
+    assert_changed_tree(
+        MI300X_TREE,
+        "mi300x-changed",
+        change,
+        standing,
+        left_out,
+        warning,
+    );
 }
 
 /// Malformed partition files are errors naming the file, as every sysfs file is.
