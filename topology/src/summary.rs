@@ -243,6 +243,33 @@ mod tests {
         assert_eq!(read.fleet.nodes(), 3500);
     }
 
+    /// A machine of many NUMA nodes as the labeler labels it: its per-NUMA
+    /// lists in runs and its 34x34 distance matrix (ten label chunks) come
+    /// back whole from the summary, where the matrix is one uncut value.
+    #[rstest::rstest]
+    #[case::gb200_tray(include_str!(
+        "../../labeler/tests/fixtures/sysfs/gb200-tray.grace-many-numa-nodes.labels"
+    ))]
+    #[case::gh200(include_str!(
+        "../../labeler/tests/fixtures/sysfs/gh200.grace-many-numa-nodes.labels"
+    ))]
+    fn many_numa_nodes_read_back_whole(#[case] labels: &str) {
+        let pairs = labels.lines().filter_map(|line| line.split_once('='));
+        let topology = NodeTopology::from_labels(&crate::LabelPrefix::default(), pairs).unwrap();
+        assert!(topology.numa_distances.is_some());
+        let mut fleet = Fleet::new();
+        fleet.add_nodes(topology.clone(), 18);
+        let written = FleetSummary {
+            fleet,
+            malformed: 0,
+            generated_at: 1,
+        }
+        .to_data();
+        let read =
+            FleetSummary::from_data(written.iter().map(|(k, v)| (k.as_str(), v.as_str()))).unwrap();
+        assert_eq!(read.fleet.groups()[0].topology, topology);
+    }
+
     #[test]
     fn ignores_names_and_entries_it_does_not_know() {
         let read = FleetSummary::from_data(data(&[
