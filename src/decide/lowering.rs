@@ -84,15 +84,24 @@ pub fn lower_defaults(
     })
 }
 
-/// A refusal fewer CPUs or less memory could lift.
+/// A refusal fewer CPUs or less memory could lift. Not too few GPUs, a
+/// kubelet that does not start, nor a hint search too slow: the device
+/// hints alone walk their masks whatever the CPUs, and fewer CPUs or less
+/// memory fit more masks, so their hint lists only grow.
 fn refused_for_resources(verdict: &GroupVerdict) -> bool {
     match &verdict.answer {
-        model::Answer::Refuse(refusal) => !matches!(
-            refusal,
-            Refusal::Insufficient { .. } | Refusal::KubeletNotStarted(_)
-        ),
+        model::Answer::Refuse(refusal) => liftable(refusal),
         _ => false,
     }
+}
+
+fn liftable(refusal: &Refusal) -> bool {
+    !matches!(
+        refusal,
+        Refusal::Insufficient { .. }
+            | Refusal::KubeletNotStarted(_)
+            | Refusal::HintSearchTooSlow { .. }
+    )
 }
 
 fn setting(resource: Resource) -> &'static str {
@@ -269,6 +278,27 @@ mod tests {
                 "numa-memory-mib=515000.516024",
             );
         node(&labels)
+    }
+
+    #[rstest]
+    #[case::topology_affinity(Refusal::TopologyAffinity { container: None }, true)]
+    #[case::too_few_gpus(
+        Refusal::Insufficient { resource: gpu_topology::kubelet::Resource::Gpu, requested: 16, capacity: 8 },
+        false
+    )]
+    #[case::kubelet_not_started(
+        Refusal::KubeletNotStarted(gpu_topology::kubelet::StartupError::TooManyNumaNodes { numa_nodes: 34, max_allowable: 8 }),
+        false
+    )]
+    #[case::hint_search_too_slow(
+        Refusal::HintSearchTooSlow { container: Some(0), masks: 17_179_869_186, permutations: 4 },
+        false
+    )]
+    fn only_refusals_fewer_cpus_or_less_memory_can_lift_start_the_search(
+        #[case] refusal: Refusal,
+        #[case] searched: bool,
+    ) {
+        assert_eq!(liftable(&refusal), searched);
     }
 
     /// The defaults a pod is planned with, as the pipeline asks.
