@@ -639,12 +639,13 @@ impl fmt::Display for GpuClique {
 
 /// `8-4-4-4-12` hexadecimal digits.
 fn is_uuid(value: &str) -> bool {
-    let groups: Vec<&str> = value.split('-').collect();
-    groups.len() == 5
-        && groups
-            .iter()
-            .zip([8, 4, 4, 4, 12])
-            .all(|(group, len)| group.len() == len && group.bytes().all(|b| b.is_ascii_hexdigit()))
+    // Read in place: the policy reads this label on every Node it lists.
+    let mut groups = value.split('-');
+    [8, 4, 4, 4, 12].into_iter().all(|len| {
+        groups
+            .next()
+            .is_some_and(|group| group.len() == len && group.bytes().all(|b| b.is_ascii_hexdigit()))
+    }) && groups.next().is_none()
 }
 
 /// Most NUMA nodes a per-NUMA list label describes. The kubelet's Topology

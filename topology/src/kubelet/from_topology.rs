@@ -109,6 +109,7 @@ fn numa_nodes(topology: &NodeTopology) -> Option<Vec<NumaNodeFacts>> {
             reserved_pages: 0,
         })
     };
+    let distances = distances(topology, count);
     let nodes = (0..count)
         .map(|numa| {
             let cpus = entry(LabelKey::NumaCpus, numa);
@@ -126,22 +127,19 @@ fn numa_nodes(topology: &NodeTopology) -> Option<Vec<NumaNodeFacts>> {
                 reserved_memory_mib: net_memory.map(|_| 0),
                 hugepages_2mi,
                 hugepages_1gi,
-                distances: distances(topology, numa, count),
+                distances: distances.and_then(|rows| rows.get(numa).cloned()),
             }
         })
         .collect();
     Some(nodes)
 }
 
-/// NUMA node `numa`'s row of the SLIT distances, when the published matrix
-/// is one of `count` rows of `count` entries (another size describes other
-/// NUMA nodes: unknown).
-fn distances(topology: &NodeTopology, numa: usize, count: usize) -> Option<Vec<u32>> {
-    let rows = topology.numa_distances.as_ref()?;
-    if rows.len() != count || rows.iter().any(|row| row.len() != count) {
-        return None;
-    }
-    rows.get(numa).cloned()
+/// The SLIT distances, when the published matrix is one of `count` rows of
+/// `count` entries (another size describes other NUMA nodes: unknown).
+/// Checked once per node, not once per row.
+fn distances(topology: &NodeTopology, count: usize) -> Option<&[Vec<u32>]> {
+    let rows = topology.numa_distances.as_deref()?;
+    (rows.len() == count && rows.iter().all(|row| row.len() == count)).then_some(rows)
 }
 
 /// The model's total memory of a NUMA node: the net label plus the
