@@ -530,6 +530,8 @@ pub enum ListAnswer {
     NotAsked,
     Nodes(Vec<Nodes>),
     Error(&'static str),
+    /// A claim's lists: the DeviceClasses and ResourceSlices of a DRA fleet.
+    Dra(crate::dra_fleets::DraFleet),
 }
 
 /// One session file.
@@ -869,6 +871,17 @@ pub fn render(file: &SessionFile) -> Result<String> {
         (ListAnswer::Error(message), _) => {
             out.push_str(&exchange(&list_request(&prefix), Err(message))?);
         }
+        (ListAnswer::Dra(fleet), _) => {
+            use crate::dra_fleets as dra;
+            out.push_str(&exchange(
+                &dra::device_class_request(),
+                Ok(&dra::device_class_list(fleet)?),
+            )?);
+            out.push_str(&exchange(
+                &dra::resource_slice_request(),
+                Ok(&dra::resource_slice_list(fleet)),
+            )?);
+        }
         _ => {}
     }
     Ok(out)
@@ -1201,6 +1214,21 @@ pub fn session_files() -> Vec<SessionFile> {
                 nodes(p5(Kubelet::cpu_static(BestEffort, Pod)), 2),
                 nodes(old_labeler(hgx_a100(Kubelet::cpu_static(BestEffort, Pod))), 3),
             ]),
+        },
+        SessionFile {
+            name: "dra-hgx-h100-fleet",
+            about: "A DRA fleet for claims: the NVIDIA DRA driver's and dranet's DeviceClasses, and 2 HGX H100 nodes\nwhose ResourceSlices publish 8 GPUs (4 per NUMA node, resource.kubernetes.io/numaNode) and 8 RDMA\nNICs (4 per NUMA node, also dra.net/numaNode). The policy lists the classes, then the slices.",
+            summary: S::NotAsked,
+            list: L::Dra(crate::dra_fleets::DraFleet {
+                class_files: &["nvidia.yaml", "nics.yaml"],
+                nodes: vec![crate::dra_fleets::DraNodes {
+                    prefix: "dra-hgx",
+                    count: 2,
+                    product: "NVIDIA H100 80GB HBM3",
+                    gpus_per_numa: &[4, 4],
+                    nics_per_numa: &[4, 4],
+                }],
+            }),
         },
     ]
 }

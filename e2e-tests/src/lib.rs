@@ -22,6 +22,7 @@
 pub mod admission;
 pub mod demo;
 pub mod documented_settings;
+pub mod dra_fleets;
 pub mod fleets;
 pub mod host;
 pub mod kwctl;

@@ -12,6 +12,7 @@
 
 pub mod affinity;
 pub mod capacity;
+pub mod claim;
 pub mod demand;
 pub mod explain;
 pub mod fit;
@@ -159,6 +160,14 @@ pub(crate) fn decide_request(
     if (group, kind) == (Pod::GROUP, Pod::KIND) {
         return match operation {
             CREATE => decide_pod(request.pod_text(), request.object_text(), config, cluster),
+            _ => Decision::accept().into(),
+        };
+    }
+    if let Some(claim_kind) = crate::request::claim::find(group, kind) {
+        return match request.kind.version.as_ref() {
+            crate::request::claim::RESOURCE_VERSION => {
+                claim::evaluate(request, claim_kind, config, cluster).into()
+            }
             _ => Decision::accept().into(),
         };
     }

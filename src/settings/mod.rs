@@ -79,6 +79,7 @@ pub struct Settings {
     pub qos: QosSettings,
     pub topology: TopologySettings,
     pub capacity: Option<CapacitySettings>,
+    pub dra: DraSettings,
 }
 
 impl Default for Settings {
@@ -92,6 +93,7 @@ impl Default for Settings {
             qos: QosSettings::default(),
             topology: TopologySettings::default(),
             capacity: None,
+            dra: DraSettings::default(),
         }
     }
 }
@@ -395,6 +397,74 @@ impl CapacitySettings {
     }
 }
 
+/// DeviceClasses whose devices are GPUs, when the operator configures none:
+/// the NVIDIA DRA driver's full GPUs and MIG devices, AMD's and Intel's.
+pub const DEFAULT_GPU_DEVICE_CLASSES: [&str; 4] = [
+    "gpu.nvidia.com",
+    "mig.nvidia.com",
+    "gpu.amd.com",
+    "gpu.intel.com",
+];
+/// DeviceClasses aligned with a claim's GPUs when the operator configures
+/// none: dra-driver-cpu's CPUs, and the NICs of dranet and the SR-IOV DRA
+/// driver under the class names their documentation uses.
+pub const DEFAULT_ALIGNED_DEVICE_CLASSES: [&str; 3] = [
+    "dra.cpu",
+    "dranet.net",
+    "sriovnetwork.k8snetworkplumbingwg.io",
+];
+
+/// The `dra` settings: which DeviceClasses of a ResourceClaim are GPUs, and
+/// which others are aligned with them (`decide::claim`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct DraSettings {
+    /// A claim with a request of one of these classes is a GPU claim.
+    pub gpu_device_classes: Vec<String>,
+    /// Requests of these classes beside GPU requests are constrained to the
+    /// GPUs' NUMA node with them.
+    pub aligned_device_classes: Vec<String>,
+}
+
+impl Default for DraSettings {
+    fn default() -> Self {
+        DraSettings {
+            gpu_device_classes: DEFAULT_GPU_DEVICE_CLASSES.map(str::to_owned).to_vec(),
+            aligned_device_classes: DEFAULT_ALIGNED_DEVICE_CLASSES.map(str::to_owned).to_vec(),
+        }
+    }
+}
+
+impl DraSettings {
+    pub fn is_gpu_class(&self, class: &str) -> bool {
+        self.gpu_device_classes.iter().any(|name| name == class)
+    }
+
+    pub fn is_aligned_class(&self, class: &str) -> bool {
+        self.aligned_device_classes.iter().any(|name| name == class)
+    }
+
+    fn check(&self, errors: &mut Vec<String>) {
+        let mut seen = BTreeSet::new();
+        for (key, names) in [
+            ("dra.gpuDeviceClasses", &self.gpu_device_classes),
+            ("dra.alignedDeviceClasses", &self.aligned_device_classes),
+        ] {
+            for name in names {
+                if !is_dns_subdomain(name) {
+                    errors.push(format!(
+                        "{key}: {name:?} is not a DeviceClass name (a DNS subdomain, e.g. gpu.nvidia.com)"
+                    ));
+                } else if !seen.insert(name) {
+                    errors.push(format!(
+                        "{key}: {name:?} is listed twice (in dra.gpuDeviceClasses or dra.alignedDeviceClasses)"
+                    ));
+                }
+            }
+        }
+    }
+}
+
 /// A quantity as written: a string, or a YAML number such as `8`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QuantityText(pub String);
@@ -476,6 +546,8 @@ pub struct Config {
     /// Where the cluster view comes from (`capacity.source`, `capacity.fleetSummary`).
     pub sources: FleetSources,
     pub unlabeled_nodes: UnlabeledNodes,
+    /// The DeviceClasses of GPU claims and of the devices aligned with them.
+    pub dra: DraSettings,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -588,6 +660,7 @@ impl Settings {
             },
         };
         self.check_topology(&mut errors);
+        self.dra.check(&mut errors);
         if let Some(capacity) = &self.capacity {
             check_capacity(capacity, &mut errors);
         }
@@ -621,6 +694,7 @@ impl Settings {
                     .as_ref()
                     .map(|c| c.unlabeled_nodes)
                     .unwrap_or_default(),
+                dra: self.dra.clone(),
             }),
             _ => Err(errors.join("; ")),
         }

@@ -1,0 +1,186 @@
+//! DRA fleets for the session files: the DeviceClasses and ResourceSlices
+//! the policy lists for a claim, in the shape the drivers publish them.
+//!
+//! The DeviceClasses are the drivers' own, read from
+//! `tests/fixtures/dra/deviceclasses/` (provenance in its `SOURCES.md`).
+//! A node's devices are the published examples made many: a GPU is the
+//! "Full GPU (type: gpu)" device of the NVIDIA DRA driver's reference page
+//! (`resourceslices/nvidia-gpu-doc.yaml`) with the node's product, bus IDs
+//! and NUMA node; a NIC is a device of dranet's quick start
+//! (`resourceslices/dranet-gke-quickstart.yaml`) in the v1 shape (its
+//! attributes directly on the device). Each node publishes one pool per
+//! driver, named after the node, one slice each, as both drivers do.
+//!
+//! The host applies the policy's field masks before answering, so the
+//! answers hold only the masked fields, as a replay must.
+
+use crate::session::HostRequest;
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+
+/// Nodes that publish the same DRA devices.
+#[derive(Debug, Clone)]
+pub struct DraNodes {
+    /// Node names are `<prefix>-<i>`.
+    pub prefix: &'static str,
+    pub count: usize,
+    pub product: &'static str,
+    /// GPUs per NUMA node, node 0 first.
+    pub gpus_per_numa: &'static [usize],
+    /// dranet NICs per NUMA node.
+    pub nics_per_numa: &'static [usize],
+}
+
+/// What a DRA session's two list answers hold.
+#[derive(Debug, Clone)]
+pub struct DraFleet {
+    /// Files of `tests/fixtures/dra/deviceclasses/`.
+    pub class_files: &'static [&'static str],
+    pub nodes: Vec<DraNodes>,
+}
+
+const GPU_DRIVER: &str = "gpu.nvidia.com";
+const NIC_DRIVER: &str = "dra.net";
+
+fn fixtures_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dra")
+}
+
+/// The DeviceClass list, masked to `metadata.name` and `spec.selectors`.
+pub fn device_class_list(fleet: &DraFleet) -> Result<Value> {
+    let mut items = Vec::new();
+    for file in fleet.class_files {
+        let path = fixtures_dir().join("deviceclasses").join(file);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        for document in serde_yaml::Deserializer::from_str(&text) {
+            let class = <Value as serde::Deserialize>::deserialize(document)
+                .with_context(|| format!("{} is not YAML", path.display()))?;
+            if class.is_null() {
+                continue;
+            }
+            items.push(json!({
+                "metadata": {"name": class["metadata"]["name"]},
+                "spec": {"selectors": class["spec"]["selectors"]},
+            }));
+        }
+    }
+    Ok(json!({
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClassList",
+        "metadata": {"resourceVersion": "48213377"},
+        "items": items,
+    }))
+}
+
+/// The policy's DeviceClass list request, in kwctl's terms.
+pub fn device_class_request() -> HostRequest {
+    list_all("DeviceClass", &["metadata.name", "spec.selectors"])
+}
+
+/// The policy's ResourceSlice list request, in kwctl's terms.
+pub fn resource_slice_request() -> HostRequest {
+    list_all(
+        "ResourceSlice",
+        &[
+            "spec.driver",
+            "spec.nodeName",
+            "spec.pool",
+            "spec.devices.attributes",
+            "spec.devices.allowMultipleAllocations",
+        ],
+    )
+}
+
+fn list_all(kind: &str, masks: &[&str]) -> HostRequest {
+    HostRequest::KubernetesListResourceAll {
+        api_version: "resource.k8s.io/v1".into(),
+        kind: kind.into(),
+        label_selector: None,
+        field_selector: None,
+        field_masks: Some(
+            masks
+                .iter()
+                .map(|m| (*m).to_owned())
+                .collect::<BTreeSet<_>>(),
+        ),
+    }
+}
+
+/// The ResourceSlice list, masked to what the policy reads.
+pub fn resource_slice_list(fleet: &DraFleet) -> Value {
+    let mut items = Vec::new();
+    for nodes in &fleet.nodes {
+        for index in 0..nodes.count {
+            let node = format!("{}-{index}", nodes.prefix);
+            let gpus = numa_devices(nodes.gpus_per_numa, |i, numa| gpu(nodes, index, i, numa));
+            items.push(slice(GPU_DRIVER, &node, gpus));
+            if !nodes.nics_per_numa.is_empty() {
+                let nics = numa_devices(nodes.nics_per_numa, nic);
+                items.push(slice(NIC_DRIVER, &node, nics));
+            }
+        }
+    }
+    json!({
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSliceList",
+        "metadata": {"resourceVersion": "48213377"},
+        "items": items,
+    })
+}
+
+fn numa_devices(per_numa: &[usize], device: impl Fn(usize, usize) -> Value) -> Vec<Value> {
+    let mut devices = Vec::new();
+    for (numa, count) in per_numa.iter().enumerate() {
+        for _ in 0..*count {
+            devices.push(device(devices.len(), numa));
+        }
+    }
+    devices
+}
+
+fn slice(driver: &str, node: &str, devices: Vec<Value>) -> Value {
+    json!({"spec": {
+        "driver": driver,
+        "nodeName": node,
+        "pool": {"generation": 1, "name": node, "resourceSliceCount": 1},
+        "devices": devices,
+    }})
+}
+
+/// An NVIDIA DRA driver full GPU, as its reference page shows one.
+fn gpu(nodes: &DraNodes, node: usize, index: usize, numa: usize) -> Value {
+    // Bus IDs as on an HGX board: two GPUs behind each PCIe switch, one
+    // switch per root port.
+    let bus = 0x18 + 0x10 * index;
+    let root = 0x17 + 0x20 * (index / 2);
+    json!({"attributes": {
+        "addressingMode": {"string": "HMM"},
+        "architecture": {"string": "Hopper"},
+        "brand": {"string": "Nvidia"},
+        "cudaComputeCapability": {"version": "9.0.0"},
+        "cudaDriverVersion": {"version": "13.0.0"},
+        "driverVersion": {"version": "580.126.20"},
+        "productName": {"string": nodes.product},
+        "resource.kubernetes.io/pciBusID": {"string": format!("0000:{bus:02x}:00.0")},
+        "resource.kubernetes.io/pcieRoot": {"string": format!("pci0000:{root:02x}")},
+        "resource.kubernetes.io/numaNode": {"int": numa},
+        "type": {"string": "gpu"},
+        "uuid": {"string": format!("GPU-{node:08x}-5a5f-aa66-7660-{index:012x}")},
+    }})
+}
+
+/// A dranet RDMA NIC, as its quick start shows one (v1 shape).
+fn nic(index: usize, numa: usize) -> Value {
+    json!({"attributes": {
+        "dra.net/ifName": {"string": format!("gpu{index}rdma0")},
+        "dra.net/numaNode": {"int": numa},
+        "resource.kubernetes.io/numaNode": {"int": numa},
+        "dra.net/pciVendor": {"string": "Mellanox Technologies"},
+        "dra.net/rdma": {"bool": true},
+        "dra.net/sriov": {"bool": false},
+        "dra.net/type": {"string": "device"},
+        "dra.net/virtual": {"bool": false},
+    }})
+}

@@ -1,0 +1,256 @@
+//! Which alignment constraint a GPU claim lacks, decided from the claim and
+//! the devices the cluster publishes.
+//!
+//! The kubelet gives DRA devices no topology hint (`pkg/kubelet/cm/dra`
+//! `GetTopologyHints` answers `nil`): the only alignment a claim's devices
+//! get is the scheduler's, from the claim's own `matchAttribute`
+//! constraints, and a constraint spans one claim only. So the policy adds,
+//! inside the claim, one constraint over its GPU requests and the requests
+//! of aligned classes beside them (NICs, CPUs), on a NUMA attribute every
+//! candidate device publishes: the allocator refuses a device that lacks
+//! the constrained attribute (`matchAttributeConstraint.add`), and a
+//! constraint on an attribute some devices miss would make them
+//! unallocatable.
+
+use crate::cluster::dra::{
+    DraInventory, DRANET_NUMA_ATTRIBUTE, STANDARD_NUMA_ATTRIBUTE, STANDARD_PCIE_ROOT_ATTRIBUTE,
+};
+use crate::request::claim::{AllocationMode, ConstraintRule, DeviceClaim, DeviceConstraint};
+use crate::settings::DraSettings;
+use std::collections::BTreeSet;
+
+/// The requests of a claim the policy aligns, and how many devices they take.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Aligned {
+    /// The GPU requests, in the claim's order.
+    pub gpu_requests: Vec<String>,
+    /// GPU requests and requests of aligned classes, in the claim's order.
+    pub requests: Vec<String>,
+    /// Their classes.
+    pub classes: BTreeSet<String>,
+    /// The fewest devices they take together.
+    pub devices: u32,
+}
+
+/// The requests to align: those whose every choice is of a GPU or aligned
+/// class with `ExactCount` (an `All` request takes every matching device of
+/// the node, which one NUMA value rarely holds). `None` when the claim has
+/// no GPU request: it is no GPU claim.
+pub fn aligned_requests(claim: &DeviceClaim, dra: &DraSettings) -> Option<Aligned> {
+    let is_gpu = |request: &crate::request::claim::DeviceRequest| {
+        request
+            .choices
+            .iter()
+            .any(|choice| dra.is_gpu_class(&choice.device_class))
+    };
+    if !claim.requests.iter().any(is_gpu) {
+        return None;
+    }
+    let mut aligned = Aligned {
+        gpu_requests: Vec::new(),
+        requests: Vec::new(),
+        classes: BTreeSet::new(),
+        devices: 0,
+    };
+    for request in &claim.requests {
+        let counts: Option<Vec<u32>> = request
+            .choices
+            .iter()
+            .map(|choice| match choice.mode {
+                AllocationMode::ExactCount(count)
+                    if dra.is_gpu_class(&choice.device_class)
+                        || dra.is_aligned_class(&choice.device_class) =>
+                {
+                    Some(count)
+                }
+                _ => None,
+            })
+            .collect();
+        let Some(fewest) = counts.and_then(|counts| counts.into_iter().min()) else {
+            continue;
+        };
+        if is_gpu(request) {
+            aligned.gpu_requests.push(request.name.clone());
+        }
+        aligned.requests.push(request.name.clone());
+        aligned
+            .classes
+            .extend(request.choices.iter().map(|c| c.device_class.clone()));
+        aligned.devices = aligned.devices.saturating_add(fewest);
+    }
+    Some(aligned)
+}
+
+/// What the claim needs for alignment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Completion {
+    /// Fewer than two devices to align.
+    NotNeeded,
+    /// A constraint of the author's already aligns them (on a NUMA or PCIe
+    /// root attribute): it is never changed.
+    AlignedByAuthor(String),
+    /// The constraint to add.
+    Add(DeviceConstraint),
+    /// Why no constraint can be added safely.
+    Cannot(CannotAlign),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CannotAlign {
+    /// The classes are not in the DeviceClass list, or their selectors name
+    /// no driver the policy reads.
+    UnreadClasses(Vec<String>),
+    /// No published device of these classes: nothing tells which attribute
+    /// they carry.
+    Unpublished(Vec<String>),
+    /// No NUMA attribute is published by every device of the classes:
+    /// `class` has `devices` devices without `attribute` (the standard one).
+    NoCommonAttribute {
+        class: String,
+        devices: usize,
+        attribute: &'static str,
+    },
+    /// These requests choose their devices by CEL selectors, which the
+    /// policy does not evaluate: the devices chosen may sit on different
+    /// NUMA nodes on purpose, and a constraint could leave none to allocate.
+    Selected(Vec<String>),
+    /// `topology.alignment: nvlink`: no DRA driver publishes an NVLink
+    /// attribute for full GPUs or MIG devices.
+    NoInterconnectAttribute,
+}
+
+/// Whether `name` is an attribute that aligns devices by locality: any
+/// driver's `numaNode`, or the standard `pcieRoot` (a stronger alignment,
+/// the author's choice to make).
+fn is_locality_attribute(name: &str) -> bool {
+    name == STANDARD_PCIE_ROOT_ATTRIBUTE || name.rsplit('/').next() == Some("numaNode")
+}
+
+/// The constraint a GPU claim lacks under NUMA alignment.
+pub fn numa_completion(
+    claim: &DeviceClaim,
+    aligned: &Aligned,
+    inventory: &DraInventory,
+) -> Completion {
+    if aligned.devices < 2 {
+        return Completion::NotNeeded;
+    }
+    if let Some(attribute) =
+        claim
+            .constraints
+            .iter()
+            .find_map(|constraint| match &constraint.rule {
+                ConstraintRule::MatchAttribute(name)
+                    if is_locality_attribute(name)
+                        && aligned.requests.iter().any(|r| constraint.covers(r)) =>
+                {
+                    Some(name.clone())
+                }
+                _ => None,
+            })
+    {
+        return Completion::AlignedByAuthor(attribute);
+    }
+    let selected: Vec<String> = claim
+        .requests
+        .iter()
+        .filter(|request| {
+            aligned.requests.contains(&request.name)
+                && request.choices.iter().any(|choice| choice.selected)
+        })
+        .map(|request| request.name.clone())
+        .collect();
+    if !selected.is_empty() {
+        return Completion::Cannot(CannotAlign::Selected(selected));
+    }
+    match common_numa_attribute(aligned, inventory) {
+        Ok(attribute) => Completion::Add(DeviceConstraint {
+            requests: aligned.requests.clone(),
+            rule: ConstraintRule::MatchAttribute(attribute),
+        }),
+        Err(cannot) => Completion::Cannot(cannot),
+    }
+}
+
+/// The first NUMA attribute every published device of the aligned classes
+/// has: the standard one, then a driver's own (`gpu.amd.com/numaNode`),
+/// then dranet's.
+fn common_numa_attribute(
+    aligned: &Aligned,
+    inventory: &DraInventory,
+) -> Result<String, CannotAlign> {
+    let unread: Vec<String> = aligned
+        .classes
+        .iter()
+        .filter(|class| {
+            inventory
+                .classes
+                .get(*class)
+                .is_none_or(|selector| selector.driver.is_none())
+        })
+        .cloned()
+        .collect();
+    if !unread.is_empty() {
+        return Err(CannotAlign::UnreadClasses(unread));
+    }
+    let selectors: Vec<(&String, &crate::cluster::dra::ClassSelector)> = aligned
+        .classes
+        .iter()
+        .filter_map(|class| inventory.classes.get(class).map(|s| (class, s)))
+        .collect();
+    let devices_of = |selector: &crate::cluster::dra::ClassSelector| {
+        inventory
+            .all_devices()
+            .filter(|device| selector.admits(device))
+            .collect::<Vec<_>>()
+    };
+    let unpublished: Vec<String> = selectors
+        .iter()
+        .filter(|(_, selector)| devices_of(selector).is_empty())
+        .map(|(class, _)| (*class).clone())
+        .collect();
+    if !unpublished.is_empty() {
+        return Err(CannotAlign::Unpublished(unpublished));
+    }
+    let mut candidates = vec![STANDARD_NUMA_ATTRIBUTE.to_owned()];
+    for (_, selector) in &selectors {
+        if let Some(driver) = &selector.driver {
+            candidates.push(format!("{driver}/numaNode"));
+        }
+    }
+    candidates.push(DRANET_NUMA_ATTRIBUTE.to_owned());
+    let mut seen = BTreeSet::new();
+    candidates.retain(|name| seen.insert(name.clone()));
+    for candidate in &candidates {
+        if selectors.iter().all(|(_, selector)| {
+            devices_of(selector)
+                .iter()
+                .all(|device| device.attribute(candidate).is_some())
+        }) {
+            return Ok(candidate.clone());
+        }
+    }
+    let (class, devices) = selectors
+        .iter()
+        .map(|(class, selector)| {
+            let missing = devices_of(selector)
+                .iter()
+                .filter(|device| device.attribute(STANDARD_NUMA_ATTRIBUTE).is_none())
+                .count();
+            ((*class).clone(), missing)
+        })
+        .max_by_key(|(_, missing)| *missing)
+        .unwrap_or_default();
+    Err(CannotAlign::NoCommonAttribute {
+        class,
+        devices,
+        attribute: STANDARD_NUMA_ATTRIBUTE,
+    })
+}
+
+/// The claim with `constraint` added, for the fit of the completed claim.
+pub fn with_constraint(claim: &DeviceClaim, constraint: &DeviceConstraint) -> DeviceClaim {
+    let mut completed = claim.clone();
+    completed.constraints.push(constraint.clone());
+    completed
+}

@@ -1,0 +1,317 @@
+//! Whether some node's published devices can satisfy a claim: the
+//! conditions the scheduler's structured allocator must meet
+//! (`dynamic-resource-allocation/structured/internal/stable/allocator_stable.go`),
+//! counted per group of nodes that publish the same devices.
+//!
+//! The allocator searches depth-first over requests and devices for the
+//! first allocation that meets every constraint. The policy does not
+//! search: it checks conditions every allocation must meet, so that a claim
+//! it refuses has no allocation on any node, and where a fact it does not
+//! read (CEL selectors, consumable capacity, other claims' allocations)
+//! could only remove devices, it counts the devices without that fact, an
+//! upper bound. Those conditions are:
+//!
+//! 1. every `ExactCount` request has at least `count` devices of its class
+//!    on the node, and the requests of one class together at most the
+//!    class's devices (a device is allocated once unless it allows multiple
+//!    allocations);
+//! 2. for every `matchAttribute` constraint, one value of the attribute is
+//!    held by enough devices of each class it covers (`matchAttributeConstraint.add`:
+//!    a device without the attribute is refused; a list value matches on a
+//!    non-empty intersection, so a device counts for each value it lists).
+//!
+//! `All` requests, `firstAvailable` requests under a constraint and
+//! `distinctAttribute` constraints are not counted (they only loosen the
+//! conditions), and a node whose pool is mid-update, or a class whose
+//! devices some slice offers to several nodes, makes the answer unknown.
+
+use crate::cluster::dra::{Atom, ClassSelector, Device, DraInventory, NodeGroup};
+use crate::request::claim::{AllocationMode, ConstraintRule, DeviceClaim};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Why a group of nodes cannot satisfy the claim, with the numbers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shortfall {
+    /// Requests of `class` need `needed` devices; the node has `published`.
+    Devices {
+        requests: Vec<String>,
+        class: String,
+        needed: u32,
+        published: u32,
+    },
+    /// Under a `matchAttribute` constraint on `attribute`, the requests of
+    /// `class` need `needed` devices with one value; the most devices of the
+    /// class that share one value is `most` (`at`: that value).
+    OneValue {
+        attribute: String,
+        requests: Vec<String>,
+        class: String,
+        needed: u32,
+        most: u32,
+        at: Option<Atom>,
+    },
+}
+
+/// Why the answer for a group is unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unknown {
+    /// The class is not in the DeviceClass list, or its selector names no
+    /// driver the policy reads.
+    UnreadClass(String),
+    /// A pool of the class's driver is mid-update on these nodes.
+    PoolUpdating(String),
+    /// Devices of the class are offered to nodes through a node selector.
+    SharedPool(String),
+}
+
+/// The answer for one group of nodes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupFit {
+    Fits,
+    Unknown(Unknown),
+    Short(Shortfall),
+}
+
+/// The answer for the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimFit {
+    /// Some group of nodes can satisfy the claim (as far as counted).
+    Fits,
+    /// No group is known to fit, and some cannot be told.
+    Unknown(Unknown),
+    /// No node publishes a device of these classes: the drivers may not
+    /// have published yet, so nothing is refused on it.
+    NoDevices(Vec<String>),
+    /// No group of nodes can satisfy it: each group's first shortfall,
+    /// with the group's nodes.
+    NoFit(Vec<(Vec<String>, Shortfall)>),
+}
+
+/// The fit of `claim` against `inventory`.
+pub fn claim_fit(claim: &DeviceClaim, inventory: &DraInventory) -> ClaimFit {
+    let classes = counted_classes(claim);
+    let unpublished: Vec<String> = classes
+        .iter()
+        .filter(|class| {
+            inventory.classes.get(**class).is_some_and(|selector| {
+                selector.driver.is_some()
+                    && !inventory
+                        .all_devices()
+                        .any(|device| selector.admits(device))
+            })
+        })
+        .map(|class| (*class).to_owned())
+        .collect();
+    let mut unknown = None;
+    let mut short = Vec::new();
+    for group in &inventory.groups {
+        match group_fit(claim, group, inventory) {
+            GroupFit::Fits => return ClaimFit::Fits,
+            GroupFit::Unknown(why) => unknown = unknown.or(Some(why)),
+            GroupFit::Short(shortfall) => short.push((group.nodes.clone(), shortfall)),
+        }
+    }
+    match unknown {
+        Some(why) => ClaimFit::Unknown(why),
+        None if !unpublished.is_empty() => ClaimFit::NoDevices(unpublished),
+        None if short.is_empty() => {
+            ClaimFit::NoDevices(classes.into_iter().map(str::to_owned).collect())
+        }
+        None => ClaimFit::NoFit(short),
+    }
+}
+
+/// The classes of the requests the fit counts.
+fn counted_classes(claim: &DeviceClaim) -> BTreeSet<&str> {
+    claim
+        .requests
+        .iter()
+        .flat_map(|request| request.choices.iter())
+        .map(|choice| choice.device_class.as_str())
+        .collect()
+}
+
+/// The devices of `class` on `group`, or why they are not known.
+struct ClassDevices<'a> {
+    devices: Vec<&'a Device>,
+    /// One of them may serve several requests.
+    shared: bool,
+}
+
+fn class_devices<'a>(
+    class: &str,
+    group: &'a NodeGroup,
+    inventory: &DraInventory,
+) -> Result<ClassDevices<'a>, Unknown> {
+    let selector: &ClassSelector = inventory
+        .classes
+        .get(class)
+        .filter(|selector| selector.driver.is_some())
+        .ok_or_else(|| Unknown::UnreadClass(class.to_owned()))?;
+    let driver = selector.driver.as_deref().unwrap_or_default();
+    if group.incomplete_drivers.contains(driver) {
+        return Err(Unknown::PoolUpdating(driver.to_owned()));
+    }
+    if inventory
+        .unattached
+        .iter()
+        .any(|device| selector.admits(device))
+    {
+        return Err(Unknown::SharedPool(class.to_owned()));
+    }
+    let devices: Vec<&Device> = group
+        .devices
+        .iter()
+        .filter(|device| selector.admits(device))
+        .collect();
+    Ok(ClassDevices {
+        shared: devices.iter().any(|device| device.shared),
+        devices,
+    })
+}
+
+/// The fit of `claim` on one group of nodes.
+pub fn group_fit(claim: &DeviceClaim, group: &NodeGroup, inventory: &DraInventory) -> GroupFit {
+    // Condition 1, per class: the ExactCount `exactly` requests together;
+    // a firstAvailable request needs one of its choices.
+    let mut per_class: BTreeMap<&str, (u32, Vec<String>)> = BTreeMap::new();
+    for request in &claim.requests {
+        if request.is_first_available() {
+            let mut first_short = None;
+            let mut satisfied = false;
+            for choice in &request.choices {
+                let devices = match class_devices(&choice.device_class, group, inventory) {
+                    Ok(devices) => devices,
+                    Err(why) => return GroupFit::Unknown(why),
+                };
+                match choice.mode {
+                    AllocationMode::ExactCount(count)
+                        if !devices.shared && (devices.devices.len() as u64) < u64::from(count) =>
+                    {
+                        first_short.get_or_insert(Shortfall::Devices {
+                            requests: vec![request.name.clone()],
+                            class: choice.device_class.clone(),
+                            needed: count,
+                            published: devices.devices.len() as u32,
+                        });
+                    }
+                    _ => satisfied = true,
+                }
+            }
+            if let (false, Some(shortfall)) = (satisfied, first_short) {
+                return GroupFit::Short(shortfall);
+            }
+            continue;
+        }
+        for choice in &request.choices {
+            if let AllocationMode::ExactCount(count) = choice.mode {
+                let entry = per_class.entry(&choice.device_class).or_default();
+                entry.0 = entry.0.saturating_add(count);
+                entry.1.push(request.name.clone());
+            }
+        }
+    }
+    for (class, (needed, requests)) in &per_class {
+        let devices = match class_devices(class, group, inventory) {
+            Ok(devices) => devices,
+            Err(why) => return GroupFit::Unknown(why),
+        };
+        if !devices.shared && (devices.devices.len() as u64) < u64::from(*needed) {
+            return GroupFit::Short(Shortfall::Devices {
+                requests: requests.clone(),
+                class: (*class).to_owned(),
+                needed: *needed,
+                published: devices.devices.len() as u32,
+            });
+        }
+    }
+    // Condition 2, per matchAttribute constraint.
+    for constraint in &claim.constraints {
+        let ConstraintRule::MatchAttribute(attribute) = &constraint.rule else {
+            continue;
+        };
+        if let Some(shortfall) = one_value_shortfall(claim, constraint, attribute, group, inventory)
+        {
+            return match shortfall {
+                Ok(shortfall) => GroupFit::Short(shortfall),
+                Err(why) => GroupFit::Unknown(why),
+            };
+        }
+    }
+    GroupFit::Fits
+}
+
+/// One class under a constraint: its name, the devices its requests need,
+/// those requests, and how many of its devices hold each value.
+type ClassCount<'a> = (&'a str, u32, Vec<String>, BTreeMap<&'a Atom, u32>);
+
+/// The shortfall of one `matchAttribute` constraint on a group, if any.
+fn one_value_shortfall(
+    claim: &DeviceClaim,
+    constraint: &crate::request::claim::DeviceConstraint,
+    attribute: &str,
+    group: &NodeGroup,
+    inventory: &DraInventory,
+) -> Option<Result<Shortfall, Unknown>> {
+    let mut per_class: BTreeMap<&str, (u32, Vec<String>)> = BTreeMap::new();
+    for request in &claim.requests {
+        if request.is_first_available() || !constraint.covers(&request.name) {
+            continue;
+        }
+        for choice in &request.choices {
+            if let AllocationMode::ExactCount(count) = choice.mode {
+                let entry = per_class.entry(&choice.device_class).or_default();
+                entry.0 = entry.0.saturating_add(count);
+                entry.1.push(request.name.clone());
+            }
+        }
+    }
+    let mut counted: Vec<ClassCount> = Vec::new();
+    for (class, (needed, requests)) in per_class {
+        let devices = match class_devices(class, group, inventory) {
+            Ok(devices) => devices,
+            Err(why) => return Some(Err(why)),
+        };
+        if devices.shared {
+            continue;
+        }
+        let mut per_value: BTreeMap<&Atom, u32> = BTreeMap::new();
+        for device in &devices.devices {
+            for atom in device.attribute(attribute).map_or(&[][..], |v| &v.0) {
+                *per_value.entry(atom).or_default() += 1;
+            }
+        }
+        counted.push((class, needed, requests, per_value));
+    }
+    let first = counted.first()?;
+    let values: Vec<&Atom> = first.3.keys().copied().collect();
+    let holds = |value: &Atom| {
+        counted
+            .iter()
+            .all(|(_, needed, _, per_value)| per_value.get(value).copied().unwrap_or(0) >= *needed)
+    };
+    if values.iter().any(|value| holds(value)) {
+        return None;
+    }
+    // The class that falls shortest at its best value is named.
+    let (class, needed, requests, per_value) = counted
+        .iter()
+        .min_by_key(|(_, needed, _, per_value)| {
+            let most = per_value.values().copied().max().unwrap_or(0);
+            i64::from(most) - i64::from(*needed)
+        })
+        .cloned()?;
+    let (at, most) = per_value
+        .iter()
+        .max_by_key(|(_, count)| **count)
+        .map(|(atom, count)| (Some((*atom).clone()), *count))
+        .unwrap_or((None, 0));
+    Some(Ok(Shortfall::OneValue {
+        attribute: attribute.to_owned(),
+        requests,
+        class: class.to_owned(),
+        needed,
+        most,
+        at,
+    }))
+}

@@ -1,0 +1,137 @@
+//! ResourceClaims and ResourceClaimTemplates (`resource.k8s.io/v1`) being
+//! created: a GPU claim is checked against the devices the DRA drivers
+//! publish, and completed with the NUMA constraint it lacks.
+//!
+//! The stages, once each: the claim is read ([`DeviceClaim`]); its GPU and
+//! aligned requests are found ([`completion::aligned_requests`]; a claim
+//! without GPU requests is accepted without any host call); the cluster's
+//! DeviceClasses and ResourceSlices are read ([`dra::read_inventory`]); the
+//! plan is made ([`plan`]: the written claim's fit, the constraint it
+//! lacks, the completed claim's fit), and rendered ([`explain`]) as the
+//! answer. Specs are immutable (types.go), so only CREATE is decided.
+
+pub mod completion;
+pub mod explain;
+pub mod fit;
+pub mod patch;
+
+use crate::cluster::dra::{self, DraInventory};
+use crate::cluster::host::ClusterReader;
+use crate::decide::{Decision, MutatedObject, CREATE};
+use crate::request::claim::{
+    ClaimKind, DeviceClaim, EXTENDED_RESOURCE_CLAIM_ANNOTATION, POD_CLAIM_NAME_ANNOTATION,
+};
+use crate::request::AdmissionRequest;
+use crate::settings::{AffinityMode, Config, QosMode};
+use completion::{Aligned, CannotAlign, Completion};
+use fit::ClaimFit;
+use gpu_topology::Alignment;
+use serde_json::Value;
+
+/// What the policy decided for a GPU claim, before it is worded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimPlan {
+    pub aligned: Aligned,
+    /// The claim as written, against the published devices.
+    pub written: ClaimFit,
+    pub completion: Completion,
+    /// The claim with the added constraint, when one is to be added.
+    pub completed: Option<ClaimFit>,
+}
+
+/// The claim's plan: pure, over the claim, the settings and the devices.
+pub fn plan(
+    claim: &DeviceClaim,
+    aligned: Aligned,
+    config: &Config,
+    inventory: &DraInventory,
+) -> ClaimPlan {
+    let written = fit::claim_fit(claim, inventory);
+    let topology = config.topology;
+    let completion = match (topology.affinity, topology.alignment) {
+        (AffinityMode::Off, _) | (_, Alignment::Node) => Completion::NotNeeded,
+        _ if config.qos.mode == QosMode::Off => Completion::NotNeeded,
+        (_, Alignment::Numa) => completion::numa_completion(claim, &aligned, inventory),
+        (_, Alignment::Nvlink) => match completion::numa_completion(claim, &aligned, inventory) {
+            done @ (Completion::NotNeeded | Completion::AlignedByAuthor(_)) => done,
+            _ => Completion::Cannot(CannotAlign::NoInterconnectAttribute),
+        },
+    };
+    let completed = match &completion {
+        Completion::Add(constraint) => Some(fit::claim_fit(
+            &completion::with_constraint(claim, constraint),
+            inventory,
+        )),
+        _ => None,
+    };
+    ClaimPlan {
+        aligned,
+        written,
+        completion,
+        completed,
+    }
+}
+
+/// The claim's name as its messages say it: `namespace/name`, or the
+/// `generateName` prefix with `*`.
+fn display_name(request: &AdmissionRequest, object: &Value) -> String {
+    let metadata = &object["metadata"];
+    let name = [
+        request.name.as_ref(),
+        metadata["name"].as_str().unwrap_or_default(),
+    ]
+    .into_iter()
+    .find(|name| !name.is_empty())
+    .map(str::to_owned)
+    .unwrap_or_else(|| format!("{}*", metadata["generateName"].as_str().unwrap_or_default()));
+    let namespace = match request.namespace.as_ref() {
+        "" => metadata["namespace"].as_str().unwrap_or_default(),
+        namespace => namespace,
+    };
+    format!("{namespace}/{name}")
+}
+
+/// Decides on a claim or claim template being created.
+pub(crate) fn evaluate(
+    request: &AdmissionRequest,
+    kind: &ClaimKind,
+    config: &Config,
+    cluster: &dyn ClusterReader,
+) -> Decision {
+    if request.operation != CREATE {
+        return Decision::accept();
+    }
+    let text = request.object_text();
+    let object: Value = match serde_json::from_str(text) {
+        Ok(object) => object,
+        Err(error) => {
+            return Decision::reject(format!("the {} cannot be read: {error}", kind.kind))
+        }
+    };
+    let annotations = &object["metadata"]["annotations"];
+    if annotations[EXTENDED_RESOURCE_CLAIM_ANNOTATION].as_str() == Some("true")
+        || !annotations[POD_CLAIM_NAME_ANNOTATION].is_null()
+    {
+        return Decision::accept();
+    }
+    let name = display_name(request, &object);
+    let claim = match DeviceClaim::of_object(&object, kind) {
+        Ok(claim) => claim,
+        // The API server validates the claim; a field this policy reads
+        // differently must not block it.
+        Err(problem) => return explain::unread_claim(kind, &name, &problem),
+    };
+    let Some(aligned) = completion::aligned_requests(&claim, &config.dra) else {
+        return Decision::accept();
+    };
+    let inventory = match dra::read_inventory(cluster) {
+        Ok(inventory) => inventory,
+        Err(problem) => return explain::no_inventory(kind, &name, &problem),
+    };
+    let plan = plan(&claim, aligned, config, &inventory);
+    explain::decision(kind, &name, &plan, config)
+        .try_map(|constraint| patch::add_constraint(text, kind, &constraint).map(MutatedObject))
+        .unwrap_or_else(|problem| {
+            Decision::reject(format!("the {} cannot be completed: {problem}", kind.kind))
+        })
+}

@@ -1,0 +1,378 @@
+//! A ResourceClaim's or ResourceClaimTemplate's device requests
+//! (`resource.k8s.io/v1`), as the policy reads them: a small typed view over
+//! the JSON tree, since `k8s-openapi`'s `v1_32` feature has no
+//! `resource.k8s.io/v1` types and typed structs would drop unknown fields.
+//!
+//! The schema is the API's (`k8s.io/api/resource/v1/types.go`: `DeviceClaim`,
+//! `DeviceRequest`, `ExactDeviceRequest`, `DeviceSubRequest`,
+//! `DeviceConstraint`). Only what allocation reads is kept; every field this
+//! view does not name is left alone in the object, which a mutation edits as
+//! text (`decide::claim::patch`).
+
+use serde_json::Value;
+
+/// Where a claim kind keeps its `DeviceClaim`: a JSON pointer from the object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimKind {
+    pub kind: &'static str,
+    /// The resource name in admission rules.
+    pub resource: &'static str,
+    /// The keys from the object to its `devices`.
+    pub devices_path: &'static [&'static str],
+}
+
+/// The API group of ResourceClaims, ResourceClaimTemplates, DeviceClasses
+/// and ResourceSlices.
+pub const RESOURCE_GROUP: &str = "resource.k8s.io";
+/// The version the policy registers for. With the webhook's default
+/// `matchPolicy: Equivalent` the API server converts a `v1beta1` or
+/// `v1beta2` object to it before the policy sees it.
+pub const RESOURCE_VERSION: &str = "v1";
+/// `resource.k8s.io/v1`, as host capability requests spell it.
+pub const RESOURCE_API_VERSION: &str = "resource.k8s.io/v1";
+
+pub const RESOURCE_CLAIM: ClaimKind = ClaimKind {
+    kind: "ResourceClaim",
+    resource: "resourceclaims",
+    devices_path: &["spec", "devices"],
+};
+
+pub const RESOURCE_CLAIM_TEMPLATE: ClaimKind = ClaimKind {
+    kind: "ResourceClaimTemplate",
+    resource: "resourceclaimtemplates",
+    devices_path: &["spec", "spec", "devices"],
+};
+
+/// The claim kinds the policy completes and checks.
+pub const CLAIM_KINDS: [ClaimKind; 2] = [RESOURCE_CLAIM_TEMPLATE, RESOURCE_CLAIM];
+
+/// The claim kind of an API group and kind, if the policy handles it.
+pub fn find(group: &str, kind: &str) -> Option<&'static ClaimKind> {
+    (group == RESOURCE_GROUP)
+        .then(|| CLAIM_KINDS.iter().find(|claim| claim.kind == kind))
+        .flatten()
+}
+
+/// The annotation the scheduler sets on the claim it creates for a pod's
+/// extended-resource requests backed by DRA (KEP-5004, types.go
+/// `ExtendedResourceClaimAnnotation`). Its allocation was computed before the
+/// claim was written: its spec must stay as it is.
+pub const EXTENDED_RESOURCE_CLAIM_ANNOTATION: &str =
+    "resource.kubernetes.io/extended-resource-claim";
+/// The annotation the ResourceClaim controller sets on a claim it generates
+/// from a pod's template (types.go `PodResourceClaimAnnotation`); its spec is
+/// the template's, which the policy decided on at the template's CREATE.
+pub const POD_CLAIM_NAME_ANNOTATION: &str = "resource.kubernetes.io/pod-claim-name";
+
+/// `allocationMode` of a request (types.go `DeviceAllocationMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllocationMode {
+    /// `count` devices (default 1).
+    ExactCount(u32),
+    /// Every matching device of the node's pools.
+    All,
+}
+
+/// One way of satisfying a request: an `exactly` request, or one of its
+/// `firstAvailable` subrequests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceChoice {
+    /// The subrequest's name; `None` for `exactly`.
+    pub subrequest: Option<String>,
+    pub device_class: String,
+    pub mode: AllocationMode,
+    /// Whether CEL selectors narrow the class's devices further. The policy
+    /// does not evaluate CEL: the class's devices are then an upper bound.
+    pub selected: bool,
+}
+
+/// A request of the claim (`spec.devices.requests[]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceRequest {
+    pub name: String,
+    /// One choice for `exactly`; the subrequests in order for
+    /// `firstAvailable` (the scheduler uses the first it can satisfy).
+    pub choices: Vec<DeviceChoice>,
+}
+
+impl DeviceRequest {
+    pub fn is_first_available(&self) -> bool {
+        self.choices
+            .first()
+            .is_some_and(|choice| choice.subrequest.is_some())
+    }
+}
+
+/// What a constraint requires of the devices of its requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConstraintRule {
+    /// `matchAttribute`: every device has the attribute, with one value.
+    MatchAttribute(String),
+    /// `distinctAttribute`: every device has a different value.
+    DistinctAttribute(String),
+}
+
+/// `spec.devices.constraints[]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceConstraint {
+    /// The requests (or `<request>/<subrequest>`s) it covers; empty: all.
+    pub requests: Vec<String>,
+    pub rule: ConstraintRule,
+}
+
+impl DeviceConstraint {
+    /// Whether the constraint applies to the devices of `request` (any of
+    /// its subrequests included), as the allocator's
+    /// `matchAttributeConstraint.matches` reads `requests`.
+    pub fn covers(&self, request: &str) -> bool {
+        self.requests.is_empty()
+            || self.requests.iter().any(|named| {
+                named == request
+                    || named
+                        .strip_prefix(request)
+                        .is_some_and(|rest| rest.starts_with('/'))
+            })
+    }
+}
+
+/// A claim's `devices`: its requests and constraints.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DeviceClaim {
+    pub requests: Vec<DeviceRequest>,
+    pub constraints: Vec<DeviceConstraint>,
+}
+
+impl DeviceClaim {
+    /// Reads the claim of `object`, a `kind` object; an object without
+    /// `devices` claims nothing. `Err` names the field that is not as the
+    /// API defines it.
+    pub fn of_object(object: &Value, kind: &ClaimKind) -> Result<Self, String> {
+        let mut devices = object;
+        let mut place = String::new();
+        for key in kind.devices_path {
+            place = if place.is_empty() {
+                (*key).to_owned()
+            } else {
+                format!("{place}.{key}")
+            };
+            devices = match devices.get(key) {
+                None | Some(Value::Null) => return Ok(DeviceClaim::default()),
+                Some(value) if value.is_object() => value,
+                Some(_) => return Err(format!("{place} is not an object")),
+            };
+        }
+        Self::read(devices, &place)
+    }
+
+    fn read(devices: &Value, place: &str) -> Result<Self, String> {
+        let requests = array(devices, "requests", place)?
+            .iter()
+            .enumerate()
+            .map(|(index, request)| read_request(request, &format!("{place}.requests[{index}]")))
+            .collect::<Result<_, _>>()?;
+        let constraints = array(devices, "constraints", place)?
+            .iter()
+            .enumerate()
+            .map(|(index, constraint)| {
+                read_constraint(constraint, &format!("{place}.constraints[{index}]"))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(DeviceClaim {
+            requests,
+            constraints,
+        })
+    }
+}
+
+/// `object[key]` as an array; absent or `null` is empty.
+fn array<'v>(object: &'v Value, key: &str, place: &str) -> Result<&'v [Value], String> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(&[]),
+        Some(Value::Array(items)) => Ok(items),
+        Some(_) => Err(format!("{place}.{key} is not an array")),
+    }
+}
+
+fn string<'v>(object: &'v Value, key: &str, place: &str) -> Result<Option<&'v str>, String> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(format!("{place}.{key} is not a string")),
+    }
+}
+
+fn required_string<'v>(object: &'v Value, key: &str, place: &str) -> Result<&'v str, String> {
+    string(object, key, place)?.ok_or_else(|| format!("{place}.{key} is missing"))
+}
+
+fn read_request(request: &Value, place: &str) -> Result<DeviceRequest, String> {
+    if !request.is_object() {
+        return Err(format!("{place} is not an object"));
+    }
+    let name = required_string(request, "name", place)?.to_owned();
+    let exactly = request.get("exactly").filter(|value| !value.is_null());
+    let first_available = array(request, "firstAvailable", place)?;
+    let choices = match (exactly, first_available.is_empty()) {
+        (Some(exactly), true) => vec![read_choice(exactly, None, &format!("{place}.exactly"))?],
+        (None, false) => first_available
+            .iter()
+            .enumerate()
+            .map(|(index, sub)| {
+                let place = format!("{place}.firstAvailable[{index}]");
+                let name = required_string(sub, "name", &place)?;
+                read_choice(sub, Some(name.to_owned()), &place)
+            })
+            .collect::<Result<_, _>>()?,
+        (Some(_), false) => {
+            return Err(format!(
+                "{place} sets both exactly and firstAvailable; the API allows one"
+            ))
+        }
+        (None, true) => {
+            return Err(format!(
+                "{place} sets neither exactly nor firstAvailable (a v1beta1 request under resource.k8s.io/v1?)"
+            ))
+        }
+    };
+    Ok(DeviceRequest { name, choices })
+}
+
+fn read_choice(
+    choice: &Value,
+    subrequest: Option<String>,
+    place: &str,
+) -> Result<DeviceChoice, String> {
+    if !choice.is_object() {
+        return Err(format!("{place} is not an object"));
+    }
+    let device_class = required_string(choice, "deviceClassName", place)?.to_owned();
+    let mode = match string(choice, "allocationMode", place)? {
+        None | Some("ExactCount") => AllocationMode::ExactCount(count(choice, place)?),
+        Some("All") => AllocationMode::All,
+        // types.go: "Clients must refuse to handle requests with unknown modes."
+        Some(other) => {
+            return Err(format!(
+                "{place}.allocationMode {other:?} is not a mode this policy knows (ExactCount, All)"
+            ))
+        }
+    };
+    let selected = !array(choice, "selectors", place)?.is_empty();
+    Ok(DeviceChoice {
+        subrequest,
+        device_class,
+        mode,
+        selected,
+    })
+}
+
+/// `count`, 1 when not set; the API allows 1 to 128 (types.go
+/// `AllocationResultsMaxSize` bounds a whole claim).
+fn count(choice: &Value, place: &str) -> Result<u32, String> {
+    match choice.get("count") {
+        None | Some(Value::Null) => Ok(1),
+        Some(value) => value
+            .as_u64()
+            .filter(|count| (1..=u64::from(u32::MAX)).contains(count))
+            .map(|count| count as u32)
+            .ok_or_else(|| format!("{place}.count {value} is not a positive whole number")),
+    }
+}
+
+fn read_constraint(constraint: &Value, place: &str) -> Result<DeviceConstraint, String> {
+    if !constraint.is_object() {
+        return Err(format!("{place} is not an object"));
+    }
+    let requests = array(constraint, "requests", place)?
+        .iter()
+        .enumerate()
+        .map(|(index, name)| {
+            name.as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("{place}.requests[{index}] is not a string"))
+        })
+        .collect::<Result<_, _>>()?;
+    let rule = match (
+        string(constraint, "matchAttribute", place)?,
+        string(constraint, "distinctAttribute", place)?,
+    ) {
+        (Some(name), None) => ConstraintRule::MatchAttribute(name.to_owned()),
+        (None, Some(name)) => ConstraintRule::DistinctAttribute(name.to_owned()),
+        _ => {
+            return Err(format!(
+                "{place} must set exactly one of matchAttribute and distinctAttribute"
+            ))
+        }
+    };
+    Ok(DeviceConstraint { requests, rule })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    #[test]
+    fn a_template_reads_exact_and_first_available_requests_and_constraints() {
+        let template = json!({"spec": {"spec": {"devices": {
+            "requests": [
+                {"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}},
+                {"name": "nic", "firstAvailable": [
+                    {"name": "rdma", "deviceClassName": "rdma-net", "selectors": [{"cel": {"expression": "true"}}]},
+                    {"name": "any", "deviceClassName": "dranet.net", "allocationMode": "All"}
+                ]}
+            ],
+            "constraints": [{"requests": ["gpus", "nic/rdma"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}]
+        }}}});
+        let claim = DeviceClaim::of_object(&template, &RESOURCE_CLAIM_TEMPLATE).unwrap();
+        assert_eq!(claim.requests.len(), 2);
+        assert_eq!(
+            claim.requests[0].choices,
+            vec![DeviceChoice {
+                subrequest: None,
+                device_class: "gpu.nvidia.com".into(),
+                mode: AllocationMode::ExactCount(2),
+                selected: false,
+            }]
+        );
+        assert!(claim.requests[1].is_first_available());
+        assert!(claim.requests[1].choices[0].selected);
+        assert_eq!(claim.requests[1].choices[1].mode, AllocationMode::All);
+        assert!(claim.constraints[0].covers("gpus"));
+        assert!(claim.constraints[0].covers("nic"));
+        assert!(!claim.constraints[0].covers("gp"));
+    }
+
+    #[test]
+    fn a_claim_without_devices_claims_nothing() {
+        let claim = DeviceClaim::of_object(&json!({"spec": {}}), &RESOURCE_CLAIM).unwrap();
+        assert_eq!(claim, DeviceClaim::default());
+    }
+
+    #[rstest]
+    #[case::devices_not_an_object(json!({"spec": {"devices": []}}), "spec.devices is not an object")]
+    #[case::request_without_name(
+        json!({"spec": {"devices": {"requests": [{"exactly": {"deviceClassName": "c"}}]}}}),
+        "spec.devices.requests[0].name is missing"
+    )]
+    #[case::v1beta1_request(
+        json!({"spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": "c"}]}}}),
+        "spec.devices.requests[0] sets neither exactly nor firstAvailable"
+    )]
+    #[case::unknown_mode(
+        json!({"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "c", "allocationMode": "Some"}}]}}}),
+        "spec.devices.requests[0].exactly.allocationMode \"Some\" is not a mode"
+    )]
+    #[case::zero_count(
+        json!({"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "c", "count": 0}}]}}}),
+        "spec.devices.requests[0].exactly.count 0 is not a positive whole number"
+    )]
+    #[case::constraint_with_both_rules(
+        json!({"spec": {"devices": {"constraints": [{"matchAttribute": "a/b", "distinctAttribute": "a/c"}]}}}),
+        "spec.devices.constraints[0] must set exactly one of matchAttribute and distinctAttribute"
+    )]
+    fn a_malformed_claim_is_refused_naming_the_field(#[case] object: Value, #[case] message: &str) {
+        let error = DeviceClaim::of_object(&object, &RESOURCE_CLAIM).unwrap_err();
+        assert!(error.starts_with(message), "{error}");
+    }
+}
