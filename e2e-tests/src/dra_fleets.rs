@@ -32,9 +32,54 @@ pub struct DraNodes {
     pub nics_per_numa: &'static [usize],
 }
 
-/// What a DRA session's two list answers hold.
+/// A claim or claim template a pod names, as `get_resource` answers it
+/// under the policy's field mask (`spec.spec.devices` or `spec.devices`).
+#[derive(Debug, Clone)]
+pub struct DraGet {
+    /// `ResourceClaimTemplate` or `ResourceClaim`.
+    pub kind: &'static str,
+    pub namespace: &'static str,
+    pub name: &'static str,
+    /// The `devices` object, JSON.
+    pub devices: &'static str,
+}
+
+impl DraGet {
+    fn mask(&self) -> &'static str {
+        match self.kind {
+            "ResourceClaimTemplate" => "spec.spec.devices",
+            _ => "spec.devices",
+        }
+    }
+
+    /// The policy's request, in kwctl's terms.
+    pub fn request(&self) -> HostRequest {
+        HostRequest::KubernetesGetResource {
+            api_version: "resource.k8s.io/v1".into(),
+            kind: self.kind.into(),
+            name: self.name.into(),
+            namespace: Some(self.namespace.into()),
+            disable_cache: false,
+            field_masks: Some(BTreeSet::from([self.mask().to_owned()])),
+        }
+    }
+
+    /// The masked object.
+    pub fn answer(&self) -> Result<Value> {
+        let devices: Value = serde_json::from_str(self.devices)
+            .with_context(|| format!("{} {}: devices are not JSON", self.kind, self.name))?;
+        Ok(match self.kind {
+            "ResourceClaimTemplate" => json!({"spec": {"spec": {"devices": devices}}}),
+            _ => json!({"spec": {"devices": devices}}),
+        })
+    }
+}
+
+/// What a DRA session's answers hold: the claims a pod names (asked
+/// first, in order), then the two lists.
 #[derive(Debug, Clone)]
 pub struct DraFleet {
+    pub gets: Vec<DraGet>,
     /// Files of `tests/fixtures/dra/deviceclasses/`.
     pub class_files: &'static [&'static str],
     pub nodes: Vec<DraNodes>,

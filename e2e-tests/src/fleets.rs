@@ -873,6 +873,9 @@ pub fn render(file: &SessionFile) -> Result<String> {
         }
         (ListAnswer::Dra(fleet), _) => {
             use crate::dra_fleets as dra;
+            for get in &fleet.gets {
+                out.push_str(&exchange(&get.request(), Ok(&get.answer()?))?);
+            }
             out.push_str(&exchange(
                 &dra::device_class_request(),
                 Ok(&dra::device_class_list(fleet)?),
@@ -1219,18 +1222,57 @@ pub fn session_files() -> Vec<SessionFile> {
             name: "dra-hgx-h100-fleet",
             about: "A DRA fleet for claims: the NVIDIA DRA driver's and dranet's DeviceClasses, and 2 HGX H100 nodes\nwhose ResourceSlices publish 8 GPUs (4 per NUMA node, resource.kubernetes.io/numaNode) and 8 RDMA\nNICs (4 per NUMA node, also dra.net/numaNode). The policy lists the classes, then the slices.",
             summary: S::NotAsked,
-            list: L::Dra(crate::dra_fleets::DraFleet {
-                class_files: &["nvidia.yaml", "nics.yaml"],
-                nodes: vec![crate::dra_fleets::DraNodes {
-                    prefix: "dra-hgx",
-                    count: 2,
-                    product: "NVIDIA H100 80GB HBM3",
-                    gpus_per_numa: &[4, 4],
-                    nics_per_numa: &[4, 4],
-                }],
-            }),
+            list: L::Dra(dra_hgx_fleet(Vec::new())),
+        },
+        SessionFile {
+            name: "dra-pod-double-gpu-fleet",
+            about: "For a Pod naming the NVIDIA quick start's ResourceClaimTemplate gpu-test1/double-gpu (2 GPUs):\nthe template as get_resource answers it, then the DRA fleet of dra-hgx-h100-fleet.yml.",
+            summary: S::NotAsked,
+            list: L::Dra(dra_hgx_fleet(vec![crate::dra_fleets::DraGet {
+                kind: "ResourceClaimTemplate",
+                namespace: "gpu-test1",
+                name: "double-gpu",
+                devices: r#"{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com","count":2}}]}"#,
+            }])),
+        },
+        SessionFile {
+            name: "dra-pod-sixteen-gpus-fleet",
+            about: "For a Pod naming ResourceClaimTemplate research/sixteen-gpus (16 GPUs, more than any node\npublishes): the template, then the DRA fleet of dra-hgx-h100-fleet.yml.",
+            summary: S::NotAsked,
+            list: L::Dra(dra_hgx_fleet(vec![crate::dra_fleets::DraGet {
+                kind: "ResourceClaimTemplate",
+                namespace: "research",
+                name: "sixteen-gpus",
+                devices: r#"{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com","count":16}}]}"#,
+            }])),
+        },
+        SessionFile {
+            name: "dra-pod-single-gpu-twice-fleet",
+            about: "For the NVIDIA quick start's Pod whose two containers each get a claim from ResourceClaimTemplate\ngpu-test1/single-gpu (1 GPU; v1beta1 in the demo, answered as v1): the template once, then the DRA\nfleet of dra-hgx-h100-fleet.yml.",
+            summary: S::NotAsked,
+            list: L::Dra(dra_hgx_fleet(vec![crate::dra_fleets::DraGet {
+                kind: "ResourceClaimTemplate",
+                namespace: "gpu-test1",
+                name: "single-gpu",
+                devices: r#"{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com"}}]}"#,
+            }])),
         },
     ]
+}
+
+/// The DRA fleet of `dra-hgx-h100-fleet`, after `gets`.
+fn dra_hgx_fleet(gets: Vec<crate::dra_fleets::DraGet>) -> crate::dra_fleets::DraFleet {
+    crate::dra_fleets::DraFleet {
+        gets,
+        class_files: &["nvidia.yaml", "nics.yaml"],
+        nodes: vec![crate::dra_fleets::DraNodes {
+            prefix: "dra-hgx",
+            count: 2,
+            product: "NVIDIA H100 80GB HBM3",
+            gpus_per_numa: &[4, 4],
+            nics_per_numa: &[4, 4],
+        }],
+    }
 }
 
 /// Where `make demo` reads its fleet, relative to the repository root.

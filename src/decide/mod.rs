@@ -159,7 +159,15 @@ pub(crate) fn decide_request(
     let operation = request.operation.as_ref();
     if (group, kind) == (Pod::GROUP, Pod::KIND) {
         return match operation {
-            CREATE => decide_pod(request.pod_text(), request.object_text(), config, cluster),
+            CREATE => {
+                let mut decided =
+                    decide_pod(request.pod_text(), request.object_text(), config, cluster);
+                // Only pods that name DRA claims pay for reading them.
+                if request.object_text().contains("\"resourceClaims\"") {
+                    claim::add_pod_stage(&mut decided.decision, request, config, cluster);
+                }
+                decided
+            }
             _ => Decision::accept().into(),
         };
     }

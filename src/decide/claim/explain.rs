@@ -26,11 +26,7 @@ pub fn decision(
     let mut warnings = Vec::new();
     match &plan.written {
         ClaimFit::NoFit(groups) => {
-            return Decision::reject(format!(
-                "{what} cannot be allocated on any node: {}. {}",
-                describe_groups(groups),
-                what_fits(groups)
-            ))
+            return Decision::reject(format!("{what} {}", no_fit_text(groups)))
         }
         ClaimFit::NoDevices(classes) => warnings.push(format!(
             "{what}: no ResourceSlice publishes a device of class {}: its pods stay Pending until a DRA driver publishes one; the claim was not checked or aligned",
@@ -76,6 +72,15 @@ pub fn decision(
         _ => Verdict::Accept,
     };
     Decision { verdict, warnings }
+}
+
+/// Why no node can allocate a claim, and what would fit.
+pub fn no_fit_text(groups: &[(Vec<String>, Shortfall)]) -> String {
+    format!(
+        "cannot be allocated on any node: {}. {}",
+        describe_groups(groups),
+        what_fits(groups)
+    )
 }
 
 /// The accepted answer when the claim is not read as this policy expects.

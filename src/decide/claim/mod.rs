@@ -14,6 +14,7 @@ pub mod completion;
 pub mod explain;
 pub mod fit;
 pub mod patch;
+pub mod pod;
 
 use crate::cluster::dra::{self, DraInventory};
 use crate::cluster::host::ClusterReader;
@@ -70,6 +71,32 @@ pub fn plan(
         completion,
         completed,
     }
+}
+
+/// Adds the DRA stage ([`pod::dra_stage`]) to the answer for a Pod being
+/// created whose spec has `resourceClaims`: a rejection when a GPU claim
+/// template cannot be allocated, and warnings.
+pub(crate) fn add_pod_stage(
+    decision: &mut Decision,
+    request: &AdmissionRequest,
+    config: &Config,
+    cluster: &dyn ClusterReader,
+) {
+    let Ok(pod) = serde_json::from_str::<Value>(request.object_text()) else {
+        return;
+    };
+    let Some(spec) = pod.get("spec").filter(|spec| spec.is_object()) else {
+        return;
+    };
+    let name = display_name(request, &pod);
+    let namespace = name.split_once('/').map_or("", |(namespace, _)| namespace);
+    let stage = pod::dra_stage(spec, namespace, &name, config, cluster);
+    if let Some(rejection) = stage.rejection {
+        if !matches!(decision.verdict, crate::decide::Verdict::Reject(_)) {
+            decision.verdict = crate::decide::Verdict::Reject(rejection);
+        }
+    }
+    decision.warnings.extend(stage.warnings);
 }
 
 /// The claim's name as its messages say it: `namespace/name`, or the

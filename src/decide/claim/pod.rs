@@ -1,0 +1,268 @@
+//! A Pod whose GPUs come through DRA claims (`spec.resourceClaims`): what
+//! the policy can check at the pod's admission, and what it must say.
+//!
+//! - The pod's claims are read with `get_resource`: a ResourceClaimTemplate
+//!   (the ResourceClaim controller creates the pod's claim from it after the
+//!   pod exists) or a ResourceClaim, in the pod's namespace. A claim with a
+//!   request of a GPU DeviceClass makes the pod a DRA GPU pod.
+//! - A template no node's devices can allocate rejects the pod, with the
+//!   claim's numbers: its pods would stay Pending. A ResourceClaim is not
+//!   checked here: it may be allocated already (it was checked at its own
+//!   CREATE).
+//! - Exclusive CPUs are never aligned with DRA devices: the kubelet's DRA
+//!   manager gives the Topology Manager no hint (`pkg/kubelet/cm/dra`
+//!   `GetTopologyHints` and `GetPodTopologyHints` return `nil` for every
+//!   resource), so the static CPU Manager picks a Guaranteed container's
+//!   whole CPUs without regard to its DRA GPUs. Such a pod is warned.
+//! - Constraints span one claim (the allocator allocates each claim on its
+//!   own), so GPUs from several claims are not aligned with each other.
+//!
+//! The pod itself is not changed: its QoS and affinity are the extended
+//! resource path's, and a DRA claim's alignment is the claim's.
+
+use crate::cluster::dra::{self, DraInventory};
+use crate::cluster::host::{quote_host_error, ClusterReader};
+use crate::decide::claim::completion::aligned_requests;
+use crate::decide::claim::explain;
+use crate::decide::claim::fit::{claim_fit, ClaimFit};
+use crate::request::claim::{
+    ClaimKind, DeviceClaim, RESOURCE_API_VERSION, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE,
+};
+use crate::request::pod::{containers, Section};
+use crate::request::quantity::Quantity;
+use crate::settings::Config;
+use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
+use serde_json::Value;
+
+/// The driver name of dra-driver-cpu (`kubernetes-sigs/dra-driver-cpu`).
+pub const DRA_CPU_DRIVER: &str = "dra.cpu";
+
+/// One entry of `spec.resourceClaims`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodClaim {
+    /// The name containers use in `resources.claims`.
+    pub name: String,
+    pub kind: &'static ClaimKind,
+    /// The template's or claim's name.
+    pub source: String,
+}
+
+/// The pod's claims; entries that name neither source are left out (the
+/// API server refuses them).
+pub fn pod_claims(spec: &Value) -> Vec<PodClaim> {
+    let Some(claims) = spec.get("resourceClaims").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    claims
+        .iter()
+        .filter_map(|claim| {
+            let name = claim.get("name")?.as_str()?.to_owned();
+            let (kind, source) = match (
+                claim
+                    .get("resourceClaimTemplateName")
+                    .and_then(Value::as_str),
+                claim.get("resourceClaimName").and_then(Value::as_str),
+            ) {
+                (Some(template), None) => (&RESOURCE_CLAIM_TEMPLATE, template),
+                (None, Some(claim)) => (&RESOURCE_CLAIM, claim),
+                _ => return None,
+            };
+            Some(PodClaim {
+                name,
+                kind,
+                source: source.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// The `get_resource` request for a pod claim's source.
+pub fn claim_request(claim: &PodClaim, namespace: &str) -> GetResourceRequest {
+    GetResourceRequest {
+        api_version: RESOURCE_API_VERSION.to_owned(),
+        kind: claim.kind.kind.to_owned(),
+        name: claim.source.clone(),
+        namespace: Some(namespace.to_owned()),
+        disable_cache: false,
+        field_masks: Some([claim.kind.devices_path.join(".")].into()),
+    }
+}
+
+/// What the DRA stage adds to a pod's answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DraStage {
+    pub rejection: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+/// A pod claim read, with its GPU requests (empty: no GPU claim).
+struct ReadClaim<'c> {
+    claim: &'c PodClaim,
+    devices: DeviceClaim,
+    gpu_requests: Vec<String>,
+}
+
+/// The DRA stage of pod `name` (`namespace/name`) with PodSpec `spec`.
+pub fn dra_stage(
+    spec: &Value,
+    namespace: &str,
+    name: &str,
+    config: &Config,
+    cluster: &dyn ClusterReader,
+) -> DraStage {
+    let claims = pod_claims(spec);
+    if claims.is_empty() {
+        return DraStage::default();
+    }
+    let mut stage = DraStage::default();
+    let mut read = Vec::new();
+    // A template named by several claims (one per container) is read once.
+    let mut answers: Vec<(&PodClaim, Result<DeviceClaim, String>)> = Vec::new();
+    for claim in &claims {
+        let known = answers
+            .iter()
+            .find(|(other, _)| other.kind.kind == claim.kind.kind && other.source == claim.source)
+            .map(|(_, answer)| answer.clone());
+        let answer = known.unwrap_or_else(|| {
+            let answer = read_claim(claim, namespace, cluster);
+            if let Err(problem) = &answer {
+                stage.warnings.push(format!(
+                    "Pod {name}: the {} {namespace}/{} of its claim {:?} cannot be read ({problem}), so whether it claims GPUs, and whether they fit, is not known; grant the policy resource.k8s.io/v1 {} in contextAwareResources",
+                    claim.kind.kind, claim.source, claim.name, claim.kind.kind
+                ));
+            }
+            answer
+        });
+        answers.push((claim, answer.clone()));
+        if let Ok(devices) = answer {
+            let gpu_requests = aligned_requests(&devices, &config.dra)
+                .map(|aligned| aligned.gpu_requests)
+                .unwrap_or_default();
+            read.push(ReadClaim {
+                claim,
+                devices,
+                gpu_requests,
+            });
+        }
+    }
+    let gpu_claims: Vec<&ReadClaim> = read.iter().filter(|c| !c.gpu_requests.is_empty()).collect();
+    if gpu_claims.is_empty() {
+        return stage;
+    }
+    if gpu_claims.len() > 1 {
+        let names: Vec<String> = gpu_claims
+            .iter()
+            .map(|c| format!("{:?}", c.claim.name))
+            .collect();
+        stage.warnings.push(format!(
+            "Pod {name} gets GPUs from {} claims ({}), which the scheduler allocates one by one: a claim's constraints never span another claim, so their GPUs may sit on different NUMA nodes; request the GPUs in one claim to align them",
+            gpu_claims.len(),
+            names.join(", ")
+        ));
+    }
+    let inventory = dra::read_inventory(cluster);
+    if let Ok(inventory) = &inventory {
+        for claim in gpu_claims
+            .iter()
+            .filter(|c| c.claim.kind.kind == RESOURCE_CLAIM_TEMPLATE.kind)
+        {
+            if let ClaimFit::NoFit(groups) = claim_fit(&claim.devices, inventory) {
+                stage.rejection = Some(format!(
+                    "Pod {name} cannot be scheduled: its claim {:?} comes from ResourceClaimTemplate {namespace}/{}, which {}",
+                    claim.claim.name,
+                    claim.claim.source,
+                    explain::no_fit_text(&groups)
+                ));
+                return stage;
+            }
+        }
+    }
+    let gpu_claim_names: Vec<&str> = gpu_claims.iter().map(|c| c.claim.name.as_str()).collect();
+    let pinned = exclusive_cpu_containers(spec, &gpu_claim_names);
+    if !pinned.is_empty() {
+        stage.warnings.push(format!(
+            "Pod {name} gets GPUs through DRA and {} exclusive CPUs from the static CPU Manager on nodes that run it, but the kubelet never aligns the two (DRA devices give the Topology Manager no hints), so those CPUs may sit on another NUMA node than the GPUs; {}",
+            pinned.join(", "),
+            cpu_fix(inventory.as_ref().ok())
+        ));
+    }
+    stage
+}
+
+/// The devices a pod claim's source claims, or why it cannot be read.
+fn read_claim(
+    claim: &PodClaim,
+    namespace: &str,
+    cluster: &dyn ClusterReader,
+) -> Result<DeviceClaim, String> {
+    let bytes = cluster
+        .get_resource(&claim_request(claim, namespace))
+        .map_err(|error| quote_host_error(&error))?;
+    let object: Value = serde_json::from_slice(&bytes)
+        .map_err(|error| format!("the answer is not JSON: {error}"))?;
+    DeviceClaim::of_object(&object, claim.kind)
+}
+
+/// The fix for exclusive CPUs beside DRA GPUs.
+fn cpu_fix(inventory: Option<&DraInventory>) -> String {
+    let runs_dra_cpu = inventory.is_some_and(|inventory| {
+        inventory
+            .all_devices()
+            .any(|device| device.driver == DRA_CPU_DRIVER)
+    });
+    if runs_dra_cpu {
+        "the cluster runs dra-driver-cpu: request the CPUs in the GPU claim (device class dra.cpu) under one matchAttribute constraint on resource.kubernetes.io/numaNode with the GPUs, on nodes whose kubelet runs cpuManagerPolicy: none".to_owned()
+    } else {
+        "only device-plugin GPUs (extended resources) are aligned with exclusive CPUs by the kubelet; or run dra-driver-cpu and request the CPUs in the GPU claim".to_owned()
+    }
+}
+
+/// The containers using one of `gpu_claims` that the static CPU Manager
+/// would give exclusive CPUs: in a Guaranteed pod (every container's CPU
+/// and memory limited, requests equal to limits), a whole CPU count
+/// (`cpumanager` `policy_static.go` `guaranteedCPUs`).
+fn exclusive_cpu_containers(spec: &Value, gpu_claims: &[&str]) -> Vec<String> {
+    let Ok(all) = containers(spec) else {
+        return Vec::new();
+    };
+    if spec.get("resources").is_some_and(|r| !r.is_null()) {
+        // Pod-level resources: the kubelet's exclusive CPUs then follow
+        // rules this check does not model; say nothing rather than guess.
+        return Vec::new();
+    }
+    let quantity = |container: &crate::request::pod::Container, section, resource| {
+        container
+            .resource(section, resource)
+            .and_then(|text| Quantity::parse(&text).ok())
+    };
+    let guaranteed = all.iter().all(|container| {
+        ["cpu", "memory"].iter().all(|resource| {
+            let limit = quantity(container, Section::Limits, resource);
+            let request = quantity(container, Section::Requests, resource);
+            limit.is_some() && (request.is_none() || request == limit)
+        })
+    });
+    if !guaranteed {
+        return Vec::new();
+    }
+    all.iter()
+        .filter(|container| {
+            let uses_gpu_claim = container
+                .json
+                .get("resources")
+                .and_then(|r| r.get("claims"))
+                .and_then(Value::as_array)
+                .is_some_and(|claims| {
+                    claims.iter().any(|claim| {
+                        claim
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .is_some_and(|name| gpu_claims.contains(&name))
+                    })
+                });
+            uses_gpu_claim
+                && quantity(container, Section::Limits, "cpu").is_some_and(|cpu| cpu.is_whole())
+        })
+        .map(|container| container.id.to_string())
+        .collect()
+}
