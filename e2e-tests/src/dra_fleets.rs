@@ -153,6 +153,18 @@ fn list_all(kind: &str, masks: &[&str]) -> HostRequest {
     }
 }
 
+/// The fleet summary's `draDevices` for this fleet, as the summarizer
+/// writes it (the shared grouping, over the same slices and classes).
+pub fn summarized_devices(fleet: &DraFleet, classes: &Value) -> Result<String> {
+    let classes = gpu_topology::dra::parse_classes(classes.to_string().as_bytes())
+        .map_err(anyhow::Error::msg)?;
+    let mut builder = gpu_topology::dra::DraBuilder::new(&classes);
+    builder
+        .add_list(resource_slice_list(fleet).to_string().as_bytes())
+        .map_err(anyhow::Error::msg)?;
+    Ok(builder.finish().to_summary_text())
+}
+
 /// The ResourceSlice list, masked to what the policy reads.
 pub fn resource_slice_list(fleet: &DraFleet) -> Value {
     let mut items = Vec::new();

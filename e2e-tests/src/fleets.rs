@@ -858,7 +858,8 @@ pub fn render(file: &SessionFile) -> Result<String> {
             &prefix,
         ))),
     };
-    if let Some(answer) = &summary {
+    // A claim asks for the summary after the DeviceClasses (below).
+    if let (Some(answer), false) = (&summary, matches!(file.list, ListAnswer::Dra(_))) {
         out.push_str(&exchange(
             &summary_request(),
             answer.as_ref().map_err(|e| *e),
@@ -876,10 +877,23 @@ pub fn render(file: &SessionFile) -> Result<String> {
             for get in &fleet.gets {
                 out.push_str(&exchange(&get.request(), Ok(&get.answer()?))?);
             }
-            out.push_str(&exchange(
-                &dra::device_class_request(),
-                Ok(&dra::device_class_list(fleet)?),
-            )?);
+            let classes = dra::device_class_list(fleet)?;
+            out.push_str(&exchange(&dra::device_class_request(), Ok(&classes))?);
+            // The summary with the DRA devices, as the summarizer writes it
+            // for this fleet; then the slices are not listed.
+            if let SummaryAnswer::OfTheList(at) = &file.summary {
+                let mut config_map = summary_config_map(&[], *at, &prefix);
+                config_map["data"][gpu_topology::dra::DRA_DEVICES_KEY] =
+                    dra::summarized_devices(fleet, &classes)?.into();
+                out.push_str(&exchange(&summary_request(), Ok(&config_map))?);
+                return Ok(out);
+            }
+            if let Some(answer) = &summary {
+                out.push_str(&exchange(
+                    &summary_request(),
+                    answer.as_ref().map_err(|e| *e),
+                )?);
+            }
             out.push_str(&exchange(
                 &dra::resource_slice_request(),
                 Ok(&dra::resource_slice_list(fleet)),
@@ -1221,13 +1235,19 @@ pub fn session_files() -> Vec<SessionFile> {
         SessionFile {
             name: "dra-hgx-h100-fleet",
             about: "A DRA fleet for claims: the NVIDIA DRA driver's and dranet's DeviceClasses, and 2 HGX H100 nodes\nwhose ResourceSlices publish 8 GPUs (4 per NUMA node, resource.kubernetes.io/numaNode) and 8 RDMA\nNICs (4 per NUMA node, also dra.net/numaNode). The policy lists the classes, then the slices.",
-            summary: S::NotAsked,
+            summary: S::Absent,
+            list: L::Dra(dra_hgx_fleet(Vec::new())),
+        },
+        SessionFile {
+            name: "dra-hgx-h100-summary",
+            about: "The DRA fleet of dra-hgx-h100-fleet.yml read from the fleet summary: the DeviceClasses are listed,\nthen the summarizer's ConfigMap holds the nodes' devices grouped (draDevices), so no ResourceSlice\nis listed.",
+            summary: S::OfTheList(SUMMARY_WRITTEN_AT),
             list: L::Dra(dra_hgx_fleet(Vec::new())),
         },
         SessionFile {
             name: "dra-pod-double-gpu-fleet",
             about: "For a Pod naming the NVIDIA quick start's ResourceClaimTemplate gpu-test1/double-gpu (2 GPUs):\nthe template as get_resource answers it, then the DRA fleet of dra-hgx-h100-fleet.yml.",
-            summary: S::NotAsked,
+            summary: S::Absent,
             list: L::Dra(dra_hgx_fleet(vec![crate::dra_fleets::DraGet {
                 kind: "ResourceClaimTemplate",
                 namespace: "gpu-test1",
@@ -1238,7 +1258,7 @@ pub fn session_files() -> Vec<SessionFile> {
         SessionFile {
             name: "dra-pod-sixteen-gpus-fleet",
             about: "For a Pod naming ResourceClaimTemplate research/sixteen-gpus (16 GPUs, more than any node\npublishes): the template, then the DRA fleet of dra-hgx-h100-fleet.yml.",
-            summary: S::NotAsked,
+            summary: S::Absent,
             list: L::Dra(dra_hgx_fleet(vec![crate::dra_fleets::DraGet {
                 kind: "ResourceClaimTemplate",
                 namespace: "research",
@@ -1249,7 +1269,7 @@ pub fn session_files() -> Vec<SessionFile> {
         SessionFile {
             name: "dra-pod-single-gpu-twice-fleet",
             about: "For the NVIDIA quick start's Pod whose two containers each get a claim from ResourceClaimTemplate\ngpu-test1/single-gpu (1 GPU; v1beta1 in the demo, answered as v1): the template once, then the DRA\nfleet of dra-hgx-h100-fleet.yml.",
-            summary: S::NotAsked,
+            summary: S::Absent,
             list: L::Dra(dra_hgx_fleet(vec![crate::dra_fleets::DraGet {
                 kind: "ResourceClaimTemplate",
                 namespace: "gpu-test1",

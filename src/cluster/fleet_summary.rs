@@ -46,6 +46,24 @@ pub fn read_summary(
     settings: &FleetSummarySettings,
     clock: impl FnOnce() -> Option<u64>,
 ) -> Result<ClusterView, String> {
+    let (summary, _) = read_fresh(cluster, settings, clock)?;
+    Ok(ClusterView {
+        fleet: summary.fleet,
+        malformed: summary.malformed,
+        first_problem: None,
+        // The summary counts shapes, not nodes by name.
+        pinned_node: None,
+        from_node_list: false,
+    })
+}
+
+/// The summary, when it is there and fresh, with the ConfigMap's data (the
+/// DRA devices are read from it: `gpu_topology::dra::DRA_DEVICES_KEY`).
+pub fn read_fresh(
+    cluster: &dyn ClusterReader,
+    settings: &FleetSummarySettings,
+    clock: impl FnOnce() -> Option<u64>,
+) -> Result<(FleetSummary, BTreeMap<String, String>), String> {
     // The words are written only for a summary passed over, in one go.
     let (namespace, name) = (&settings.namespace, &settings.name);
     let answer = cluster
@@ -56,7 +74,7 @@ pub fn read_summary(
                 quote_host_error(&problem).trim_end_matches('.')
             )
         })?;
-    let summary = parse_summary(&answer).map_err(|problem| {
+    let (summary, data) = parse_summary_data(&answer).map_err(|problem| {
         format!("the fleet summary ConfigMap {namespace}/{name} is unreadable: {problem}")
     })?;
     let location = format!("the fleet summary ConfigMap {namespace}/{name}");
@@ -78,18 +96,18 @@ pub fn read_summary(
             settings.max_age_seconds
         ));
     }
-    Ok(ClusterView {
-        fleet: summary.fleet,
-        malformed: summary.malformed,
-        first_problem: None,
-        // The summary counts shapes, not nodes by name.
-        pinned_node: None,
-        from_node_list: false,
-    })
+    Ok((summary, data))
 }
 
 /// Reads the summary out of the ConfigMap JSON.
 pub fn parse_summary(config_map: &[u8]) -> Result<FleetSummary, String> {
+    parse_summary_data(config_map).map(|(summary, _)| summary)
+}
+
+/// [`parse_summary`], with the ConfigMap's data.
+fn parse_summary_data(
+    config_map: &[u8],
+) -> Result<(FleetSummary, BTreeMap<String, String>), String> {
     #[derive(Deserialize)]
     struct ConfigMap {
         #[serde(default)]
@@ -98,8 +116,9 @@ pub fn parse_summary(config_map: &[u8]) -> Result<FleetSummary, String> {
     let config_map: ConfigMap =
         serde_json::from_slice(config_map).map_err(|error| format!("not a ConfigMap: {error}"))?;
     let data = config_map.data.unwrap_or_default();
-    FleetSummary::from_data(data.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .map_err(|error| error.to_string())
+    let summary = FleetSummary::from_data(data.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(|error| error.to_string())?;
+    Ok((summary, data))
 }
 
 /// The wall clock in Unix seconds (WASI's clock in Wasm); `None` if it is

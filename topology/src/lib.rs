@@ -9,6 +9,8 @@
 //! The crate is pure (no I/O, no dependencies) so that it builds for
 //! `wasm32-wasip1` and natively alike.
 
+#[cfg(feature = "dra")]
+pub mod dra;
 pub mod fit;
 pub mod fleet;
 pub mod heartbeat;

@@ -5,7 +5,7 @@
 use crate::cluster::dra::STANDARD_NUMA_ATTRIBUTE;
 use crate::cluster::host::quote_host_error;
 use crate::decide::claim::completion::{CannotAlign, Completion};
-use crate::decide::claim::fit::{ClaimFit, Shortfall};
+use crate::decide::claim::fit::{ClaimFit, Nodes, Shortfall};
 use crate::decide::claim::patch::constraint_json;
 use crate::decide::claim::ClaimPlan;
 use crate::decide::{Decision, Verdict};
@@ -75,7 +75,7 @@ pub fn decision(
 }
 
 /// Why no node can allocate a claim, and what would fit.
-pub fn no_fit_text(groups: &[(Vec<String>, Shortfall)]) -> String {
+pub fn no_fit_text(groups: &[(Nodes, Shortfall)]) -> String {
     format!(
         "cannot be allocated on any node: {}. {}",
         describe_groups(groups),
@@ -119,24 +119,28 @@ fn quoted_list(names: &[String]) -> String {
         .join(", ")
 }
 
-/// `node-a`, `node-a and node-b`, `node-a and 3 more nodes`.
-fn nodes(names: &[String]) -> String {
-    match names {
-        [] => "no node".to_owned(),
-        [one] => format!("node {one}"),
-        [one, two] => format!("nodes {one} and {two}"),
-        [one, rest @ ..] => format!("node {one} and {} more nodes", rest.len()),
+/// `node a`, `nodes a and b`, `node a and 3 more nodes`, `4 nodes`.
+fn nodes(nodes: &Nodes) -> String {
+    let more = nodes.count.saturating_sub(1);
+    match (nodes.examples.as_slice(), nodes.count) {
+        ([one], 1) => format!("node {one}"),
+        ([one, two, ..], 2) => format!("nodes {one} and {two}"),
+        ([one, ..], _) => format!("node {one} and {more} more nodes"),
+        ([], count) => format!("{count} nodes"),
     }
 }
 
-fn describe_groups(groups: &[(Vec<String>, Shortfall)]) -> String {
+fn describe_groups(groups: &[(Nodes, Shortfall)]) -> String {
     let mut parts: Vec<String> = groups
         .iter()
         .take(GROUPS_SHOWN)
-        .map(|(names, shortfall)| format!("on {}, {}", nodes(names), shortfall_text(shortfall)))
+        .map(|(group, shortfall)| format!("on {}, {}", nodes(group), shortfall_text(shortfall)))
         .collect();
     if groups.len() > GROUPS_SHOWN {
-        let more: usize = groups[GROUPS_SHOWN..].iter().map(|(n, _)| n.len()).sum();
+        let more: u64 = groups[GROUPS_SHOWN..]
+            .iter()
+            .map(|(n, _)| u64::from(n.count))
+            .sum();
         parts.push(format!("and {more} more nodes fall short as well"));
     }
     parts.join("; ")
@@ -192,7 +196,7 @@ fn plural_requests(requests: &[String]) -> String {
 }
 
 /// What would fit: per class, the most any node offers.
-fn what_fits(groups: &[(Vec<String>, Shortfall)]) -> String {
+fn what_fits(groups: &[(Nodes, Shortfall)]) -> String {
     let mut best: Vec<(String, String, u32)> = Vec::new();
     for (_, shortfall) in groups {
         let (class, scope, most) = match shortfall {

@@ -25,7 +25,7 @@
 //! conditions), and a node whose pool is mid-update, or a class whose
 //! devices some slice offers to several nodes, makes the answer unknown.
 
-use crate::cluster::dra::{Atom, ClassSelector, Device, DraInventory, NodeGroup};
+use crate::cluster::dra::{Atom, ClassSelector, Device, DeviceGroup, DraInventory};
 use crate::request::claim::{AllocationMode, ConstraintRule, DeviceClaim};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -84,7 +84,24 @@ pub enum ClaimFit {
     NoDevices(Vec<String>),
     /// No group of nodes can satisfy it: each group's first shortfall,
     /// with the group's nodes.
-    NoFit(Vec<(Vec<String>, Shortfall)>),
+    NoFit(Vec<(Nodes, Shortfall)>),
+}
+
+/// A group's nodes, as a message names them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nodes {
+    pub count: u32,
+    /// The first names (all, when few).
+    pub examples: Vec<String>,
+}
+
+impl Nodes {
+    fn of(group: &DeviceGroup) -> Self {
+        Nodes {
+            count: group.nodes,
+            examples: group.examples.clone(),
+        }
+    }
 }
 
 /// The fit of `claim` against `inventory`.
@@ -104,11 +121,11 @@ pub fn claim_fit(claim: &DeviceClaim, inventory: &DraInventory) -> ClaimFit {
         .collect();
     let mut unknown = None;
     let mut short = Vec::new();
-    for group in &inventory.groups {
+    for group in inventory.groups() {
         match group_fit(claim, group, inventory) {
             GroupFit::Fits => return ClaimFit::Fits,
             GroupFit::Unknown(why) => unknown = unknown.or(Some(why)),
-            GroupFit::Short(shortfall) => short.push((group.nodes.clone(), shortfall)),
+            GroupFit::Short(shortfall) => short.push((Nodes::of(group), shortfall)),
         }
     }
     match unknown {
@@ -140,7 +157,7 @@ struct ClassDevices<'a> {
 
 fn class_devices<'a>(
     class: &str,
-    group: &'a NodeGroup,
+    group: &'a DeviceGroup,
     inventory: &DraInventory,
 ) -> Result<ClassDevices<'a>, Unknown> {
     let selector: &ClassSelector = inventory
@@ -153,6 +170,7 @@ fn class_devices<'a>(
         return Err(Unknown::PoolUpdating(driver.to_owned()));
     }
     if inventory
+        .devices
         .unattached
         .iter()
         .any(|device| selector.admits(device))
@@ -171,7 +189,7 @@ fn class_devices<'a>(
 }
 
 /// The fit of `claim` on one group of nodes.
-pub fn group_fit(claim: &DeviceClaim, group: &NodeGroup, inventory: &DraInventory) -> GroupFit {
+pub fn group_fit(claim: &DeviceClaim, group: &DeviceGroup, inventory: &DraInventory) -> GroupFit {
     // Condition 1, per class: the ExactCount `exactly` requests together;
     // a firstAvailable request needs one of its choices.
     let mut per_class: BTreeMap<&str, (u32, Vec<String>)> = BTreeMap::new();
@@ -250,7 +268,7 @@ fn one_value_shortfall(
     claim: &DeviceClaim,
     constraint: &crate::request::claim::DeviceConstraint,
     attribute: &str,
-    group: &NodeGroup,
+    group: &DeviceGroup,
     inventory: &DraInventory,
 ) -> Option<Result<Shortfall, Unknown>> {
     let mut per_class: BTreeMap<&str, (u32, Vec<String>)> = BTreeMap::new();

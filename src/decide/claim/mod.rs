@@ -151,7 +151,7 @@ pub(crate) fn evaluate(
     let Some(aligned) = completion::aligned_requests(&claim, &config.dra) else {
         return Decision::accept();
     };
-    let inventory = match dra::read_inventory(cluster) {
+    let inventory = match dra::read_inventory(cluster, &config.sources) {
         Ok(inventory) => inventory,
         Err(problem) => return explain::no_inventory(kind, &name, &problem),
     };

@@ -160,7 +160,7 @@ pub fn dra_stage(
             names.join(", ")
         ));
     }
-    let inventory = dra::read_inventory(cluster);
+    let inventory = dra::read_inventory(cluster, &config.sources);
     if let Ok(inventory) = &inventory {
         for claim in gpu_claims
             .iter()

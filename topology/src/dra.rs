@@ -1,0 +1,683 @@
+//! Dynamic Resource Allocation devices as the policy and the summarizer
+//! read them: DeviceClasses and ResourceSlices (`resource.k8s.io/v1`,
+//! `k8s.io/api/resource/v1/types.go`) reduced to what allocation decides on,
+//! nodes grouped by the devices they publish, and that grouping's place in
+//! the fleet summary ([`DRA_DEVICES_KEY`]).
+//!
+//! Kept of each device: its driver, the attributes a class selects on or a
+//! locality constraint could name (`numaNode`, `pcieRoot`), and whether it
+//! may be allocated more than once. Device names, capacities and every
+//! other attribute are dropped. One reading for both sides: the policy
+//! reads a ResourceSlice list through it, the summarizer writes the groups
+//! the policy reads back, so the two cannot disagree.
+//!
+//! Behind the `dra` feature: it reads the API's JSON with serde.
+
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The standard NUMA attribute (KEP-6072), scalar or, under
+/// `DRAListTypeAttributes`, the list of same-socket nodes.
+pub const STANDARD_NUMA_ATTRIBUTE: &str = "resource.kubernetes.io/numaNode";
+/// The standard PCIe root attribute (`deviceattribute` `StandardDeviceAttributePCIeRoot`).
+pub const STANDARD_PCIE_ROOT_ATTRIBUTE: &str = "resource.kubernetes.io/pcieRoot";
+/// The NUMA attribute of dranet and the SR-IOV DRA driver
+/// (`pkg/consts/consts.go`: "most-common nonstandard prefix").
+pub const DRANET_NUMA_ATTRIBUTE: &str = "dra.net/numaNode";
+
+/// One attribute value (types.go `DeviceAttribute`): exactly one of the
+/// scalar fields, or a list under `DRAListTypeAttributes` (KEP-5491).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Atom {
+    Int(i64),
+    Bool(bool),
+    String(String),
+    Version(String),
+}
+
+impl std::fmt::Display for Atom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Atom::Int(value) => write!(f, "{value}"),
+            Atom::Bool(value) => write!(f, "{value}"),
+            Atom::String(value) | Atom::Version(value) => write!(f, "{value:?}"),
+        }
+    }
+}
+
+/// An attribute's values: one, or the list's (a list matches another on a
+/// non-empty intersection, `internal/experimental/constraint.go`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AttributeValue(pub Vec<Atom>);
+
+impl AttributeValue {
+    pub fn holds(&self, atom: &Atom) -> bool {
+        self.0.contains(atom)
+    }
+}
+
+/// A published device, as allocation sees it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Device {
+    pub driver: String,
+    /// Fully qualified names (a bare key is the driver's: `type` of
+    /// `gpu.nvidia.com` is `gpu.nvidia.com/type`, allocator `lookupAttribute`).
+    pub attributes: BTreeMap<String, AttributeValue>,
+    /// `allowMultipleAllocations`: one device can serve several requests.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
+}
+
+impl Device {
+    pub fn attribute(&self, name: &str) -> Option<&AttributeValue> {
+        self.attributes.get(name)
+    }
+}
+
+/// What a DeviceClass selects, as far as the policy reads its CEL: the
+/// driver, and attribute equalities. A clause it does not read only narrows
+/// the class further, so the devices it matches are an upper bound then.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ClassSelector {
+    pub driver: Option<String>,
+    pub equals: Vec<(String, Atom)>,
+    /// A clause was not read: the class may select fewer devices.
+    pub narrower: bool,
+}
+
+impl ClassSelector {
+    /// Whether `device` can be one of the class's (exactly, unless
+    /// [`narrower`](Self::narrower)).
+    pub fn admits(&self, device: &Device) -> bool {
+        self.driver.as_deref() == Some(device.driver.as_str())
+            && self.equals.iter().all(|(name, atom)| {
+                device
+                    .attribute(name)
+                    .is_some_and(|value| value.0.len() == 1 && value.holds(atom))
+            })
+    }
+}
+
+#[derive(Deserialize)]
+struct List<T> {
+    #[serde(default)]
+    items: Vec<T>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Metadata {
+    name: String,
+}
+
+#[derive(Deserialize, Default)]
+struct DeviceClassItem {
+    #[serde(default)]
+    metadata: Metadata,
+    #[serde(default)]
+    spec: DeviceClassSpec,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct DeviceClassSpec {
+    selectors: Vec<Selector>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Selector {
+    cel: Option<CelSelector>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CelSelector {
+    expression: String,
+}
+
+/// The classes of a DeviceClass list, by name.
+pub fn parse_classes(list: &[u8]) -> Result<BTreeMap<String, ClassSelector>, String> {
+    let list: List<DeviceClassItem> = serde_json::from_slice(list)
+        .map_err(|error| format!("the DeviceClass list cannot be read: {error}"))?;
+    Ok(list
+        .items
+        .into_iter()
+        .map(|class| {
+            let mut selector = ClassSelector::default();
+            for expression in class.spec.selectors.iter().map(|selector| {
+                selector
+                    .cel
+                    .as_ref()
+                    .map_or("", |cel| cel.expression.as_str())
+            }) {
+                read_expression(expression, &mut selector);
+            }
+            (class.metadata.name, selector)
+        })
+        .collect())
+}
+
+/// Reads the clauses of one CEL selector that the policy understands:
+/// `device.driver == "x"` and `device.attributes["domain"].name == value`,
+/// joined by `&&`. Anything else (`||`, negation, functions) marks the
+/// class as possibly narrower, never wider: a selector only removes devices.
+fn read_expression(expression: &str, selector: &mut ClassSelector) {
+    if expression.contains("||") || expression.contains('(') {
+        selector.narrower = true;
+        return;
+    }
+    for clause in expression.split("&&").map(str::trim) {
+        match read_clause(clause) {
+            Some(Clause::Driver(driver)) => match &selector.driver {
+                Some(known) if *known != driver => selector.narrower = true,
+                _ => selector.driver = Some(driver),
+            },
+            Some(Clause::Equals(name, atom)) => selector.equals.push((name, atom)),
+            None => selector.narrower = true,
+        }
+    }
+}
+
+enum Clause {
+    Driver(String),
+    Equals(String, Atom),
+}
+
+fn read_clause(clause: &str) -> Option<Clause> {
+    let (left, right) = clause.split_once("==")?;
+    let (left, right) = (left.trim(), right.trim());
+    if right.contains("==") || left.contains('!') {
+        return None;
+    }
+    if left == "device.driver" {
+        return quoted(right).map(|driver| Clause::Driver(driver.to_owned()));
+    }
+    let rest = left.strip_prefix("device.attributes[")?;
+    let (domain, rest) = rest.split_once(']')?;
+    let name = rest.strip_prefix('.')?;
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return None;
+    }
+    let atom = match quoted(right) {
+        Some(text) => Atom::String(text.to_owned()),
+        None => match right {
+            "true" => Atom::Bool(true),
+            "false" => Atom::Bool(false),
+            number => Atom::Int(number.parse().ok()?),
+        },
+    };
+    Some(Clause::Equals(format!("{}/{name}", quoted(domain)?), atom))
+}
+
+/// The text inside `"…"` or `'…'`, when it has no quote or escape inside.
+fn quoted(text: &str) -> Option<&str> {
+    let inner = text
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .or_else(|| text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')))?;
+    (!inner.contains(['"', '\'', '\\'])).then_some(inner)
+}
+
+/// The attributes worth keeping: those the classes select on, and every
+/// `numaNode` and `pcieRoot` (what an alignment constraint could name).
+#[derive(Debug, Clone)]
+pub struct KeptAttributes {
+    named: BTreeSet<String>,
+}
+
+impl KeptAttributes {
+    pub fn keeps(&self, qualified: &str) -> bool {
+        let name = qualified.rsplit('/').next().unwrap_or(qualified);
+        name == "numaNode" || name == "pcieRoot" || self.named.contains(qualified)
+    }
+}
+
+pub fn kept_attributes(classes: &BTreeMap<String, ClassSelector>) -> KeptAttributes {
+    KeptAttributes {
+        named: classes
+            .values()
+            .flat_map(|class| class.equals.iter().map(|(name, _)| name.clone()))
+            .collect(),
+    }
+}
+
+/// A ResourceSlice as the readers need it (a list item, or one object).
+#[derive(Deserialize, Default)]
+pub struct SliceItem {
+    #[serde(default)]
+    spec: SliceSpec,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct SliceSpec {
+    driver: String,
+    node_name: Option<String>,
+    pool: Pool,
+    devices: Vec<SliceDevice>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct Pool {
+    name: String,
+    generation: i64,
+    resource_slice_count: i64,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct SliceDevice {
+    attributes: BTreeMap<String, RawAttribute>,
+    allow_multiple_allocations: Option<bool>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawAttribute {
+    int: Option<i64>,
+    bool: Option<bool>,
+    string: Option<String>,
+    version: Option<String>,
+    ints: Option<Vec<i64>>,
+    bools: Option<Vec<bool>>,
+    strings: Option<Vec<String>>,
+    versions: Option<Vec<String>>,
+}
+
+impl RawAttribute {
+    /// The value, when exactly one field is set (the API's rule); else
+    /// `None`, read as if the device did not publish it.
+    fn value(self) -> Option<AttributeValue> {
+        let mut values = Vec::new();
+        values.extend(self.int.map(|v| vec![Atom::Int(v)]));
+        values.extend(self.bool.map(|v| vec![Atom::Bool(v)]));
+        values.extend(self.string.map(|v| vec![Atom::String(v)]));
+        values.extend(self.version.map(|v| vec![Atom::Version(v)]));
+        values.extend(self.ints.map(|v| v.into_iter().map(Atom::Int).collect()));
+        values.extend(self.bools.map(|v| v.into_iter().map(Atom::Bool).collect()));
+        values.extend(
+            self.strings
+                .map(|v| v.into_iter().map(Atom::String).collect()),
+        );
+        values.extend(
+            self.versions
+                .map(|v| v.into_iter().map(Atom::Version).collect()),
+        );
+        match <[Vec<Atom>; 1]>::try_from(values) {
+            Ok([atoms]) if !atoms.is_empty() => Some(AttributeValue(atoms)),
+            _ => None,
+        }
+    }
+}
+
+/// Nodes that publish the same devices.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceGroup {
+    /// How many nodes.
+    pub nodes: u32,
+    /// The first nodes' names (sorted), for messages; at most [`EXAMPLE_NODES`].
+    pub examples: Vec<String>,
+    /// Sorted.
+    #[serde(with = "counted_devices")]
+    pub devices: Vec<Device>,
+    /// Drivers with a pool mid-update on these nodes (fewer slices of its
+    /// newest generation than `resourceSliceCount`): their devices may be
+    /// more than listed.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub incomplete_drivers: BTreeSet<String>,
+}
+
+/// Node names a group keeps for messages.
+pub const EXAMPLE_NODES: usize = 3;
+
+/// The devices of a cluster's ResourceSlices, grouped.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DraDevices {
+    pub groups: Vec<DeviceGroup>,
+    /// Devices of slices not bound to one node (`nodeSelector`, `allNodes`,
+    /// `perDeviceNodeSelection`): which nodes reach them is not read.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "counted_devices"
+    )]
+    pub unattached: Vec<Device>,
+}
+
+impl DraDevices {
+    /// Every device of the cluster's groups (once per group, not per node)
+    /// and the unattached ones.
+    pub fn all_devices(&self) -> impl Iterator<Item = &Device> {
+        self.groups
+            .iter()
+            .flat_map(|group| group.devices.iter())
+            .chain(self.unattached.iter())
+    }
+
+    pub fn node_count(&self) -> u64 {
+        self.groups.iter().map(|group| u64::from(group.nodes)).sum()
+    }
+
+    /// The `draDevices` entry of the fleet summary.
+    pub fn to_summary_text(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Reads the `draDevices` entry of the fleet summary.
+    pub fn from_summary_text(text: &str) -> Result<Self, String> {
+        serde_json::from_str(text).map_err(|error| {
+            format!("the fleet summary's {DRA_DEVICES_KEY:?} cannot be read: {error}")
+        })
+    }
+}
+
+/// The fleet summary's data key for the DRA devices. A summary without it
+/// was written by a summarizer that does not read ResourceSlices.
+pub const DRA_DEVICES_KEY: &str = "draDevices";
+
+/// Devices in the summary: identical devices once, with their count.
+mod counted_devices {
+    use super::Device;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct Counted {
+        count: u32,
+        #[serde(flatten)]
+        device: Device,
+    }
+
+    pub fn serialize<S: Serializer>(devices: &[Device], serializer: S) -> Result<S::Ok, S::Error> {
+        let mut counted: Vec<Counted> = Vec::new();
+        for device in devices {
+            match counted.last_mut() {
+                Some(last) if last.device == *device => last.count += 1,
+                _ => counted.push(Counted {
+                    count: 1,
+                    device: device.clone(),
+                }),
+            }
+        }
+        counted.serialize(serializer)
+    }
+
+    /// At most this many devices per group: a ResourceSlice holds at most
+    /// 128 devices, and a node publishes few slices.
+    const MAX_DEVICES: u64 = 1 << 16;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<Device>, D::Error> {
+        let counted = Vec::<Counted>::deserialize(deserializer)?;
+        let total: u64 = counted.iter().map(|c| u64::from(c.count)).sum();
+        if total > MAX_DEVICES {
+            return Err(serde::de::Error::custom(format!(
+                "{total} devices in one group, more than {MAX_DEVICES}"
+            )));
+        }
+        let mut devices = Vec::new();
+        for Counted { count, device } in counted {
+            devices.extend(std::iter::repeat_n(device, count as usize));
+        }
+        Ok(devices)
+    }
+}
+
+/// A pool's newest generation, its `resourceSliceCount`, and the node and
+/// devices of each of its slices of that generation.
+type PoolSlices = (i64, i64, Vec<(Option<String>, Vec<Device>)>);
+
+/// Nodes with the same devices (and pools mid-update), by count and first names.
+type Grouping = BTreeMap<(Vec<Device>, BTreeSet<String>), (u32, Vec<String>)>;
+
+/// Groups ResourceSlices by node, slice by slice (a summarizer pages through
+/// them). Only the newest generation of each pool counts ("A consumer must
+/// only use ResourceSlices with the highest generation number", types.go
+/// `ResourcePool`), so slices are kept per pool until [`finish`](Self::finish).
+#[derive(Debug)]
+pub struct DraBuilder {
+    kept: KeptAttributes,
+    /// (driver, pool) -> (generation, resourceSliceCount, slices of it).
+    pools: BTreeMap<(String, String), PoolSlices>,
+}
+
+impl DraBuilder {
+    /// A builder keeping the attributes `classes` select on, and every
+    /// locality attribute.
+    pub fn new(classes: &BTreeMap<String, ClassSelector>) -> Self {
+        DraBuilder {
+            kept: kept_attributes(classes),
+            pools: BTreeMap::new(),
+        }
+    }
+
+    /// Adds one ResourceSlice.
+    pub fn add(&mut self, slice: SliceItem) {
+        let spec = slice.spec;
+        let driver = spec.driver;
+        let devices: Vec<Device> = spec
+            .devices
+            .into_iter()
+            .map(|device| Device {
+                driver: driver.clone(),
+                attributes: device
+                    .attributes
+                    .into_iter()
+                    .filter_map(|(name, value)| {
+                        let qualified = if name.contains('/') {
+                            name
+                        } else {
+                            format!("{driver}/{name}")
+                        };
+                        if !self.kept.keeps(&qualified) {
+                            return None;
+                        }
+                        value.value().map(|value| (qualified, value))
+                    })
+                    .collect(),
+                shared: device.allow_multiple_allocations.unwrap_or(false),
+            })
+            .collect();
+        let node = spec.node_name.filter(|name| !name.is_empty());
+        let entry = self
+            .pools
+            .entry((driver, spec.pool.name))
+            .or_insert((i64::MIN, 0, Vec::new()));
+        if spec.pool.generation > entry.0 {
+            *entry = (
+                spec.pool.generation,
+                spec.pool.resource_slice_count,
+                Vec::new(),
+            );
+        }
+        if spec.pool.generation == entry.0 {
+            entry.2.push((node, devices));
+        }
+    }
+
+    /// Adds every item of a ResourceSlice list (JSON).
+    pub fn add_list(&mut self, list: &[u8]) -> Result<(), String> {
+        let list: List<SliceItem> = serde_json::from_slice(list)
+            .map_err(|error| format!("the ResourceSlice list cannot be read: {error}"))?;
+        for slice in list.items {
+            self.add(slice);
+        }
+        Ok(())
+    }
+
+    /// The groups.
+    pub fn finish(self) -> DraDevices {
+        let mut per_node: BTreeMap<String, (Vec<Device>, BTreeSet<String>)> = BTreeMap::new();
+        let mut unattached = Vec::new();
+        for ((driver, _), (_, count, slices)) in self.pools {
+            let incomplete = (slices.len() as i64) < count;
+            for (node, devices) in slices {
+                match node {
+                    Some(node) => {
+                        let (node_devices, drivers) = per_node.entry(node).or_default();
+                        node_devices.extend(devices);
+                        if incomplete {
+                            drivers.insert(driver.clone());
+                        }
+                    }
+                    None => unattached.extend(devices),
+                }
+            }
+        }
+        let mut groups: Grouping = BTreeMap::new();
+        for (node, (mut devices, incomplete)) in per_node {
+            devices.sort();
+            let (count, examples) = groups.entry((devices, incomplete)).or_default();
+            *count = count.saturating_add(1);
+            if examples.len() < EXAMPLE_NODES {
+                examples.push(node);
+            }
+        }
+        unattached.sort();
+        DraDevices {
+            groups: groups
+                .into_iter()
+                .map(
+                    |((devices, incomplete_drivers), (nodes, examples))| DeviceGroup {
+                        nodes,
+                        examples,
+                        devices,
+                        incomplete_drivers,
+                    },
+                )
+                .collect(),
+            unattached,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    #[rstest]
+    #[case::nvidia_gpu(
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
+        Some("gpu.nvidia.com"), vec![("gpu.nvidia.com/type", Atom::String("gpu".into()))], false
+    )]
+    #[case::intel_double_quotes("device.driver == \"gpu.intel.com\"", Some("gpu.intel.com"), vec![], false)]
+    #[case::an_or_is_not_read(
+        "device.attributes[\"gpu.intel.com\"].driver == 'vfio-pci' || device.attributes[\"gpu.intel.com\"].driver == 'xe-vfio-pci'",
+        None, vec![], true
+    )]
+    // deviceclasses/nics.yaml `rdma-net`: read as written, an attribute
+    // `bool` of domain `dra.rdma`, which dranet does not publish.
+    #[case::an_attribute_no_driver_publishes(
+        "device.driver == \"dra.net\" && device.attributes[\"dra.rdma\"].bool == true",
+        Some("dra.net"), vec![("dra.rdma/bool", Atom::Bool(true))], false
+    )]
+    #[case::a_rdma_flag(
+        "device.driver == \"dra.net\" && device.attributes[\"dra.net\"].rdma == true",
+        Some("dra.net"), vec![("dra.net/rdma", Atom::Bool(true))], false
+    )]
+    fn class_selectors_are_read_clause_by_clause(
+        #[case] expression: &str,
+        #[case] driver: Option<&str>,
+        #[case] equals: Vec<(&str, Atom)>,
+        #[case] narrower: bool,
+    ) {
+        let mut selector = ClassSelector::default();
+        read_expression(expression, &mut selector);
+        let equals: Vec<(String, Atom)> = equals
+            .into_iter()
+            .map(|(name, atom)| (name.to_owned(), atom))
+            .collect();
+        assert_eq!(
+            selector,
+            ClassSelector {
+                driver: driver.map(str::to_owned),
+                equals,
+                narrower
+            }
+        );
+    }
+
+    fn slice(
+        node: &str,
+        pool: &str,
+        generation: i64,
+        count: i64,
+        numa: &[i64],
+    ) -> serde_json::Value {
+        json!({"spec": {
+            "driver": "gpu.nvidia.com", "nodeName": node,
+            "pool": {"name": pool, "generation": generation, "resourceSliceCount": count},
+            "devices": numa.iter().map(|n| json!({"name": "gpu", "attributes": {
+                "type": {"string": "gpu"},
+                "productName": {"string": "dropped"},
+                "resource.kubernetes.io/numaNode": {"int": n}
+            }})).collect::<Vec<_>>()
+        }})
+    }
+
+    #[test]
+    fn slices_group_nodes_by_devices_and_keep_the_newest_generation() {
+        let list = json!({"items": [
+            slice("a", "a", 1, 1, &[0, 0, 1, 1]),
+            slice("b", "b", 2, 1, &[0, 0, 1, 1]),
+            slice("b", "b", 1, 1, &[0]),
+            slice("c", "c", 3, 2, &[0]),
+        ]});
+        let classes = BTreeMap::from([(
+            "gpu.nvidia.com".to_owned(),
+            ClassSelector {
+                driver: Some("gpu.nvidia.com".into()),
+                equals: vec![("gpu.nvidia.com/type".into(), Atom::String("gpu".into()))],
+                narrower: false,
+            },
+        )]);
+        let mut builder = DraBuilder::new(&classes);
+        builder.add_list(list.to_string().as_bytes()).unwrap();
+        let devices = builder.finish();
+        assert!(devices.unattached.is_empty());
+        let groups = &devices.groups;
+        assert_eq!(groups.len(), 2);
+        let four = groups.iter().find(|g| g.devices.len() == 4).unwrap();
+        assert_eq!(
+            (four.nodes, four.examples.as_slice()),
+            (2, ["a".to_owned(), "b".to_owned()].as_slice())
+        );
+        assert_eq!(
+            four.devices[0].attributes.len(),
+            2,
+            "productName is dropped"
+        );
+        let half = groups.iter().find(|g| g.examples == ["c"]).unwrap();
+        assert_eq!(
+            half.incomplete_drivers,
+            BTreeSet::from(["gpu.nvidia.com".to_owned()])
+        );
+        // The summary's text reads back as the same groups.
+        let text = devices.to_summary_text();
+        assert_eq!(DraDevices::from_summary_text(&text).unwrap(), devices);
+        assert!(
+            text.contains("\"count\":2"),
+            "identical devices are counted once: {text}"
+        );
+    }
+
+    #[rstest]
+    #[case::int(json!({"int": 1}), Some(vec![Atom::Int(1)]))]
+    #[case::list(json!({"ints": [0, 1]}), Some(vec![Atom::Int(0), Atom::Int(1)]))]
+    #[case::two_fields(json!({"int": 1, "string": "x"}), None)]
+    #[case::none(json!({}), None)]
+    fn an_attribute_value_has_exactly_one_field(
+        #[case] raw: serde_json::Value,
+        #[case] atoms: Option<Vec<Atom>>,
+    ) {
+        let raw: RawAttribute = serde_json::from_value(raw).unwrap();
+        assert_eq!(raw.value(), atoms.map(AttributeValue));
+    }
+}
