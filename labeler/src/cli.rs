@@ -167,6 +167,10 @@ pub struct SummarizeArgs {
     /// Give up on an API answer after this long (the attempt is then retried)
     #[arg(long, value_parser = parse_duration, default_value = "60s")]
     pub request_timeout: Duration,
+    /// Also summarise the DRA devices (DeviceClasses and ResourceSlices, resource.k8s.io/v1,
+    /// Kubernetes 1.34 and later) for the policy's claim checks; needs `list` on both
+    #[arg(long)]
+    pub dra: bool,
     /// Log verbosity (logs go to stderr)
     #[arg(long, value_enum, default_value_t = LogLevel::Info)]
     pub log_level: LogLevel,
@@ -216,6 +220,7 @@ impl SummarizeArgs {
             request_timeout: self.request_timeout,
             interval: self.interval,
             once: self.once,
+            dra: self.dra,
         })
     }
 
@@ -701,6 +706,7 @@ mod tests {
                 request_timeout: Duration::from_secs(60),
                 interval: Duration::from_secs(60),
                 once: false,
+                dra: false,
             }
         );
     }

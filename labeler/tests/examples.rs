@@ -382,12 +382,14 @@ fn fleet_summary_deployment_is_hardened_and_least_privileged(#[case] file: &str)
     assert_eq!(pod["serviceAccountName"], account["metadata"]["name"]);
     let subjects = json!([{ "kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": namespace }]);
 
-    // Nodes: list only.
+    // Nodes: list only; with --dra, DeviceClasses and ResourceSlices: list
+    // only, and without it nothing of resource.k8s.io.
     let cluster_role = only(&docs, "ClusterRole");
-    assert_eq!(
-        cluster_role["rules"],
-        json!([{ "apiGroups": [""], "resources": ["nodes"], "verbs": ["list"] }])
-    );
+    let mut rules = vec![json!({ "apiGroups": [""], "resources": ["nodes"], "verbs": ["list"] })];
+    if config.dra {
+        rules.push(json!({ "apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses", "resourceslices"], "verbs": ["list"] }));
+    }
+    assert_eq!(cluster_role["rules"], Value::Array(rules));
     let cluster_binding = only(&docs, "ClusterRoleBinding");
     assert_eq!(cluster_binding["roleRef"]["kind"], "ClusterRole");
     assert_eq!(

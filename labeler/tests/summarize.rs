@@ -161,6 +161,7 @@ fn config(attempts: u32) -> SummarizerConfig {
         request_timeout: REQUEST_TIMEOUT,
         interval: Duration::from_secs(60),
         once: true,
+        dra: false,
     }
 }
 
@@ -825,4 +826,133 @@ async fn the_loop_retries_a_failed_pass_and_writes_every_pass() {
         .collect();
     assert_eq!(patches.len(), 2, "an unchanged fleet is written again");
     assert!(patches[1].generated_at >= patches[0].generated_at);
+}
+
+// ---------------------------------------------------------------------------
+// `--dra`: DeviceClasses and ResourceSlices in the summary
+
+fn dra_summarizer(port: u16) -> Summarizer {
+    let config = SummarizerConfig {
+        dra: true,
+        ..config(1)
+    };
+    Summarizer::new(sink_client(port, config.request_timeout), &config)
+}
+
+/// The NVIDIA DRA driver's `gpu.nvidia.com` DeviceClass, as it installs it
+/// (e2e-tests/tests/fixtures/dra/deviceclasses/nvidia.yaml).
+fn device_class_page() -> Reply {
+    Reply::json(&json!({
+        "kind": "DeviceClassList", "apiVersion": "resource.k8s.io/v1",
+        "metadata": {"resourceVersion": "4711"},
+        "items": [{"metadata": {"name": "gpu.nvidia.com"}, "spec": {
+            "selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"}}],
+            "extendedResourceName": "nvidia.com/gpu"
+        }}]
+    }))
+}
+
+/// A node's slice of the NVIDIA DRA driver: one GPU per NUMA node, in the
+/// shape of the driver's reference page (e2e-tests/tests/fixtures/dra/
+/// resourceslices/nvidia-gpu-doc.yaml), with attributes the summary drops.
+fn slice_page(node: &str, continue_token: Option<&str>) -> Reply {
+    let gpu = |numa: i64| {
+        json!({"name": format!("gpu-{numa}"), "attributes": {
+            "type": {"string": "gpu"},
+            "productName": {"string": "NVIDIA A100-PCIE-40GB"},
+            "resource.kubernetes.io/numaNode": {"int": numa}
+        }, "capacity": {"memory": {"value": "40Gi"}}})
+    };
+    let mut metadata = json!({"resourceVersion": "4711"});
+    if let Some(token) = continue_token {
+        metadata["continue"] = json!(token);
+    }
+    Reply::json(&json!({
+        "kind": "ResourceSliceList", "apiVersion": "resource.k8s.io/v1",
+        "metadata": metadata,
+        "items": [{"metadata": {"name": format!("{node}-gpu.nvidia.com-x")}, "spec": {
+            "driver": "gpu.nvidia.com", "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [gpu(0), gpu(1)]
+        }}]
+    }))
+}
+
+fn apply_data(request: &Request) -> BTreeMap<String, String> {
+    serde_json::from_value(request.body["data"].clone()).unwrap()
+}
+
+#[tokio::test]
+async fn with_dra_the_summary_holds_the_nodes_devices_grouped() {
+    let fixture = fleet_fixture("mixed-fleet.json");
+    let (port, log, server) = fake_api::scripted(vec![
+        node_page(&fixture.nodes, None),
+        device_class_page(),
+        slice_page("gpu-node-a", Some("slices-2")),
+        slice_page("gpu-node-b", None),
+        Reply::status(200),
+    ])
+    .await;
+    let report = dra_summarizer(port).pass().await.unwrap();
+    finish(server).await;
+    assert_eq!(report.dra_left_out, None);
+    let requests = requests(&log);
+    assert_eq!(requests.len(), 5);
+    assert_eq!(requests[1].path, "/apis/resource.k8s.io/v1/deviceclasses");
+    assert_eq!(requests[2].path, "/apis/resource.k8s.io/v1/resourceslices");
+    assert_eq!(requests[2].query, set(&[LIMIT]));
+    assert_eq!(requests[3].query, set(&[LIMIT, "continue=slices-2"]));
+    assert_eq!(
+        assert_summary_apply(&requests[4]),
+        report.summarized.summary
+    );
+    let devices = gpu_topology::dra::DraDevices::from_summary_text(
+        &apply_data(&requests[4])[gpu_topology::dra::DRA_DEVICES_KEY],
+    )
+    .unwrap();
+    // Both nodes publish the same two GPUs: one group, the product dropped.
+    assert_eq!(devices.groups.len(), 1, "{devices:?}");
+    let group = &devices.groups[0];
+    assert_eq!(group.nodes, 2);
+    assert_eq!(group.examples, ["gpu-node-a", "gpu-node-b"]);
+    assert_eq!(group.devices.len(), 2);
+    assert!(group
+        .devices
+        .iter()
+        .all(|device| device.attributes.len() == 2));
+}
+
+#[rstest]
+#[case::forbidden(403, "`list` on resourceslices")]
+#[case::not_served(404, "does not serve resource.k8s.io/v1 resourceslices")]
+#[tokio::test]
+async fn a_failed_slice_list_leaves_the_devices_out_and_the_summary_is_written(
+    #[case] status: u16,
+    #[case] reason: &str,
+) {
+    let fixture = fleet_fixture("mixed-fleet.json");
+    let (port, log, server) = fake_api::scripted(vec![
+        node_page(&fixture.nodes, None),
+        device_class_page(),
+        Reply {
+            status,
+            body: Some(status_body(
+                status,
+                "resourceslices.resource.k8s.io is refused",
+            )),
+        },
+        Reply::status(200),
+    ])
+    .await;
+    let report = dra_summarizer(port).pass().await.unwrap();
+    finish(server).await;
+    let requests = requests(&log);
+    assert_eq!(requests.len(), 4, "a {status} is not retried");
+    assert_eq!(
+        assert_summary_apply(&requests[3]),
+        report.summarized.summary
+    );
+    assert!(!apply_data(&requests[3]).contains_key(gpu_topology::dra::DRA_DEVICES_KEY));
+    let left_out = report.dra_left_out.unwrap_or_default();
+    assert!(left_out.contains(reason), "{left_out}");
 }

@@ -16,6 +16,7 @@
 use super::{Summarized, SummaryBuilder};
 use crate::sinks::api::{self, Answer, ApiError};
 use crate::sinks::retry::{with_retries, Exhausted, RetryPolicy};
+use gpu_topology::dra::{parse_classes, DraBuilder, DraDevices, SliceItem, DRA_DEVICES_KEY};
 use gpu_topology::{FleetSummary, LabelKey, LabelPrefix};
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::{ListParams, PatchParams};
@@ -57,6 +58,9 @@ pub struct SummarizerConfig {
     pub request_timeout: Duration,
     pub interval: Duration,
     pub once: bool,
+    /// Also list DeviceClasses and ResourceSlices into the summary's
+    /// `draDevices` (`--dra`).
+    pub dra: bool,
 }
 
 /// Why a pass wrote no summary.
@@ -102,10 +106,25 @@ pub struct PassReport {
     pub summarized: Summarized,
     /// List requests that succeeded (pages), over all restarts.
     pub pages: u32,
+    /// Under `--dra`, why the DRA devices were left out of this pass's
+    /// summary (also logged as a warning).
+    pub dra_left_out: Option<String>,
 }
 
-/// The apply body: only the fields the summarizer owns.
-pub fn apply_body(namespace: &str, name: &str, summary: &FleetSummary) -> Value {
+/// The apply body: only the fields the summarizer owns. With `dra`, the
+/// DRA devices go in `draDevices`; without, the entry is left out and the
+/// policy lists ResourceSlices itself (server-side apply removes an entry
+/// this manager wrote before and no longer sends).
+pub fn apply_body(
+    namespace: &str,
+    name: &str,
+    summary: &FleetSummary,
+    dra: Option<&DraDevices>,
+) -> Value {
+    let mut data = summary.to_data();
+    if let Some(dra) = dra {
+        data.insert(DRA_DEVICES_KEY.to_owned(), dra.to_summary_text());
+    }
     json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -117,7 +136,7 @@ pub fn apply_body(namespace: &str, name: &str, summary: &FleetSummary) -> Value 
                 "app.kubernetes.io/component": COMPONENT,
             },
         },
-        "data": summary.to_data(),
+        "data": data,
     })
 }
 
@@ -215,6 +234,21 @@ pub struct Summarizer {
     name: String,
     params: PatchParams,
     retry: RetryPolicy,
+    dra: bool,
+}
+
+/// The DRA objects' collection paths (`resource.k8s.io/v1`).
+pub const DEVICE_CLASSES_PATH: &str = "/apis/resource.k8s.io/v1/deviceclasses";
+pub const RESOURCE_SLICES_PATH: &str = "/apis/resource.k8s.io/v1/resourceslices";
+
+/// One page of a DRA list: its items as the shared reader takes them.
+#[derive(Debug, Deserialize)]
+struct DraPage<T> {
+    #[serde(default)]
+    metadata: PageMetadata,
+    /// `null` or absent in an empty list.
+    #[serde(default = "Option::default")]
+    items: Option<Vec<T>>,
 }
 
 impl Summarizer {
@@ -231,6 +265,7 @@ impl Summarizer {
             name: config.name.clone(),
             params: PatchParams::apply(&config.field_manager).force(),
             retry: config.retry,
+            dra: config.dra,
         }
     }
 
@@ -253,7 +288,32 @@ impl Summarizer {
                 "more nodes with malformed topology labels (not named)"
             );
         }
-        self.apply(&summarized.summary).await?;
+        // A DRA listing that fails leaves the devices out of this pass's
+        // summary (the policy then lists the slices itself): the Nodes'
+        // summary, which every GPU pod's fit reads, is still written.
+        let (dra, dra_left_out) = match self.dra {
+            false => (None, None),
+            true => match self.dra_devices().await {
+                Ok(devices) => {
+                    tracing::info!(
+                        groups = devices.groups.len(),
+                        nodes = devices.node_count(),
+                        "DRA devices summarized"
+                    );
+                    (Some(devices), None)
+                }
+                // A cluster older than 1.34 has no DRA to summarize: not a fault.
+                Err((Some(NOT_FOUND), problem)) => {
+                    tracing::info!(reason = %problem, "DRA devices left out of this pass's summary");
+                    (None, Some(problem))
+                }
+                Err((_, problem)) => {
+                    tracing::warn!(error = %problem, "DRA devices left out of this pass's summary");
+                    (None, Some(problem))
+                }
+            },
+        };
+        self.apply(&summarized.summary, dra.as_ref()).await?;
         tracing::info!(
             nodes = summarized.summary.fleet.nodes(),
             groups = summarized.summary.fleet.groups().len(),
@@ -264,7 +324,11 @@ impl Summarizer {
             configmap = %format_args!("{}/{}", self.namespace, self.name),
             "fleet summary written"
         );
-        Ok(PassReport { summarized, pages })
+        Ok(PassReport {
+            summarized,
+            pages,
+            dra_left_out,
+        })
     }
 
     /// Lists every Node with `<prefix>/gpus`, page by page, into a builder.
@@ -323,8 +387,92 @@ impl Summarizer {
         .await
     }
 
-    async fn apply(&self, summary: &FleetSummary) -> Result<(), SummarizeError> {
-        let body = apply_body(&self.namespace, &self.name, summary);
+    /// The DeviceClasses, then the ResourceSlices page by page, grouped by
+    /// the shared reader (`gpu_topology::dra`) exactly as the policy groups a
+    /// slice list. `Err` says what failed, naming the RBAC rule on a 403,
+    /// with the API's refusal code if it refused.
+    async fn dra_devices(&self) -> Result<DraDevices, (Option<u16>, String)> {
+        let mut classes = Vec::new();
+        self.list_all::<Value>(DEVICE_CLASSES_PATH, "deviceclasses", |page| {
+            classes.extend(page)
+        })
+        .await?;
+        let classes = parse_classes(json!({ "items": classes }).to_string().as_bytes())
+            .map_err(|problem| (None, problem))?;
+        let mut builder = DraBuilder::new(&classes);
+        self.list_all::<SliceItem>(RESOURCE_SLICES_PATH, "resourceslices", |page| {
+            for slice in page {
+                builder.add(slice);
+            }
+        })
+        .await?;
+        Ok(builder.finish())
+    }
+
+    /// Every item of a cluster-scoped list at `path`, [`PAGE_SIZE`] per page.
+    async fn list_all<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        resource: &str,
+        mut fold: impl FnMut(Vec<T>),
+    ) -> Result<(), (Option<u16>, String)> {
+        let mut token: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let params = ListParams {
+                limit: Some(PAGE_SIZE),
+                continue_token: token.clone(),
+                ..ListParams::default()
+            };
+            let page: DraPage<T> = with_retries(&self.retry, "list DRA objects", || async {
+                let request = kube::core::Request::new(path)
+                    .list(&params)
+                    .map_err(ApiError::Request)?;
+                let answer = api::send(&self.client, request).await?;
+                serde_json::from_slice(&answer.body).map_err(|error| ApiError::Unexpected {
+                    code: answer.code,
+                    detail: format!("not a {resource} list ({error})"),
+                })
+            })
+            .await
+            .map_err(|failed| (failed.error.refused_code(), failed))
+            .map_err(|(code, failed)| (code, match code {
+                Some(FORBIDDEN) => format!(
+                    "listing {resource} is forbidden (403): the summarizer's service account needs `list` on {resource} (ClusterRole rule: apiGroups [resource.k8s.io], resources [{resource}], verbs [list]); the API server said: {}",
+                    failed.error.refused_message()
+                ),
+                Some(NOT_FOUND) => format!(
+                    "the API server does not serve resource.k8s.io/v1 {resource} (Kubernetes 1.34 and later do): {}",
+                    failed.error.refused_message()
+                ),
+                _ => format!(
+                    "listing {resource} failed after {} attempt(s): {}",
+                    failed.attempts, failed.error
+                ),
+            }))?;
+            token = page
+                .metadata
+                .continue_token
+                .clone()
+                .filter(|token| !token.is_empty());
+            fold(page.items.unwrap_or_default());
+            if token.is_none() {
+                return Ok(());
+            }
+        }
+        Err((
+            None,
+            format!(
+                "listing {resource}: the API server still sent a continue token after {MAX_PAGES} pages"
+            ),
+        ))
+    }
+
+    async fn apply(
+        &self,
+        summary: &FleetSummary,
+        dra: Option<&DraDevices>,
+    ) -> Result<(), SummarizeError> {
+        let body = apply_body(&self.namespace, &self.name, summary, dra);
         with_retries(&self.retry, "apply the fleet summary", || {
             api::apply(
                 &self.client,
@@ -358,6 +506,7 @@ impl Summarizer {
 /// "410 StatusGone").
 const GONE: u16 = 410;
 const FORBIDDEN: u16 = 403;
+const NOT_FOUND: u16 = 404;
 
 /// Folds a page's nodes into `builder`. A node without a name is still
 /// counted (the API server never sends one).
@@ -544,7 +693,7 @@ mod tests {
             malformed: 1,
             generated_at: 42,
         };
-        let body = apply_body("kube-system", "gpu-topology-fleet", &summary);
+        let body = apply_body("kube-system", "gpu-topology-fleet", &summary, None);
         assert_eq!(
             body["metadata"],
             json!({
