@@ -34,6 +34,11 @@
 #   FLEETS            table 3, NEW alone: the summary path of each named
 #                     fleet (profile's FLEET: two-socket, gb200, grace-cloud;
 #                     default: none), for SUMMARY_REQUESTS at NODES
+#   DRA_REQUESTS      table 4, NEW alone: the claim path (a ResourceClaimTemplate
+#                     CREATE) against the DRA fleet of NODES nodes (profile's
+#                     DRA_NODES), read from the fleet summary's draDevices and
+#                     from the ResourceSlice list (default: the 2-GPU template
+#                     of the e2e scenarios; empty: none)
 #   OUT               where callgrind's files and each run's log go
 #                     (default: target/bench-instructions)
 #
@@ -61,6 +66,7 @@ requests=${REQUESTS-e2e-tests/benches/requests/inference-pod-5kb.json examples/r
 summary_requests=${SUMMARY_REQUESTS-examples/requests/eight-gpu-pod.json e2e-tests/benches/requests/inference-pod-5kb.json}
 nodes=${NODES-50 500 5000}
 fleets=${FLEETS-}
+dra_requests=${DRA_REQUESTS-e2e-tests/scenarios/requests/dra-template-two-gpus.json}
 out=${OUT:-target/bench-instructions}
 mkdir -p "$out"
 
@@ -158,6 +164,25 @@ if [ -n "$fleets" ]; then
                 bytes=$(sed -n 's/^summary of [0-9]* nodes: \([0-9]*\) bytes.*/\1/p' \
                     "$out/fleet-$fleet-$name-$n_nodes.log")
                 echo "| $name | $fleet | $n_nodes | ${bytes:-n/a} | $n |"
+            done
+        done
+    done
+fi
+if [ -n "$dra_requests" ]; then
+    echo
+    echo "NEW on the claim path (a DRA fleet of N nodes, from the summary and from the slice list), instructions per call:"
+    echo
+    echo "| request | nodes | source | bytes read | wasm new |"
+    echo "| --- | ---: | --- | ---: | ---: |"
+    for request in $dra_requests; do
+        name=$(basename "$request" .json)
+        for n_nodes in $nodes; do
+            for source in summary slices; do
+                n=$(count "dra-$source-$name-$n_nodes" "$wasm" "$new" "$request" \
+                    SETTINGS="$new_settings" DRA_NODES="$n_nodes" DRA_SOURCE="$source")
+                bytes=$(sed -n 's/^DRA fleet of [0-9]* nodes from the [a-z]*: \([0-9]*\) bytes.*/\1/p' \
+                    "$out/dra-$source-$name-$n_nodes.log")
+                echo "| $name | $n_nodes | $source | ${bytes:-n/a} | $n |"
             done
         done
     done

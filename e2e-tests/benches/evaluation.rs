@@ -17,6 +17,11 @@
 //!   scale, the whole payload parsed into a JSON tree; and the host's share
 //!   (decoding the response, diffing it into the patch);
 //! - `module/*`: compiling policy.wasm and instantiating it (wapc_init included).
+//! - `claim/<source>/<nodes>`: natively, the 2-GPU ResourceClaimTemplate of
+//!   the e2e scenarios decided against the benchmarks' DRA fleet of 50, 500
+//!   and 5,000 nodes (`e2e_tests::dra_fleets::bench_fleet`), its devices read
+//!   from the fleet summary's `draDevices` or from the ResourceSlice list
+//!   (the host's answers prepared once, outside the loop).
 //!
 //! After criterion's report a summary table prints the Wasm/native ratio,
 //! from rounds that time Wasm and native back to back.
@@ -335,10 +340,88 @@ fn configured() -> Criterion {
         .measurement_time(Duration::from_secs(3))
 }
 
+/// A host answering a claim's reads from prepared bytes: the DeviceClass
+/// list, the fleet summary (or its 404), the ResourceSlice list.
+struct DraAnswers {
+    classes: Vec<u8>,
+    summary: Option<Vec<u8>>,
+    slices: Vec<u8>,
+}
+
+impl gpu_topology_policy::cluster::host::ClusterReader for DraAnswers {
+    fn list_all_resources(
+        &self,
+        request: &kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest,
+    ) -> Result<Vec<u8>, String> {
+        match request.kind.as_str() {
+            "DeviceClass" => Ok(self.classes.clone()),
+            "ResourceSlice" => Ok(self.slices.clone()),
+            other => Err(format!("{other} is not served")),
+        }
+    }
+
+    fn get_resource(
+        &self,
+        _: &kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest,
+    ) -> Result<Vec<u8>, String> {
+        self.summary
+            .clone()
+            .ok_or_else(|| "configmaps \"gpu-topology-fleet\" not found".to_owned())
+    }
+}
+
+fn claims(c: &mut Criterion) {
+    use e2e_tests::dra_fleets::{
+        bench_fleet, device_class_list, resource_slice_list, summarized_devices,
+    };
+    use gpu_topology_policy::request::AdmissionRequest;
+    let root = repo_root();
+    let settings = load_settings(&root.join("examples/settings.yaml")).expect("example settings");
+    let config = gpu_topology_policy::settings::settings_from_value(settings)
+        .and_then(|settings| settings.config())
+        .expect("example settings are valid");
+    let request =
+        load_request(&root.join("e2e-tests/scenarios/requests/dra-template-two-gpus.json"))
+            .expect("claim request");
+    let text = request.to_string();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut group = c.benchmark_group("claim");
+    for nodes in [50, 500, 5_000] {
+        let fleet = bench_fleet(nodes);
+        let classes = device_class_list(&fleet).expect("classes");
+        let mut config_map =
+            e2e_tests::fleets::summary_config_map(&[], now, &gpu_topology::LabelPrefix::default());
+        config_map["data"][gpu_topology::dra::DRA_DEVICES_KEY] =
+            summarized_devices(&fleet, &classes)
+                .expect("summary")
+                .into();
+        let slices = resource_slice_list(&fleet).to_string().into_bytes();
+        for (source, summary) in [
+            ("summary", Some(config_map.to_string().into_bytes())),
+            ("slices", None),
+        ] {
+            let host = DraAnswers {
+                classes: classes.to_string().into_bytes(),
+                summary,
+                slices: slices.clone(),
+            };
+            group.bench_function(format!("{source}/{nodes}"), |b| {
+                b.iter(|| {
+                    let request = AdmissionRequest::parse(black_box(&text)).expect("request");
+                    gpu_topology_policy::decide::evaluate_with(&request, &config, &host)
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = configured();
-    targets = validate, breakdown, module_lifecycle
+    targets = validate, breakdown, module_lifecycle, claims
 }
 
 fn main() {

@@ -48,6 +48,13 @@
 //! `FLEET` names another fleet ([`fleets::bench_fleet`]: `cloud`, the
 //! default; `two-socket`; `gb200`; `grace-cloud`).
 //!
+//! With `DRA_NODES=N` set (Wasm only), the host serves a claim's reads for
+//! the DRA fleet of N nodes (`e2e_tests::dra_fleets::bench_fleet`): the
+//! DeviceClass list, and the fleet summary ConfigMap holding the nodes'
+//! devices (`draDevices`, dated now) or, with `DRA_SOURCE=slices`, the
+//! summary's 404 and then the ResourceSlice list; anything else is refused
+//! and fails the run. It prints what it served, and the last answer.
+//!
 //! With MODULE `native`, the policy's `validate` compiled natively is timed
 //! instead. Alternating runs of several modules and `native`, and taking the
 //! fastest of each, compares them on a machine whose speed drifts (see
@@ -66,9 +73,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use wapc::{HostCallback, WapcHost};
 use wasmtime_provider::{wasmtime, WasmtimeEngineProviderBuilder};
 
-const USAGE: &str =
-    "usage: [SETTINGS=FILE] [SUMMARY_NODES=N [FLEET=NAME]] profile MODULE.wasm REQUEST.json \
-    [SECONDS] (settings: examples/settings.yaml)";
+const USAGE: &str = "usage: [SETTINGS=FILE] [SUMMARY_NODES=N [FLEET=NAME] | DRA_NODES=N \
+    [DRA_SOURCE=summary|slices]] profile MODULE.wasm REQUEST.json [SECONDS] (settings: \
+    examples/settings.yaml)";
 /// Calls before timing, so caches and the allocator are warm.
 const WARM_UP_CALLS: u32 = 2_000;
 /// Calls between clock reads.
@@ -100,8 +107,21 @@ fn main() -> Result<()> {
         }
         Err(_) => None,
     };
+    let dra = match std::env::var("DRA_NODES") {
+        Ok(text) => {
+            let nodes = text
+                .parse()
+                .with_context(|| format!("DRA_NODES {text:?}: a node count"))?;
+            let source = std::env::var("DRA_SOURCE").unwrap_or_else(|_| "summary".to_owned());
+            Some(DraHost::new(nodes, &source)?)
+        }
+        Err(_) => None,
+    };
+    if summary.is_some() && dra.is_some() {
+        bail!("SUMMARY_NODES and DRA_NODES: one host at a time");
+    }
     if module.as_os_str() == "native" {
-        if summary.is_some() {
+        if summary.is_some() || dra.is_some() {
             bail!("SUMMARY_NODES needs a module: natively the policy has no host to ask");
         }
         let call = || gpu_topology_policy::validate(&payload).map_err(|e| anyhow!("validate: {e}"));
@@ -120,9 +140,10 @@ fn main() -> Result<()> {
         .build_pre()
         .map_err(|e| anyhow!("cannot compile {}: {e}", module.display()))?;
     let instance = || {
-        let callback: Box<HostCallback> = match &summary {
-            Some(host) => host.callback(),
-            None => Box::new(|_: u64, _: &str, _: &str, _: &str, _: &[u8]| Err("refused".into())),
+        let callback: Box<HostCallback> = match (&summary, &dra) {
+            (Some(host), _) => host.callback(),
+            (_, Some(host)) => host.callback(),
+            _ => Box::new(|_: u64, _: &str, _: &str, _: &str, _: &[u8]| Err("refused".into())),
         };
         let engine = pre.rehydrate(None).map_err(|e| anyhow!("{e}"))?;
         WapcHost::new(Box::new(engine), Some(callback)).map_err(|e| anyhow!("{e}"))
@@ -138,9 +159,122 @@ fn main() -> Result<()> {
         let host = instance()?;
         time(seconds, || validate(&host))?
     };
-    match summary {
-        Some(host) => host.report(calls, &answer),
-        None => Ok(()),
+    match (summary, dra) {
+        (Some(host), _) => host.report(calls, &answer),
+        (_, Some(host)) => host.report(calls, &answer),
+        _ => Ok(()),
+    }
+}
+
+/// A host that serves a claim's reads for a generated DRA fleet, counting
+/// what it served, and refuses anything else.
+#[derive(Clone)]
+struct DraHost {
+    nodes: usize,
+    source: String,
+    classes: Arc<Vec<u8>>,
+    /// The summary ConfigMap (with `draDevices`), or `None`: its 404.
+    config_map: Option<Arc<Vec<u8>>>,
+    slices: Arc<Vec<u8>>,
+    served: Arc<AtomicU64>,
+    refused: Arc<AtomicU64>,
+}
+
+impl DraHost {
+    fn new(nodes: usize, source: &str) -> Result<Self> {
+        use e2e_tests::dra_fleets;
+        let fleet = dra_fleets::bench_fleet(nodes);
+        let classes = dra_fleets::device_class_list(&fleet)?;
+        let config_map = match source {
+            "summary" => {
+                let now = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                let mut config_map = fleets::summary_config_map(&[], now, &LabelPrefix::default());
+                config_map["data"][gpu_topology::dra::DRA_DEVICES_KEY] =
+                    dra_fleets::summarized_devices(&fleet, &classes)?.into();
+                Some(Arc::new(config_map.to_string().into_bytes()))
+            }
+            "slices" => None,
+            other => bail!("DRA_SOURCE {other:?}: expected summary or slices"),
+        };
+        Ok(Self {
+            nodes,
+            source: source.to_owned(),
+            classes: Arc::new(classes.to_string().into_bytes()),
+            config_map,
+            slices: Arc::new(
+                dra_fleets::resource_slice_list(&fleet)
+                    .to_string()
+                    .into_bytes(),
+            ),
+            served: Arc::default(),
+            refused: Arc::default(),
+        })
+    }
+
+    fn callback(&self) -> Box<HostCallback> {
+        let host = self.clone();
+        Box::new(move |_, binding, namespace, operation, payload| {
+            let request: Value = serde_json::from_slice(payload).unwrap_or(Value::Null);
+            let kind = request["kind"].as_str().unwrap_or_default();
+            let answer = match ((binding, namespace, operation), kind) {
+                (("kubewarden", "kubernetes", "list_resources_all"), "DeviceClass") => {
+                    Some(Ok(host.classes.to_vec()))
+                }
+                (("kubewarden", "kubernetes", "get_resource"), "ConfigMap") => Some(
+                    host.config_map
+                        .as_ref()
+                        .map(|map| map.to_vec())
+                        .ok_or_else(|| "configmaps \"gpu-topology-fleet\" not found".into()),
+                ),
+                (("kubewarden", "kubernetes", "list_resources_all"), "ResourceSlice")
+                    if host.config_map.is_none() =>
+                {
+                    Some(Ok(host.slices.to_vec()))
+                }
+                _ => None,
+            };
+            match answer {
+                Some(answer) => {
+                    host.served.fetch_add(1, Ordering::Relaxed);
+                    answer
+                }
+                None => {
+                    host.refused.fetch_add(1, Ordering::Relaxed);
+                    Err("refused".into())
+                }
+            }
+        })
+    }
+
+    /// Prints what was served and the last answer; fails unless each call
+    /// made exactly the reads of its source (the classes, then the
+    /// summary, or the summary's 404 and the slices) and nothing else.
+    fn report(&self, calls: u64, answer: &[u8]) -> Result<()> {
+        let (served, refused) = (
+            self.served.load(Ordering::Relaxed),
+            self.refused.load(Ordering::Relaxed),
+        );
+        let answer: Value = serde_json::from_slice(answer).context("the answer is not JSON")?;
+        let bytes = self
+            .config_map
+            .as_ref()
+            .map_or(self.slices.len(), |map| map.len());
+        println!(
+            "DRA fleet of {} nodes from the {}: {bytes} bytes; host calls: {served} served, {refused} refused; \
+             last answer: accepted {}, mutated {}, warnings {}",
+            self.nodes,
+            self.source,
+            answer["accepted"],
+            !answer["mutated_object"].is_null(),
+            answer.get("warnings").unwrap_or(&Value::Null),
+        );
+        let per_call = if self.config_map.is_some() { 2 } else { 3 };
+        if served != per_call * calls || refused != 0 {
+            bail!("expected {per_call} reads per call ({calls} calls) and nothing else");
+        }
+        Ok(())
     }
 }
 

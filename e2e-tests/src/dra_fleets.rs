@@ -165,6 +165,41 @@ pub fn summarized_devices(fleet: &DraFleet, classes: &Value) -> Result<String> {
     Ok(builder.finish().to_summary_text())
 }
 
+/// The DRA fleet of the benchmarks, `size` nodes: 60% HGX H100 (8 GPUs, 4
+/// per NUMA node, and 8 RDMA NICs), 30% of 4 L4 (2 per NUMA node, no DRA
+/// NICs), 10% of one A10G, with the NVIDIA driver's and dranet's classes.
+pub fn bench_fleet(size: usize) -> DraFleet {
+    let share = |percent: usize| size * percent / 100;
+    let (hgx, l4) = (share(60), share(30));
+    DraFleet {
+        gets: Vec::new(),
+        class_files: &["nvidia.yaml", "nics.yaml"],
+        nodes: vec![
+            DraNodes {
+                prefix: "hgx",
+                count: hgx,
+                product: "NVIDIA H100 80GB HBM3",
+                gpus_per_numa: &[4, 4],
+                nics_per_numa: &[4, 4],
+            },
+            DraNodes {
+                prefix: "l4",
+                count: l4,
+                product: "NVIDIA L4",
+                gpus_per_numa: &[2, 2],
+                nics_per_numa: &[],
+            },
+            DraNodes {
+                prefix: "a10g",
+                count: size - hgx - l4,
+                product: "NVIDIA A10G",
+                gpus_per_numa: &[1],
+                nics_per_numa: &[],
+            },
+        ],
+    }
+}
+
 /// The ResourceSlice list, masked to what the policy reads.
 pub fn resource_slice_list(fleet: &DraFleet) -> Value {
     let mut items = Vec::new();
