@@ -5,9 +5,12 @@
 //! questions-ui.yml (every settings key of the Settings reference, docs/settings.md)
 //! and the deployment example.
 
+use gpu_topology_policy::cluster::dra::{device_class_request, resource_slice_request};
 use gpu_topology_policy::cluster::fleet_summary::summary_request;
 use gpu_topology_policy::cluster::nodes::node_list_request;
+use gpu_topology_policy::decide::claim::pod::{claim_request, PodClaim};
 use gpu_topology_policy::decide::workload::WORKLOADS;
+use gpu_topology_policy::request::claim::{CLAIM_KINDS, RESOURCE_API_VERSION, RESOURCE_GROUP};
 use gpu_topology_policy::settings::{settings_from_value, Config, FleetSummarySettings};
 use rstest::rstest;
 use serde_yaml::{Mapping, Value};
@@ -329,6 +332,13 @@ fn rules_cover_every_validated_workload() {
         })
     };
     assert!(covers("", "pods", &["CREATE"]));
+    for claim in CLAIM_KINDS {
+        assert!(
+            covers(RESOURCE_GROUP, claim.resource, &["CREATE"]),
+            "{} is missing from the rules",
+            claim.kind
+        );
+    }
     for workload in WORKLOADS {
         assert!(
             covers(workload.group, workload.resource, &["CREATE", "UPDATE"]),
@@ -342,18 +352,25 @@ fn rules_cover_every_validated_workload() {
         .sum();
     assert_eq!(
         resources,
-        WORKLOADS.len() + 1,
+        WORKLOADS.len() + CLAIM_KINDS.len() + 1,
         "a rule lists a kind the policy ignores"
     );
 }
 
-/// Node and summary access is declared where Kubewarden and Artifact Hub
-/// read it, and is what the policy lists and gets.
+/// Node and summary access, and the DRA objects a claim's check and a DRA
+/// pod's read, are declared where Kubewarden and Artifact Hub read them,
+/// and are what the policy lists and gets.
 #[test]
 fn context_aware_resources_declare_node_and_summary_access() {
     let metadata = load("policy-metadata.yml");
     let package = load("artifacthub-pkg.yml");
-    let expected = yaml("[{apiVersion: v1, kind: Node}, {apiVersion: v1, kind: ConfigMap}]");
+    let expected = yaml(
+        "[{apiVersion: v1, kind: Node}, {apiVersion: v1, kind: ConfigMap},
+          {apiVersion: resource.k8s.io/v1, kind: DeviceClass},
+          {apiVersion: resource.k8s.io/v1, kind: ResourceSlice},
+          {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate},
+          {apiVersion: resource.k8s.io/v1, kind: ResourceClaim}]",
+    );
     assert_eq!(metadata["contextAwareResources"], expected);
     let annotated = yaml(text(
         &package["annotations"],
@@ -370,6 +387,23 @@ fn context_aware_resources_declare_node_and_summary_access() {
         (request.api_version.as_str(), request.kind.as_str()),
         ("v1", "ConfigMap")
     );
+    for request in [device_class_request(), resource_slice_request()] {
+        assert_eq!(request.api_version, RESOURCE_API_VERSION);
+    }
+    for claim in &CLAIM_KINDS {
+        let request = claim_request(
+            &PodClaim {
+                name: "gpus".into(),
+                kind: claim,
+                source: "x".into(),
+            },
+            "default",
+        );
+        assert_eq!(
+            (request.api_version.as_str(), request.kind.as_str()),
+            (RESOURCE_API_VERSION, claim.kind)
+        );
+    }
 }
 
 /// The operations of the host's `kubernetes` namespace (policy-evaluator

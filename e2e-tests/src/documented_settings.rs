@@ -23,13 +23,14 @@ use std::path::{Path, PathBuf};
 
 /// The top-level keys of the policy's settings (src/settings, `Settings`):
 /// a mapping with one of them, and no `kind`, is a settings block.
-pub const SETTINGS_KEYS: [&str; 6] = [
+pub const SETTINGS_KEYS: [&str; 7] = [
     "gpuResources",
     "labelPrefix",
     "exemptNamespaces",
     "qos",
     "topology",
     "capacity",
+    "dra",
 ];
 
 /// The kinds whose `spec.settings` is a policy's settings.

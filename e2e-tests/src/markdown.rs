@@ -223,7 +223,7 @@ pub fn links(text: &str) -> Vec<String> {
 /// The words documents in two languages must name alike: labels, settings
 /// keys, and camelCase keys (kubelet configuration, Kubernetes fields).
 pub fn named_keys(text: &str) -> BTreeSet<String> {
-    const SETTINGS_ROOTS: [&str; 3] = ["qos.", "topology.", "capacity."];
+    const SETTINGS_ROOTS: [&str; 4] = ["qos.", "topology.", "capacity.", "dra."];
     const TOP_LEVEL_SETTINGS: [&str; 3] = ["gpuResources", "labelPrefix", "exemptNamespaces"];
     let is_word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '/' | '-' | '_');
     let mut keys = BTreeSet::new();

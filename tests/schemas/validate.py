@@ -16,11 +16,20 @@ What is checked (the rule docs/support-matrix.md states):
   `apiVersion` and `kind`; anything else (a fragment such as a `settings:`
   excerpt, a plan, a replay file) is skipped and counted;
 - an object of a built-in API is validated with kubernetes-validate's strict
-  schemas for each version given; an object of a vendored CRD (tests/schemas/
-  crds/*.yaml and the NodeFeature CRD the labeler's tests use) against that
-  CRD's openAPIV3Schema, made strict the way the API server prunes (an object
-  with `properties` and no `additionalProperties` or
-  `x-kubernetes-preserve-unknown-fields` admits no other field), with
+  schemas for each version given that serves its apiVersion and kind: an API
+  newer than the oldest version given is validated from the first given
+  version that serves it on, and skipped (counted in the summary) for the
+  older ones. resource.k8s.io/v1 (DeviceClass, ResourceSlice, ResourceClaim,
+  ResourceClaimTemplate: DRA) is served from Kubernetes 1.34, so the DRA
+  objects the docs quote are validated against 1.37, not 1.32. A version
+  given after one that serves the object but that does not serve it itself
+  (an API removed since) is an error, and so is an object no version given
+  serves;
+- an object of a vendored CRD (tests/schemas/crds/*.yaml and the NodeFeature
+  CRD the labeler's tests use) is validated against that CRD's
+  openAPIV3Schema for each version given, made strict the way the API
+  server prunes (an object with `properties` and no `additionalProperties`
+  or `x-kubernetes-preserve-unknown-fields` admits no other field), with
   `metadata` checked as the version's ObjectMeta;
 - the kinds in NOT_API_OBJECTS are files that no API server serves (or CRDs
   we do not vendor): skipped, each with its reason, and counted. Any other
@@ -171,6 +180,11 @@ class Schemas:
         return self.base.joinpath(name).is_file()
 
 
+def version_number(version):
+    """`1.32` as (1, 32), to order Kubernetes minor versions."""
+    return tuple(int(part) for part in version.split("."))
+
+
 def yaml_documents(text):
     """(line, document) for each YAML document of `text` (lines from 1)."""
     loader = Loader(text)
@@ -268,6 +282,8 @@ def main():
 
     errors = []
     validated, skipped_fragments, not_api = 0, 0, {}
+    # ((apiVersion, kind), version) -> objects of an API newer than that version.
+    newer = {}
     files = set()
     for path, line, document in sources(root):
         if isinstance(document, yaml.YAMLError):
@@ -283,12 +299,26 @@ def main():
             continue
         files.add(path)
         validated += 1
+        # The given versions that serve a built-in API: validated from the
+        # first of them on (an API newer than an older version given is not
+        # an error there), an error where none does.
+        serving = [v for v in schemas if key in crds or v.has_builtin(document)]
+        first_serving = min((version_number(v.version) for v in serving), default=None)
         for version in schemas:
             if key in crds:
                 schema, _ = crds[key]
                 found = version.validate_crd(schema, document)
             elif version.has_builtin(document):
                 found = version.validate_builtin(document)
+            elif first_serving is not None and version_number(version.version) < first_serving:
+                newer[(key, version.version)] = newer.get((key, version.version), 0) + 1
+                continue
+            elif first_serving is not None:
+                errors.append(
+                    "%s:%d: %s: Kubernetes %s: %s %s is not served there, though an older version given "
+                    "serves it (a removed API)" % (path, line, name, version.version, *key)
+                )
+                continue
             else:
                 errors.append(
                     "%s:%d: %s: Kubernetes %s: no schema for %s %s (vendor its CRD in tests/schemas/crds, "
@@ -303,7 +333,8 @@ def main():
         print(error)
     print(
         "schemas: %d objects in %d files validated against Kubernetes %s (strict, kubernetes-validate %s) "
-        "and %d vendored CRD versions; %d fragments without apiVersion/kind skipped; not API objects: %s"
+        "and %d vendored CRD versions; %d fragments without apiVersion/kind skipped; not API objects: %s; "
+        "newer than a version given (validated from the first that serves them): %s"
         % (
             validated,
             len(files),
@@ -312,6 +343,10 @@ def main():
             len(crds),
             skipped_fragments,
             ", ".join("%s %s (%d)" % (k[1], k[0], n) for k, n in sorted(not_api.items())) or "none",
+            ", ".join(
+                "%s %s, not in Kubernetes %s (%d)" % (k[1], k[0], v, n) for (k, v), n in sorted(newer.items())
+            )
+            or "none",
         )
     )
     print("schemas: %d errors" % len(errors))
