@@ -76,10 +76,22 @@ use wasmtime_provider::{wasmtime, WasmtimeEngineProviderBuilder};
 const USAGE: &str = "usage: [SETTINGS=FILE] [SUMMARY_NODES=N [FLEET=NAME] | DRA_NODES=N \
     [DRA_SOURCE=summary|slices]] profile MODULE.wasm REQUEST.json [SECONDS] (settings: \
     examples/settings.yaml)";
-/// Calls before timing, so caches and the allocator are warm.
+/// Calls before timing, so caches and the allocator are warm
+/// (`WARM_UP_CALLS` overrides it).
 const WARM_UP_CALLS: u32 = 2_000;
-/// Calls between clock reads.
+/// Calls between clock reads (`BATCH_CALLS` overrides it).
 const BATCH: u32 = 1_000;
+
+/// `name` from the environment, else `default`: calls that take
+/// milliseconds (a claim against 5,000 nodes' ResourceSlices) are counted
+/// over fewer calls under callgrind.
+fn calls_setting(name: &str, default: u32) -> u32 {
+    std::env::var(name)
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .filter(|calls| *calls > 0)
+        .unwrap_or(default)
+}
 
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
@@ -281,20 +293,24 @@ impl DraHost {
 /// Calls `call` for about `seconds` after a warm-up; prints µs per call.
 /// Returns the last answer and the calls made, warm-up included.
 fn time(seconds: f64, call: impl Fn() -> Result<Vec<u8>>) -> Result<(Vec<u8>, u64)> {
+    let (warm_up, batch) = (
+        calls_setting("WARM_UP_CALLS", WARM_UP_CALLS),
+        calls_setting("BATCH_CALLS", BATCH),
+    );
     let mut answer = Vec::new();
-    for _ in 0..WARM_UP_CALLS {
+    for _ in 0..warm_up {
         answer = call()?;
     }
     let start = Instant::now();
     let mut calls = 0u64;
     while start.elapsed().as_secs_f64() < seconds {
-        for _ in 0..BATCH {
+        for _ in 0..batch {
             answer = std::hint::black_box(call()?);
         }
-        calls += u64::from(BATCH);
+        calls += u64::from(batch);
     }
     let micros = start.elapsed().as_secs_f64() * 1e6 / calls as f64;
-    let all = calls + u64::from(WARM_UP_CALLS);
+    let all = calls + u64::from(warm_up);
     println!("{micros:.2} µs per call over {calls} calls ({all} calls in all)");
     Ok((answer, all))
 }
