@@ -162,8 +162,13 @@ pub(crate) fn decide_request(
             CREATE => {
                 let mut decided =
                     decide_pod(request.pod_text(), request.object_text(), config, cluster);
-                // Only pods that name DRA claims pay for reading them.
-                if request.object_text().contains("\"resourceClaims\"") {
+                // Only pods that name DRA claims pay for reading them; the
+                // scan of the request already noted whether a pod does.
+                let names_claims = match &request.object_fields {
+                    Some(fields) => fields.names_resource_claims(),
+                    None => request.object_text().contains("\"resourceClaims\""),
+                };
+                if names_claims {
                     claim::add_pod_stage(&mut decided.decision, request, config, cluster);
                 }
                 decided

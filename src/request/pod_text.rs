@@ -87,6 +87,9 @@ struct SpecFields {
     resources: Option<Span>,
     node_name: Option<Span>,
     affinity: Option<Span>,
+    /// `spec.resourceClaims`: only its presence is read here (DRA claims
+    /// are decided by `decide::claim`, from the whole pod).
+    resource_claims: Option<Span>,
 }
 
 /// A container list: its span, and its containers (none when `null`).
@@ -132,6 +135,14 @@ impl<'a> PodFields<'a> {
     }
 
     /// The pod's JSON text.
+    /// Whether the pod's spec has `resourceClaims` other than `null` or `[]`.
+    pub fn names_resource_claims(&self) -> bool {
+        self.spec
+            .as_ref()
+            .and_then(|spec| spec.resource_claims)
+            .is_some_and(|span| !matches!(span.of(self.text), "null" | "[]"))
+    }
+
     pub fn object_text(&self) -> &'a str {
         self.object.of(self.text)
     }
@@ -387,6 +398,7 @@ fn read_spec(scanner: &mut Scanner<'_>) -> Option<Option<SpecFields>> {
             SPEC_RESOURCES => Some(&mut fields.resources),
             "nodeName" => Some(&mut fields.node_name),
             SPEC_AFFINITY => Some(&mut fields.affinity),
+            "resourceClaims" => Some(&mut fields.resource_claims),
             _ => None,
         };
         read_value(scanner, field)?;
