@@ -192,43 +192,33 @@ fn class_devices<'a>(
 pub fn group_fit(claim: &DeviceClaim, group: &DeviceGroup, inventory: &DraInventory) -> GroupFit {
     // Condition 1, per class: the ExactCount `exactly` requests together;
     // a firstAvailable request needs one of its choices.
-    let mut per_class: BTreeMap<&str, (u32, Vec<String>)> = BTreeMap::new();
-    for request in &claim.requests {
-        if request.is_first_available() {
-            let mut first_short = None;
-            let mut satisfied = false;
-            for choice in &request.choices {
-                let devices = match class_devices(&choice.device_class, group, inventory) {
-                    Ok(devices) => devices,
-                    Err(why) => return GroupFit::Unknown(why),
-                };
-                match choice.mode {
-                    AllocationMode::ExactCount(count)
-                        if !devices.shared && (devices.devices.len() as u64) < u64::from(count) =>
-                    {
-                        first_short.get_or_insert(Shortfall::Devices {
-                            requests: vec![request.name.clone()],
-                            class: choice.device_class.clone(),
-                            needed: count,
-                            published: devices.devices.len() as u32,
-                        });
-                    }
-                    _ => satisfied = true,
-                }
-            }
-            if let (false, Some(shortfall)) = (satisfied, first_short) {
-                return GroupFit::Short(shortfall);
-            }
-            continue;
-        }
+    for request in claim.requests.iter().filter(|r| r.is_first_available()) {
+        let mut first_short = None;
+        let mut satisfied = false;
         for choice in &request.choices {
-            if let AllocationMode::ExactCount(count) = choice.mode {
-                let entry = per_class.entry(&choice.device_class).or_default();
-                entry.0 = entry.0.saturating_add(count);
-                entry.1.push(request.name.clone());
+            let devices = match class_devices(&choice.device_class, group, inventory) {
+                Ok(devices) => devices,
+                Err(why) => return GroupFit::Unknown(why),
+            };
+            match choice.mode {
+                AllocationMode::ExactCount(count)
+                    if !devices.shared && (devices.devices.len() as u64) < u64::from(count) =>
+                {
+                    first_short.get_or_insert(Shortfall::Devices {
+                        requests: vec![request.name.clone()],
+                        class: choice.device_class.clone(),
+                        needed: count,
+                        published: devices.devices.len() as u32,
+                    });
+                }
+                _ => satisfied = true,
             }
+        }
+        if let (false, Some(shortfall)) = (satisfied, first_short) {
+            return GroupFit::Short(shortfall);
         }
     }
+    let per_class = class_demand(claim, |_| true);
     for (class, (needed, requests)) in &per_class {
         let devices = match class_devices(class, group, inventory) {
             Ok(devices) => devices,
@@ -259,6 +249,28 @@ pub fn group_fit(claim: &DeviceClaim, group: &DeviceGroup, inventory: &DraInvent
     GroupFit::Fits
 }
 
+/// Per class, the devices the claim's ExactCount `exactly` requests that
+/// `counted` selects need together, and those requests.
+fn class_demand(
+    claim: &DeviceClaim,
+    counted: impl Fn(&str) -> bool,
+) -> BTreeMap<&str, (u32, Vec<String>)> {
+    let mut per_class: BTreeMap<&str, (u32, Vec<String>)> = BTreeMap::new();
+    for request in &claim.requests {
+        if request.is_first_available() || !counted(&request.name) {
+            continue;
+        }
+        for choice in &request.choices {
+            if let AllocationMode::ExactCount(count) = choice.mode {
+                let entry = per_class.entry(&choice.device_class).or_default();
+                entry.0 = entry.0.saturating_add(count);
+                entry.1.push(request.name.clone());
+            }
+        }
+    }
+    per_class
+}
+
 /// One class under a constraint: its name, the devices its requests need,
 /// those requests, and how many of its devices hold each value.
 type ClassCount<'a> = (&'a str, u32, Vec<String>, BTreeMap<&'a Atom, u32>);
@@ -271,19 +283,7 @@ fn one_value_shortfall(
     group: &DeviceGroup,
     inventory: &DraInventory,
 ) -> Option<Result<Shortfall, Unknown>> {
-    let mut per_class: BTreeMap<&str, (u32, Vec<String>)> = BTreeMap::new();
-    for request in &claim.requests {
-        if request.is_first_available() || !constraint.covers(&request.name) {
-            continue;
-        }
-        for choice in &request.choices {
-            if let AllocationMode::ExactCount(count) = choice.mode {
-                let entry = per_class.entry(&choice.device_class).or_default();
-                entry.0 = entry.0.saturating_add(count);
-                entry.1.push(request.name.clone());
-            }
-        }
-    }
+    let per_class = class_demand(claim, |request| constraint.covers(request));
     let mut counted: Vec<ClassCount> = Vec::new();
     for (class, (needed, requests)) in per_class {
         let devices = match class_devices(class, group, inventory) {
