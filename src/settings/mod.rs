@@ -334,6 +334,15 @@ pub struct FleetSources {
     pub node_list: bool,
 }
 
+impl FleetSources {
+    /// Whether the cluster is read at all: not under `capacity.source:
+    /// static`, where the host is never called (DRA claims and pods are then
+    /// not checked either).
+    pub fn reads_cluster(&self) -> bool {
+        self.summary.is_some() || self.node_list
+    }
+}
+
 /// What the fit counts a GPU node without topology labels as (or with a
 /// shape the cluster view does not know): where no labeled node takes the
 /// pod, `allow` admits it for such nodes with a warning, and under

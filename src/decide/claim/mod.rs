@@ -82,6 +82,9 @@ pub(crate) fn add_pod_stage(
     config: &Config,
     cluster: &dyn ClusterReader,
 ) {
+    if !config.sources.reads_cluster() {
+        return;
+    }
     let Ok(pod) = serde_json::from_str::<Value>(request.object_text()) else {
         return;
     };
@@ -151,6 +154,9 @@ pub(crate) fn evaluate(
     let Some(aligned) = completion::aligned_requests(&claim, &config.dra) else {
         return Decision::accept();
     };
+    if !config.sources.reads_cluster() {
+        return Decision::accept();
+    }
     let inventory = match dra::read_inventory(cluster, &config.sources) {
         Ok(inventory) => inventory,
         Err(problem) => return explain::no_inventory(kind, &name, &problem),
