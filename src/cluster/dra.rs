@@ -85,20 +85,28 @@ pub fn read_inventory(
         .list_all_resources(&device_class_request())
         .map_err(|error| format!("the DeviceClass list: {error}"))?;
     let classes = parse_classes(&classes)?;
+    // A summary that is missing, stale, without draDevices or with ones
+    // that do not read falls back to the slice list, where listing is allowed.
+    let mut passed_over = "the fleet summary is not read (capacity.source)".to_owned();
     if let Some(summary) = &sources.summary {
-        let summarized = fleet_summary::read_fresh(cluster, summary, fleet_summary::now)
-            .ok()
-            .and_then(|(_, data)| data.get(DRA_DEVICES_KEY).cloned());
-        if let Some(text) = summarized {
-            let devices = DraDevices::from_summary_text(&text)?;
-            return Ok(DraInventory { classes, devices });
+        let summarized = fleet_summary::read_fresh(cluster, summary, fleet_summary::now).and_then(
+            |(_, data)| {
+                let text = data.get(DRA_DEVICES_KEY).ok_or_else(|| {
+                    "the fleet summary holds no DRA devices (its summarizer runs without --dra)"
+                        .to_owned()
+                })?;
+                DraDevices::from_summary_text(text)
+            },
+        );
+        match summarized {
+            Ok(devices) => return Ok(DraInventory { classes, devices }),
+            Err(problem) => passed_over = problem,
         }
     }
     if !sources.node_list {
-        return Err(
-            "the fleet summary holds no DRA devices, and capacity.source does not list them"
-                .to_owned(),
-        );
+        return Err(format!(
+            "{passed_over}, and capacity.source does not list ResourceSlices"
+        ));
     }
     let slices = cluster
         .list_all_resources(&resource_slice_request())

@@ -18,7 +18,7 @@ pub mod pod;
 
 use crate::cluster::dra::{self, DraInventory};
 use crate::cluster::host::ClusterReader;
-use crate::decide::{Decision, MutatedObject, CREATE};
+use crate::decide::{Decision, MutatedObject, Verdict, CREATE};
 use crate::request::claim::{
     ClaimKind, DeviceClaim, EXTENDED_RESOURCE_CLAIM_ANNOTATION, POD_CLAIM_NAME_ANNOTATION,
 };
@@ -92,11 +92,10 @@ pub(crate) fn add_pod_stage(
         return;
     };
     let name = display_name(request, &pod);
-    let namespace = name.split_once('/').map_or("", |(namespace, _)| namespace);
-    let stage = pod::dra_stage(spec, namespace, &name, config, cluster);
+    let stage = pod::dra_stage(spec, namespace(request, &pod), &name, config, cluster);
     if let Some(rejection) = stage.rejection {
-        if !matches!(decision.verdict, crate::decide::Verdict::Reject(_)) {
-            decision.verdict = crate::decide::Verdict::Reject(rejection);
+        if !matches!(decision.verdict, Verdict::Reject(_)) {
+            decision.verdict = Verdict::Reject(rejection);
         }
     }
     decision.warnings.extend(stage.warnings);
@@ -114,11 +113,15 @@ fn display_name(request: &AdmissionRequest, object: &Value) -> String {
     .find(|name| !name.is_empty())
     .map(str::to_owned)
     .unwrap_or_else(|| format!("{}*", metadata["generateName"].as_str().unwrap_or_default()));
-    let namespace = match request.namespace.as_ref() {
-        "" => metadata["namespace"].as_str().unwrap_or_default(),
+    format!("{}/{name}", namespace(request, object))
+}
+
+/// The object's namespace: the request's, else its own metadata's.
+fn namespace<'a>(request: &'a AdmissionRequest, object: &'a Value) -> &'a str {
+    match request.namespace.as_ref() {
+        "" => object["metadata"]["namespace"].as_str().unwrap_or_default(),
         namespace => namespace,
-    };
-    format!("{namespace}/{name}")
+    }
 }
 
 /// Decides on a claim or claim template being created.
@@ -162,9 +165,17 @@ pub(crate) fn evaluate(
         Err(problem) => return explain::no_inventory(kind, &name, &problem),
     };
     let plan = plan(&claim, aligned, config, &inventory);
-    explain::decision(kind, &name, &plan, config)
+    let decision = explain::decision(kind, &name, &plan, config);
+    let warnings = decision.warnings.clone();
+    decision
         .try_map(|constraint| patch::add_constraint(text, kind, &constraint).map(MutatedObject))
-        .unwrap_or_else(|problem| {
-            Decision::reject(format!("the {} cannot be completed: {problem}", kind.kind))
+        // The claim is valid to the API server: a text this policy cannot
+        // edit safely is admitted as written, never refused.
+        .unwrap_or_else(|problem| Decision {
+            verdict: Verdict::Accept,
+            warnings: warnings
+                .into_iter()
+                .chain([format!("{} {name} was not completed: {problem}", kind.kind)])
+                .collect(),
         })
 }

@@ -3,7 +3,7 @@
 //! spacing), so that the API server's patch is one `add`.
 
 use crate::request::claim::{ClaimKind, ConstraintRule, DeviceConstraint};
-use crate::request::json_scan::{Scanner, Span};
+use crate::request::json_scan::{ScanError, Scanner, Span};
 use crate::response::json_write::write_string;
 
 /// The constraint as JSON, in the API's field order.
@@ -28,9 +28,9 @@ pub fn constraint_json(constraint: &DeviceConstraint) -> String {
 }
 
 /// `text` (a `kind` object) with `constraint` appended to its
-/// `devices.constraints`, the array created when absent; `Err` when the
-/// text is not shaped so (the caller read it as such, so this is a bug or
-/// a duplicated key, named).
+/// `devices.constraints`, the array created when absent or `null`; `Err`
+/// when the text is not shaped so, or a key on the way is given twice
+/// (which of two the API server keeps is not this policy's to guess).
 pub fn add_constraint(
     text: &str,
     kind: &ClaimKind,
@@ -40,23 +40,28 @@ pub fn add_constraint(
         start: 0,
         end: text.len(),
     };
-    let devices = member_span(text, whole, kind.devices_path)
+    let devices = member_span(text, whole, kind.devices_path)?
         .ok_or_else(|| format!("{} has no devices object to add a constraint to", kind.kind))?;
     let element = constraint_json(constraint);
-    let (at, insert) = match member_span(text, devices, &["constraints"]) {
-        Some(array) if text.as_bytes().get(array.start) == Some(&b'[') => {
+    let (replaced, insert) = match member_span(text, devices, &["constraints"])? {
+        Some(null) if null.of(text) == "null" => (null, format!("[{element}]")),
+        Some(array) if array.of(text).starts_with('[') => {
+            // Before the closing `]`, after a `,` unless it is empty.
             let close = array.end - 1;
             let empty = text[array.start + 1..close].trim().is_empty();
+            let insert = if empty {
+                element
+            } else {
+                format!(",{element}")
+            };
             (
-                close,
-                if empty {
-                    element.clone()
-                } else {
-                    format!(",{element}")
+                Span {
+                    start: close,
+                    end: close,
                 },
+                insert,
             )
         }
-        Some(Span { start, end }) if &text[start..end] == "null" => (start, String::new()),
         Some(_) => {
             return Err(format!(
                 "{}'s devices.constraints is not an array",
@@ -64,40 +69,43 @@ pub fn add_constraint(
             ))
         }
         None => {
+            // A new last member of `devices`, before its closing `}`.
             let close = devices.end - 1;
             let empty = text[devices.start + 1..close].trim().is_empty();
             let member = format!("\"constraints\":[{element}]");
-            (close, if empty { member } else { format!(",{member}") })
+            let insert = if empty { member } else { format!(",{member}") };
+            (
+                Span {
+                    start: close,
+                    end: close,
+                },
+                insert,
+            )
         }
     };
-    if insert.is_empty() {
-        // `"constraints": null`: the value is replaced by a one-element array.
-        let null =
-            member_span(text, devices, &["constraints"]).unwrap_or(Span { start: at, end: at });
-        return Ok(format!(
-            "{}[{element}]{}",
-            &text[..null.start],
-            &text[null.end..]
-        ));
-    }
-    Ok(format!("{}{insert}{}", &text[..at], &text[at..]))
+    Ok(format!(
+        "{}{insert}{}",
+        &text[..replaced.start],
+        &text[replaced.end..]
+    ))
 }
 
 /// The span of the value at `path` (object keys) inside the object spanned
-/// by `within`; `None` when a key is absent, given twice, or not an object
-/// on the way.
-fn member_span(text: &str, within: Span, path: &[&str]) -> Option<Span> {
+/// by `within`; `None` when a key is absent; `Err` when a key is given twice
+/// or a value on the way is not an object.
+fn member_span(text: &str, within: Span, path: &[&str]) -> Result<Option<Span>, String> {
     let mut span = within;
     for key in path {
-        let object = text.get(span.start..span.end)?;
+        let object = span.of(text);
         let mut scanner = Scanner::new(object);
-        let mut members = scanner.object().ok()?;
+        let unreadable = |error: ScanError| format!("{key:?} cannot be reached: {error}");
+        let mut members = scanner.object().map_err(unreadable)?;
         let mut found = None;
-        while let Some(name) = members.next_key().ok()? {
-            let value = members.scanner().value().ok()?;
-            if name.name().ok()? == *key {
+        while let Some(name) = members.next_key().map_err(unreadable)? {
+            let value = members.scanner().value().map_err(unreadable)?;
+            if name.name()? == *key {
                 if found.is_some() {
-                    return None;
+                    return Err(format!("the key {key:?} is given twice"));
                 }
                 found = Some(Span {
                     start: span.start + value.start,
@@ -105,9 +113,12 @@ fn member_span(text: &str, within: Span, path: &[&str]) -> Option<Span> {
                 });
             }
         }
-        span = found?;
+        match found {
+            Some(value) => span = value,
+            None => return Ok(None),
+        }
     }
-    Some(span)
+    Ok(Some(span))
 }
 
 #[cfg(test)]
@@ -154,9 +165,13 @@ mod tests {
         serde_json::from_str::<serde_json::Value>(&added).unwrap();
     }
 
-    #[test]
-    fn a_duplicated_key_is_not_guessed_at() {
-        let text = r#"{"spec":{"devices":{}},"spec":{"devices":{}}}"#;
-        assert!(add_constraint(text, &RESOURCE_CLAIM, &numa(&["gpus"])).is_err());
+    #[rstest]
+    #[case::the_spec(r#"{"spec":{"devices":{}},"spec":{"devices":{}}}"#)]
+    #[case::the_constraints(
+        r#"{"spec":{"devices":{"constraints":[],"constraints":[{"matchAttribute":"a/b"}]}}}"#
+    )]
+    fn a_duplicated_key_is_not_guessed_at(#[case] text: &str) {
+        let error = add_constraint(text, &RESOURCE_CLAIM, &numa(&["gpus"])).unwrap_err();
+        assert!(error.contains("is given twice"), "{error}");
     }
 }
