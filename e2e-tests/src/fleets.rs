@@ -1244,40 +1244,48 @@ pub fn session_files() -> Vec<SessionFile> {
             summary: S::OfTheList(SUMMARY_WRITTEN_AT),
             list: L::Dra(dra_hgx_fleet(Vec::new())),
         },
-        SessionFile {
-            name: "dra-pod-double-gpu-fleet",
-            about: "For a Pod naming the NVIDIA quick start's ResourceClaimTemplate gpu-test1/double-gpu (2 GPUs):\nthe template as get_resource answers it, then the DRA fleet of dra-hgx-h100-fleet.yml.",
-            summary: S::Absent,
-            list: L::Dra(dra_hgx_fleet(vec![crate::dra_fleets::DraGet {
-                kind: "ResourceClaimTemplate",
-                namespace: "gpu-test1",
-                name: "double-gpu",
-                devices: r#"{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com","count":2}}]}"#,
-            }])),
-        },
-        SessionFile {
-            name: "dra-pod-sixteen-gpus-fleet",
-            about: "For a Pod naming ResourceClaimTemplate research/sixteen-gpus (16 GPUs, more than any node\npublishes): the template, then the DRA fleet of dra-hgx-h100-fleet.yml.",
-            summary: S::Absent,
-            list: L::Dra(dra_hgx_fleet(vec![crate::dra_fleets::DraGet {
-                kind: "ResourceClaimTemplate",
-                namespace: "research",
-                name: "sixteen-gpus",
-                devices: r#"{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com","count":16}}]}"#,
-            }])),
-        },
-        SessionFile {
-            name: "dra-pod-single-gpu-twice-fleet",
-            about: "For the NVIDIA quick start's Pod whose two containers each get a claim from ResourceClaimTemplate\ngpu-test1/single-gpu (1 GPU; v1beta1 in the demo, answered as v1): the template once, then the DRA\nfleet of dra-hgx-h100-fleet.yml.",
-            summary: S::Absent,
-            list: L::Dra(dra_hgx_fleet(vec![crate::dra_fleets::DraGet {
-                kind: "ResourceClaimTemplate",
-                namespace: "gpu-test1",
-                name: "single-gpu",
-                devices: r#"{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com"}}]}"#,
-            }])),
-        },
+        dra_pod_session(
+            "dra-pod-double-gpu-fleet",
+            "For a Pod naming the NVIDIA quick start's ResourceClaimTemplate gpu-test1/double-gpu (2 GPUs):\nthe template as get_resource answers it, then the DRA fleet of dra-hgx-h100-fleet.yml.",
+            ("gpu-test1", "double-gpu"),
+            r#"{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com","count":2}}]}"#,
+        ),
+        dra_pod_session(
+            "dra-pod-sixteen-gpus-fleet",
+            "For a Pod naming ResourceClaimTemplate research/sixteen-gpus (16 GPUs, more than any node\npublishes): the template, then the DRA fleet of dra-hgx-h100-fleet.yml.",
+            ("research", "sixteen-gpus"),
+            r#"{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com","count":16}}]}"#,
+        ),
+        dra_pod_session(
+            "dra-pod-single-gpu-twice-fleet",
+            "For the NVIDIA quick start's Pod whose two containers each get a claim from ResourceClaimTemplate\ngpu-test1/single-gpu (1 GPU; v1beta1 in the demo, answered as v1): the template once, then the DRA\nfleet of dra-hgx-h100-fleet.yml.",
+            ("gpu-test1", "single-gpu"),
+            r#"{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com"}}]}"#,
+        ),
     ]
+}
+
+/// A session for a Pod naming one ResourceClaimTemplate (`namespace`,
+/// `name`) whose `devices` are given as JSON: the template as get_resource
+/// answers it, the summary's 404, then the DRA fleet of
+/// `dra-hgx-h100-fleet`.
+fn dra_pod_session(
+    name: &'static str,
+    about: &'static str,
+    (namespace, template): (&'static str, &'static str),
+    devices: &'static str,
+) -> SessionFile {
+    SessionFile {
+        name,
+        about,
+        summary: SummaryAnswer::Absent,
+        list: ListAnswer::Dra(dra_hgx_fleet(vec![crate::dra_fleets::DraGet {
+            kind: "ResourceClaimTemplate",
+            namespace,
+            name: template,
+            devices,
+        }])),
+    }
 }
 
 /// The DRA fleet of `dra-hgx-h100-fleet`, after `gets`.

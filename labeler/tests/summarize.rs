@@ -956,3 +956,27 @@ async fn a_failed_slice_list_leaves_the_devices_out_and_the_summary_is_written(
     let left_out = report.dra_left_out.unwrap_or_default();
     assert!(left_out.contains(reason), "{left_out}");
 }
+
+/// A 200 that is no ResourceSlice list (a proxy's page, `{}`) is not read
+/// as a cluster without devices: they are left out, with the reason.
+#[tokio::test]
+async fn an_answer_that_is_no_slice_list_leaves_the_devices_out() {
+    let fixture = fleet_fixture("mixed-fleet.json");
+    let (port, log, server) = fake_api::scripted(vec![
+        node_page(&fixture.nodes, None),
+        device_class_page(),
+        Reply::json(&json!({})),
+        Reply::status(200),
+    ])
+    .await;
+    let report = dra_summarizer(port).pass().await.unwrap();
+    finish(server).await;
+    let requests = requests(&log);
+    assert_eq!(requests.len(), 4, "not retried");
+    assert!(!apply_data(&requests[3]).contains_key(gpu_topology::dra::DRA_DEVICES_KEY));
+    let left_out = report.dra_left_out.unwrap_or_default();
+    assert!(
+        left_out.contains("expected \"ResourceSliceList\""),
+        "{left_out}"
+    );
+}

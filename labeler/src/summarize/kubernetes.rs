@@ -244,6 +244,10 @@ pub const RESOURCE_SLICES_PATH: &str = "/apis/resource.k8s.io/v1/resourceslices"
 /// One page of a DRA list: its items as the shared reader takes them.
 #[derive(Debug, Deserialize)]
 struct DraPage<T> {
+    /// `DeviceClassList` or `ResourceSliceList`: checked, so that a 200
+    /// that is no such list (a proxy's page, `{}`) is not read as empty.
+    #[serde(default)]
+    kind: String,
     #[serde(default)]
     metadata: PageMetadata,
     /// `null` or absent in an empty list.
@@ -393,18 +397,26 @@ impl Summarizer {
     /// with the API's refusal code if it refused.
     async fn dra_devices(&self) -> Result<DraDevices, (Option<u16>, String)> {
         let mut classes = Vec::new();
-        self.list_all::<Value>(DEVICE_CLASSES_PATH, "deviceclasses", |page| {
-            classes.extend(page)
-        })
+        self.list_all::<Value>(
+            DEVICE_CLASSES_PATH,
+            "deviceclasses",
+            "DeviceClassList",
+            |page| classes.extend(page),
+        )
         .await?;
         let classes = parse_classes(json!({ "items": classes }).to_string().as_bytes())
             .map_err(|problem| (None, problem))?;
         let mut builder = DraBuilder::new(&classes);
-        self.list_all::<SliceItem>(RESOURCE_SLICES_PATH, "resourceslices", |page| {
-            for slice in page {
-                builder.add(slice);
-            }
-        })
+        self.list_all::<SliceItem>(
+            RESOURCE_SLICES_PATH,
+            "resourceslices",
+            "ResourceSliceList",
+            |page| {
+                for slice in page {
+                    builder.add(slice);
+                }
+            },
+        )
         .await?;
         Ok(builder.finish())
     }
@@ -414,6 +426,7 @@ impl Summarizer {
         &self,
         path: &str,
         resource: &str,
+        list_kind: &str,
         mut fold: impl FnMut(Vec<T>),
     ) -> Result<(), (Option<u16>, String)> {
         let mut token: Option<String> = None;
@@ -428,10 +441,19 @@ impl Summarizer {
                     .list(&params)
                     .map_err(ApiError::Request)?;
                 let answer = api::send(&self.client, request).await?;
-                serde_json::from_slice(&answer.body).map_err(|error| ApiError::Unexpected {
+                let unexpected = |detail: String| ApiError::Unexpected {
                     code: answer.code,
-                    detail: format!("not a {resource} list ({error})"),
-                })
+                    detail,
+                };
+                let page: DraPage<T> = serde_json::from_slice(&answer.body)
+                    .map_err(|error| unexpected(format!("not a {resource} list ({error})")))?;
+                if page.kind != list_kind {
+                    return Err(unexpected(format!(
+                        "kind {:?}, expected {list_kind:?}",
+                        page.kind
+                    )));
+                }
+                Ok(page)
             })
             .await
             .map_err(|failed| (failed.error.refused_code(), failed))
