@@ -5,7 +5,12 @@
 //! - a completed claim is the admitted text with one constraint inserted:
 //!   every other byte, unknown fields included, is kept, and removing the
 //!   constraint gives back the admitted object;
-//! - a second pass over a completed claim changes nothing.
+//! - a second pass over a completed claim changes nothing;
+//! - a claim the ResourceClaim controller generated for a pod, on nodes
+//!   that run dra-driver-cpu (`dra-cpu-generated-claim-fleet`), is the
+//!   generated text with one request and one constraint inserted, the
+//!   request holding the CPUs of the one container that uses the claim;
+//!   a second pass changes nothing.
 
 mod common;
 
@@ -32,8 +37,12 @@ struct DraFleet {
 
 impl DraFleet {
     fn load() -> Self {
+        Self::load_session("dra-hgx-h100-fleet")
+    }
+
+    fn load_session(name: &str) -> Self {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("e2e-tests/scenarios/sessions/dra-hgx-h100-fleet.yml");
+            .join(format!("e2e-tests/scenarios/sessions/{name}.yml"));
         let session: Yaml = serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let payload = |kind: &str| {
             session
@@ -274,4 +283,157 @@ fn a_two_gpu_claim_with_unknown_fields_is_completed() {
         inserted,
         r#","constraints":[{"requests":["r0"],"matchAttribute":"resource.kubernetes.io/numaNode"}]"#
     );
+}
+
+/// The generated-claim fleet, answering the owner pod's read with `pod`.
+struct GeneratedClaimFleet {
+    lists: DraFleet,
+    pod: Value,
+}
+
+impl ClusterReader for GeneratedClaimFleet {
+    fn list_all_resources(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+        self.lists.list_all_resources(request)
+    }
+
+    fn get_resource(&self, request: &GetResourceRequest) -> Result<Vec<u8>, String> {
+        match request.kind.as_str() {
+            "Pod" => {
+                assert!(request.disable_cache, "the owner pod is read uncached");
+                Ok(serde_json::to_vec(&self.pod).unwrap())
+            }
+            _ => self.lists.get_resource(request),
+        }
+    }
+}
+
+const OWNER_UID: &str = "5f0c5d1e-8a7b-4c3d-9e2f-1a2b3c4d5e6f";
+
+/// The owner pod: containers with whole or fractional CPUs, some using
+/// the claim `gpus` (whole, or one request of it).
+fn owner_pod() -> impl Strategy<Value = Value> {
+    vec(
+        (
+            prop::sample::select(vec!["1", "8", "16", "500m", "2.5", "64"]),
+            prop::sample::select(vec![None, Some(None), Some(Some("gpu"))]),
+        ),
+        1..3,
+    )
+    .prop_map(|containers| {
+        let containers: Vec<Value> = containers
+            .into_iter()
+            .enumerate()
+            .map(|(index, (cpu, claim))| {
+                let mut resources = json!({"requests": {"cpu": cpu, "memory": "8Gi"}});
+                if let Some(request) = claim {
+                    let mut entry = json!({"name": "gpus"});
+                    if let Some(request) = request {
+                        entry["request"] = request.into();
+                    }
+                    resources["claims"] = json!([entry]);
+                }
+                json!({"name": format!("c{index}"), "resources": resources})
+            })
+            .collect();
+        json!({"metadata": {"uid": OWNER_UID}, "spec": {"containers": containers}})
+    })
+}
+
+/// A claim generated for the pod from a GPU template, with unknown fields.
+fn generated_claim() -> impl Strategy<Value = Value> {
+    (
+        1u32..=4,
+        any::<bool>(),
+        unknown_fields(),
+        unknown_fields(),
+        unknown_fields(),
+    )
+        .prop_map(|(gpus, constrained, request_extra, devices_extra, top_extra)| {
+            let request = with(
+                json!({"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": gpus}}),
+                request_extra,
+            );
+            let mut devices = json!({"requests": [request]});
+            if constrained {
+                devices["constraints"] =
+                    json!([{"requests": ["gpu"], "matchAttribute": "resource.kubernetes.io/numaNode"}]);
+            }
+            with(
+                json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                    "metadata": {"generateName": "trainer-0-gpus-", "namespace": "research",
+                        "annotations": {"resource.kubernetes.io/pod-claim-name": "gpus"},
+                        "ownerReferences": [{"apiVersion": "v1", "controller": true, "kind": "Pod",
+                            "name": "trainer-0", "uid": OWNER_UID}]},
+                    "spec": {"devices": with(devices, devices_extra)}}),
+                top_extra,
+            )
+        })
+}
+
+/// The one container that gets the CPUs, by the rules of
+/// `docs/guide.md` (one container uses the whole claim, with whole CPUs).
+fn expected_cpus(pod: &Value) -> Option<u64> {
+    let users: Vec<&Value> = pod["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|container| container["resources"]["claims"].is_array())
+        .collect();
+    match users.as_slice() {
+        [one] if one["resources"]["claims"][0].get("request").is_none() => {
+            one["resources"]["requests"]["cpu"].as_str()?.parse().ok()
+        }
+        _ => None,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: CASES, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_generated_claim_gets_its_containers_cpus_and_keeps_every_byte(
+        object in generated_claim(),
+        pod in owner_pod(),
+    ) {
+        let fleet = GeneratedClaimFleet {
+            lists: DraFleet::load_session("dra-cpu-generated-claim-fleet"),
+            pod: pod.clone(),
+        };
+        let config = config(json!({}));
+        let request = admission("ResourceClaim", "resourceclaims", object.clone());
+        let decision = evaluate_request(&request, &config, &fleet);
+        prop_assert!(!matches!(decision.verdict, Verdict::Reject(_)), "a generated claim is never refused");
+        let gpus = object["spec"]["devices"]["requests"][0]["exactly"]["count"].as_u64().unwrap();
+        // 56 CPUs per NUMA node, 4 GPUs per NUMA node.
+        let expected = expected_cpus(&pod).filter(|cpus| *cpus <= 56 && gpus <= 4);
+        let Some(text) = mutated_text(&decision) else {
+            prop_assert_eq!(expected, None, "no CPUs added: {:?}", decision);
+            return Ok(());
+        };
+        let cpus = expected.ok_or_else(|| TestCaseError::fail(format!("CPUs added for {pod}")))?;
+        let request_json = format!(
+            r#"{{"name":"cpus","exactly":{{"deviceClassName":"dra.cpu","capacity":{{"requests":{{"dra.cpu/cpu":"{cpus}"}}}}}}}}"#
+        );
+        let constraint_json =
+            r#"{"requests":["gpu","cpus"],"matchAttribute":"resource.kubernetes.io/numaNode"}"#;
+        // The text is the generated one with the two elements inserted.
+        let original = serde_json::to_string(&object).unwrap();
+        let without_request = text.replacen(&format!(",{request_json}"), "", 1);
+        prop_assert_ne!(&without_request, &text, "the request is inserted as written");
+        let without_both = [
+            format!(",{constraint_json}"),
+            format!(r#","constraints":[{constraint_json}]"#),
+        ]
+        .iter()
+        .map(|inserted| without_request.replacen(inserted, "", 1))
+        .find(|reverted| *reverted != without_request)
+        .unwrap_or_default();
+        prop_assert_eq!(&without_both, &original);
+        let completed: Value = serde_json::from_str(&text).unwrap();
+        let again = evaluate_request(&admission("ResourceClaim", "resourceclaims", completed), &config, &fleet);
+        prop_assert!(
+            matches!(again.verdict, Verdict::Accept) && again.warnings.is_empty(),
+            "a second pass answered {:?}", again
+        );
+    }
 }

@@ -7,10 +7,10 @@
 use gpu_topology::dra::{parse_classes, DraBuilder};
 use gpu_topology_policy::cluster::dra::DraInventory;
 use gpu_topology_policy::decide::claim::completion::{aligned_requests, CannotAlign, Completion};
-use gpu_topology_policy::decide::claim::fit::ClaimFit;
+use gpu_topology_policy::decide::claim::fit::{claim_fit, ClaimFit, Shortfall};
 use gpu_topology_policy::decide::claim::plan;
 use gpu_topology_policy::request::claim::{DeviceClaim, RESOURCE_CLAIM_TEMPLATE};
-use gpu_topology_policy::settings::Config;
+use gpu_topology_policy::settings::{parse_settings, Config};
 use rstest::rstest;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -96,9 +96,12 @@ fn template(file: &str) -> DeviceClaim {
 
 /// The plan in a few words: the written claim's fit, then what it lacks.
 fn outcome(claim: &DeviceClaim, inventory: &DraInventory) -> String {
-    let config = Config::default();
+    outcome_with(claim, inventory, &Config::default())
+}
+
+fn outcome_with(claim: &DeviceClaim, inventory: &DraInventory, config: &Config) -> String {
     let aligned = aligned_requests(claim, &config.dra).expect("a GPU claim");
-    let plan = plan(claim, aligned, &config, inventory);
+    let plan = plan(claim, aligned, config, inventory);
     let written = match plan.written {
         ClaimFit::Fits => "fits".to_owned(),
         ClaimFit::NoFit(_) => "no node".to_owned(),
@@ -173,4 +176,156 @@ fn a_gpu_and_dra_driver_cpu_request_are_aligned_together() {
         outcome(&claim, &inventory),
         "fits; add MatchAttribute(\"resource.kubernetes.io/numaNode\") over [\"gpu\", \"cpu\"]"
     );
+}
+
+/// A template's claim, from its `devices` object.
+fn devices(devices: Value) -> DeviceClaim {
+    DeviceClaim::of_object(
+        &json!({"spec": {"spec": {"devices": devices}}}),
+        &RESOURCE_CLAIM_TEMPLATE,
+    )
+    .unwrap()
+}
+
+fn config(settings: Value) -> Config {
+    parse_settings(settings.to_string().as_bytes())
+        .unwrap()
+        .config()
+        .unwrap()
+}
+
+/// Under `topology.alignment: nvlink` a GPU claim is constrained on the
+/// NVIDIA driver's Fabric Manager partition (`partition<N>`, VFIO devices
+/// only): the smallest partition that holds its GPUs. Full GPUs publish
+/// none, so nothing is added and the plan says why.
+#[rstest]
+#[case::two_vfio_gpus_share_a_partition_of_two(
+    "vfio.gpu.nvidia.com",
+    2,
+    "fits; add MatchAttribute(\"gpu.nvidia.com/partition2\") over [\"gpus\"]"
+)]
+#[case::three_take_a_partition_of_four(
+    "vfio.gpu.nvidia.com",
+    3,
+    "fits; add MatchAttribute(\"gpu.nvidia.com/partition4\") over [\"gpus\"]"
+)]
+#[case::eight_take_the_whole_board(
+    "vfio.gpu.nvidia.com",
+    8,
+    "fits; add MatchAttribute(\"gpu.nvidia.com/partition8\") over [\"gpus\"]"
+)]
+#[case::one_gpu_needs_no_partition("vfio.gpu.nvidia.com", 1, "fits; NotNeeded")]
+#[case::full_gpus_publish_no_partition(
+    "gpu.nvidia.com",
+    2,
+    "fits; Cannot(NoInterconnectAttribute { classes: [\"gpu.nvidia.com\"], gpus: 2 })"
+)]
+fn nvlink_alignment_uses_the_fabric_manager_partition(
+    #[case] class: &str,
+    #[case] count: u32,
+    #[case] expected: &str,
+) {
+    let inventory = inventory(
+        &[
+            ("nvidia-vfio-fabric-manager.yaml", 1, None),
+            ("nvidia-gpu-doc.yaml", 4, Some("hgx-vfio-0")),
+        ],
+        &["nvidia.yaml"],
+    );
+    let claim = devices(json!({"requests": [
+        {"name": "gpus", "exactly": {"deviceClassName": class, "count": count}}
+    ]}));
+    let nvlink = config(json!({"topology": {"alignment": "nvlink"}}));
+    assert_eq!(outcome_with(&claim, &inventory, &nvlink), expected);
+}
+
+/// The partition constraint counts GPUs per partition ID: two requests of
+/// 2 VFIO GPUs each under one `partition2` constraint need 4 GPUs with one
+/// ID, which no 2-GPU partition has; a `partition4` constraint holds them.
+#[rstest]
+#[case::partition2_holds_two_not_four("gpu.nvidia.com/partition2", Some((4, 2)))]
+#[case::partition4_holds_four("gpu.nvidia.com/partition4", None)]
+fn a_partition_constraint_counts_gpus_per_partition(
+    #[case] attribute: &str,
+    #[case] short: Option<(u32, u32)>,
+) {
+    let inventory = inventory(
+        &[("nvidia-vfio-fabric-manager.yaml", 1, None)],
+        &["nvidia.yaml"],
+    );
+    let claim = devices(json!({
+        "requests": [
+            {"name": "a", "exactly": {"deviceClassName": "vfio.gpu.nvidia.com", "count": 2}},
+            {"name": "b", "exactly": {"deviceClassName": "vfio.gpu.nvidia.com", "count": 2}}
+        ],
+        "constraints": [{"requests": ["a", "b"], "matchAttribute": attribute}]
+    }));
+    let fit = claim_fit(&claim, &inventory);
+    match (fit, short) {
+        (ClaimFit::Fits, None) => {}
+        (ClaimFit::NoFit(groups), Some((needed, most))) => match &groups[0].1 {
+            Shortfall::OneValue {
+                needed: n, most: m, ..
+            } => assert_eq!((*n, *m), (needed, most)),
+            other => panic!("{other:?}"),
+        },
+        (fit, short) => panic!("{fit:?}, expected {short:?}"),
+    }
+}
+
+/// dra-driver-cpu's grouped devices (64 CPUs per NUMA node, shared) beside
+/// 2 GPUs on NUMA node 0 (`nvidia-gpu-doc.yaml`): a CPU request is counted
+/// against one device's `dra.cpu/cpu`, on its own and under a NUMA
+/// constraint with the GPUs.
+#[rstest]
+#[case::sixty_four_cpus_fit_one_numa_node("64", None, "fits")]
+#[case::more_than_one_numa_node_offers(
+    "65",
+    None,
+    "request \"cpu\" needs 65 of dra.cpu/cpu from one device, 64 at most"
+)]
+#[case::under_the_gpus_numa_constraint(
+    "65",
+    Some("resource.kubernetes.io/numaNode"),
+    "request \"cpu\" needs 65 of dra.cpu/cpu from one device, 64 at most"
+)]
+#[case::eight_under_the_numa_constraint("8", Some("resource.kubernetes.io/numaNode"), "fits")]
+fn a_grouped_cpu_request_is_counted_against_one_devices_capacity(
+    #[case] cpus: &str,
+    #[case] constraint: Option<&str>,
+    #[case] expected: &str,
+) {
+    let inventory = inventory(
+        &[
+            ("nvidia-gpu-doc.yaml", 2, Some("hgx-0")),
+            ("dra-cpu-grouped.yaml", 1, Some("hgx-0")),
+        ],
+        &["nvidia.yaml", "dra-cpu.yaml"],
+    );
+    let mut claim = json!({"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}},
+        {"name": "cpu", "exactly": {"deviceClassName": "dra.cpu",
+            "capacity": {"requests": {"dra.cpu/cpu": cpus}}}}
+    ]});
+    if let Some(attribute) = constraint {
+        claim["constraints"] = json!([{"requests": ["gpu", "cpu"], "matchAttribute": attribute}]);
+    }
+    let fit = match claim_fit(&devices(claim), &inventory) {
+        ClaimFit::Fits => "fits".to_owned(),
+        ClaimFit::NoFit(groups) => match &groups[0].1 {
+            Shortfall::Capacity {
+                request,
+                capacity,
+                needed,
+                most,
+                ..
+            } => format!(
+                "request {request:?} needs {needed} of {capacity} from one device, {} at most",
+                most.map_or("none".to_owned(), |most| most.to_string())
+            ),
+            other => format!("{other:?}"),
+        },
+        other => format!("{other:?}"),
+    };
+    assert_eq!(fit, expected);
 }

@@ -369,7 +369,8 @@ fn context_aware_resources_declare_node_and_summary_access() {
           {apiVersion: resource.k8s.io/v1, kind: DeviceClass},
           {apiVersion: resource.k8s.io/v1, kind: ResourceSlice},
           {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate},
-          {apiVersion: resource.k8s.io/v1, kind: ResourceClaim}]",
+          {apiVersion: resource.k8s.io/v1, kind: ResourceClaim},
+          {apiVersion: v1, kind: Pod}]",
     );
     assert_eq!(metadata["contextAwareResources"], expected);
     let annotated = yaml(text(

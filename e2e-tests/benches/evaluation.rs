@@ -372,7 +372,7 @@ impl gpu_topology_policy::cluster::host::ClusterReader for DraAnswers {
 
 fn claims(c: &mut Criterion) {
     use e2e_tests::dra_fleets::{
-        bench_fleet, device_class_list, resource_slice_list, summarized_devices,
+        add_to_summary, bench_fleet, device_class_list, resource_slice_list,
     };
     use gpu_topology_policy::request::AdmissionRequest;
     let root = repo_root();
@@ -393,10 +393,7 @@ fn claims(c: &mut Criterion) {
         let classes = device_class_list(&fleet).expect("classes");
         let mut config_map =
             e2e_tests::fleets::summary_config_map(&[], now, &gpu_topology::LabelPrefix::default());
-        config_map["data"][gpu_topology::dra::DRA_DEVICES_KEY] =
-            summarized_devices(&fleet, &classes)
-                .expect("summary")
-                .into();
+        add_to_summary(&mut config_map, &fleet, &classes).expect("summary");
         let slices = resource_slice_list(&fleet).to_string().into_bytes();
         for (source, summary) in [
             ("summary", Some(config_map.to_string().into_bytes())),

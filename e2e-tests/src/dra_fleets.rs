@@ -8,8 +8,12 @@
 //! (`resourceslices/nvidia-gpu-doc.yaml`) with the node's product, bus IDs
 //! and NUMA node; a NIC is a device of dranet's quick start
 //! (`resourceslices/dranet-gke-quickstart.yaml`) in the v1 shape (its
-//! attributes directly on the device). Each node publishes one pool per
-//! driver, named after the node, one slice each, as both drivers do.
+//! attributes directly on the device). A VFIO GPU is the reference page's
+//! "VFIO passthrough (type: vfio)" device with its Fabric Manager partitions
+//! (`resourceslices/nvidia-vfio-fabric-manager.yaml`), and a CPU group is a
+//! device of dra-driver-cpu's grouped mode (`resourceslices/dra-cpu-grouped.yaml`).
+//! Each node publishes one pool per driver, named after the node, one slice
+//! each, as the drivers do.
 //!
 //! The host applies the policy's field masks before answering, so the
 //! answers hold only the masked fields, as a replay must.
@@ -28,8 +32,67 @@ pub struct DraNodes {
     pub product: &'static str,
     /// GPUs per NUMA node, node 0 first.
     pub gpus_per_numa: &'static [usize],
+    /// How the GPUs are published.
+    pub gpus_as: GpuDevices,
     /// dranet NICs per NUMA node.
     pub nics_per_numa: &'static [usize],
+    /// dra-driver-cpu's CPUs per NUMA node, in its grouped mode (one shared
+    /// device per NUMA node); empty where the driver does not run.
+    pub cpus_per_numa: &'static [usize],
+}
+
+/// How the NVIDIA DRA driver publishes a node's GPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuDevices {
+    /// Full GPUs (`type: gpu`, class `gpu.nvidia.com`).
+    Full,
+    /// VFIO passthrough devices with the Fabric Manager's partitions
+    /// (`type: vfio`, class `vfio.gpu.nvidia.com`).
+    Vfio,
+}
+
+/// The pod that owns a generated claim, as `get_resource` answers it under
+/// the policy's field masks.
+#[derive(Debug, Clone)]
+pub struct DraPod {
+    pub namespace: &'static str,
+    pub name: &'static str,
+    pub uid: &'static str,
+    /// The masked `spec`, JSON.
+    pub spec: &'static str,
+}
+
+impl DraPod {
+    /// The policy's request, in kwctl's terms.
+    pub fn request(&self) -> HostRequest {
+        HostRequest::KubernetesGetResource {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            name: self.name.into(),
+            namespace: Some(self.namespace.into()),
+            disable_cache: true,
+            field_masks: Some(
+                [
+                    "metadata.uid",
+                    "spec.containers.name",
+                    "spec.containers.resources",
+                    "spec.initContainers.name",
+                    "spec.initContainers.resources",
+                    "spec.initContainers.restartPolicy",
+                    "spec.resources",
+                ]
+                .map(str::to_owned)
+                .into(),
+            ),
+        }
+    }
+
+    /// The masked pod.
+    pub fn answer(&self) -> Result<Value> {
+        let spec: Value = serde_json::from_str(self.spec)
+            .with_context(|| format!("Pod {}: spec is not JSON", self.name))?;
+        Ok(json!({"metadata": {"uid": self.uid}, "spec": spec}))
+    }
 }
 
 /// A claim or claim template a pod names, as `get_resource` answers it
@@ -76,10 +139,12 @@ impl DraGet {
 }
 
 /// What a DRA session's answers hold: the claims a pod names (asked
-/// first, in order), then the two lists.
+/// first, in order), then the devices (the summary, or the two lists), then
+/// the pods that own a generated claim.
 #[derive(Debug, Clone)]
 pub struct DraFleet {
     pub gets: Vec<DraGet>,
+    pub pods: Vec<DraPod>,
     /// Files of `tests/fixtures/dra/deviceclasses/`.
     pub class_files: &'static [&'static str],
     pub nodes: Vec<DraNodes>,
@@ -87,12 +152,14 @@ pub struct DraFleet {
 
 const GPU_DRIVER: &str = "gpu.nvidia.com";
 const NIC_DRIVER: &str = "dra.net";
+const CPU_DRIVER: &str = "dra.cpu";
 
 fn fixtures_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dra")
 }
 
-/// The DeviceClass list, masked to `metadata.name` and `spec.selectors`.
+/// The DeviceClass list, masked to `metadata.name`, `spec.selectors` and
+/// `spec.extendedResourceName`.
 pub fn device_class_list(fleet: &DraFleet) -> Result<Value> {
     let mut items = Vec::new();
     for file in fleet.class_files {
@@ -105,9 +172,13 @@ pub fn device_class_list(fleet: &DraFleet) -> Result<Value> {
             if class.is_null() {
                 continue;
             }
+            let mut spec = json!({"selectors": class["spec"]["selectors"]});
+            if let Some(name) = class["spec"].get("extendedResourceName") {
+                spec["extendedResourceName"] = name.clone();
+            }
             items.push(json!({
                 "metadata": {"name": class["metadata"]["name"]},
-                "spec": {"selectors": class["spec"]["selectors"]},
+                "spec": spec,
             }));
         }
     }
@@ -121,7 +192,14 @@ pub fn device_class_list(fleet: &DraFleet) -> Result<Value> {
 
 /// The policy's DeviceClass list request, in kwctl's terms.
 pub fn device_class_request() -> HostRequest {
-    list_all("DeviceClass", &["metadata.name", "spec.selectors"])
+    list_all(
+        "DeviceClass",
+        &[
+            "metadata.name",
+            "spec.selectors",
+            "spec.extendedResourceName",
+        ],
+    )
 }
 
 /// The policy's ResourceSlice list request, in kwctl's terms.
@@ -134,6 +212,7 @@ pub fn resource_slice_request() -> HostRequest {
             "spec.pool",
             "spec.devices.attributes",
             "spec.devices.allowMultipleAllocations",
+            "spec.devices.capacity",
         ],
     )
 }
@@ -153,16 +232,21 @@ fn list_all(kind: &str, masks: &[&str]) -> HostRequest {
     }
 }
 
-/// The fleet summary's `draDevices` for this fleet, as the summarizer
-/// writes it (the shared grouping, over the same slices and classes).
-pub fn summarized_devices(fleet: &DraFleet, classes: &Value) -> Result<String> {
+/// The fleet summary's DRA entries for this fleet, as the summarizer writes
+/// them (the shared grouping, over the same slices and classes), set in
+/// `config_map`: `draDevices` and `draExtendedResources`.
+pub fn add_to_summary(config_map: &mut Value, fleet: &DraFleet, classes: &Value) -> Result<()> {
     let classes = gpu_topology::dra::parse_classes(classes.to_string().as_bytes())
         .map_err(anyhow::Error::msg)?;
     let mut builder = gpu_topology::dra::DraBuilder::new(&classes);
     builder
         .add_list(resource_slice_list(fleet).to_string().as_bytes())
         .map_err(anyhow::Error::msg)?;
-    Ok(builder.finish().to_summary_text())
+    let devices = builder.finish();
+    config_map["data"][gpu_topology::dra::DRA_DEVICES_KEY] = devices.to_summary_text().into();
+    config_map["data"][gpu_topology::dra::DRA_EXTENDED_RESOURCES_KEY] =
+        devices.extended_resources().to_summary_text().into();
+    Ok(())
 }
 
 /// The DRA fleet of the benchmarks, `size` nodes: 60% HGX H100 (8 GPUs, 4
@@ -173,6 +257,7 @@ pub fn bench_fleet(size: usize) -> DraFleet {
     let (hgx, l4) = (share(60), share(30));
     DraFleet {
         gets: Vec::new(),
+        pods: Vec::new(),
         class_files: &["nvidia.yaml", "nics.yaml"],
         nodes: vec![
             DraNodes {
@@ -180,21 +265,27 @@ pub fn bench_fleet(size: usize) -> DraFleet {
                 count: hgx,
                 product: "NVIDIA H100 80GB HBM3",
                 gpus_per_numa: &[4, 4],
+                gpus_as: GpuDevices::Full,
                 nics_per_numa: &[4, 4],
+                cpus_per_numa: &[],
             },
             DraNodes {
                 prefix: "l4",
                 count: l4,
                 product: "NVIDIA L4",
                 gpus_per_numa: &[2, 2],
+                gpus_as: GpuDevices::Full,
                 nics_per_numa: &[],
+                cpus_per_numa: &[],
             },
             DraNodes {
                 prefix: "a10g",
                 count: size - hgx - l4,
                 product: "NVIDIA A10G",
                 gpus_per_numa: &[1],
+                gpus_as: GpuDevices::Full,
                 nics_per_numa: &[],
+                cpus_per_numa: &[],
             },
         ],
     }
@@ -211,6 +302,15 @@ pub fn resource_slice_list(fleet: &DraFleet) -> Value {
             if !nodes.nics_per_numa.is_empty() {
                 let nics = numa_devices(nodes.nics_per_numa, nic);
                 items.push(slice(NIC_DRIVER, &node, nics));
+            }
+            if !nodes.cpus_per_numa.is_empty() {
+                let cpus = nodes
+                    .cpus_per_numa
+                    .iter()
+                    .enumerate()
+                    .map(|(numa, count)| cpu_group(numa, *count))
+                    .collect();
+                items.push(slice(CPU_DRIVER, &node, cpus));
             }
         }
     }
@@ -241,12 +341,33 @@ fn slice(driver: &str, node: &str, devices: Vec<Value>) -> Value {
     }})
 }
 
-/// An NVIDIA DRA driver full GPU, as its reference page shows one.
+/// An NVIDIA DRA driver GPU, as its reference page shows one: a full GPU,
+/// or a VFIO device with the Fabric Manager partitions of an 8-GPU board
+/// (numbered as the page's module 1: `partition8` 1, `partition4` 2-3,
+/// `partition2` 4-7, `partition1` 8-15).
 fn gpu(nodes: &DraNodes, node: usize, index: usize, numa: usize) -> Value {
     // Bus IDs as on an HGX board: two GPUs behind each PCIe switch, one
     // switch per root port.
     let bus = 0x18 + 0x10 * index;
     let root = 0x17 + 0x20 * (index / 2);
+    if nodes.gpus_as == GpuDevices::Vfio {
+        return json!({"attributes": {
+            "deviceID": {"string": "0x2330"},
+            "gpuModuleId": {"int": index + 1},
+            "iommuFDEnabled": {"bool": true},
+            "partition1": {"int": 8 + index},
+            "partition2": {"int": 4 + index / 2},
+            "partition4": {"int": 2 + index / 4},
+            "partition8": {"int": 1},
+            "productName": {"string": nodes.product},
+            "resource.kubernetes.io/numaNode": {"int": numa},
+            "resource.kubernetes.io/pciBusID": {"string": format!("0000:{bus:02x}:00.0")},
+            "resource.kubernetes.io/pcieRoot": {"string": format!("pci0000:{root:02x}")},
+            "type": {"string": "vfio"},
+            "uuid": {"string": format!("GPU-{node:08x}-5a5f-aa66-7660-{index:012x}")},
+            "vendorID": {"string": "0x10de"},
+        }, "capacity": {"addressableMemory": {"value": "80Gi"}}});
+    }
     json!({"attributes": {
         "addressingMode": {"string": "HMM"},
         "architecture": {"string": "Hopper"},
@@ -260,7 +381,24 @@ fn gpu(nodes: &DraNodes, node: usize, index: usize, numa: usize) -> Value {
         "resource.kubernetes.io/numaNode": {"int": numa},
         "type": {"string": "gpu"},
         "uuid": {"string": format!("GPU-{node:08x}-5a5f-aa66-7660-{index:012x}")},
-    }})
+    }, "capacity": {"memory": {"value": "80Gi"}}})
+}
+
+/// A NUMA node's CPUs in dra-driver-cpu's grouped mode, as its
+/// `docs/user/device-attributes.md` shows one (one socket).
+fn cpu_group(numa: usize, cpus: usize) -> Value {
+    json!({
+        "allowMultipleAllocations": true,
+        "attributes": {
+            "dra.cpu/smtEnabled": {"bool": true},
+            "dra.cpu/numCPUs": {"int": cpus},
+            "resource.kubernetes.io/numaNode": {"int": numa},
+            "dra.cpu/socketID": {"int": numa},
+            "dra.net/numaNode": {"int": numa},
+            "dra.cpu/numaNodeID": {"int": numa},
+        },
+        "capacity": {"dra.cpu/cpu": {"value": cpus.to_string()}},
+    })
 }
 
 /// A dranet RDMA NIC, as its quick start shows one (v1 shape).

@@ -522,6 +522,9 @@ pub enum SummaryAnswer {
     OfTheList(u64),
     /// The summarizer's ConfigMap for other nodes (a stale one), written at this time.
     Of(Vec<Nodes>, u64),
+    /// The summarizer's ConfigMap for these nodes, written at this time
+    /// with `--dra`: with the DRA entries of this DRA fleet.
+    OfWithDra(Vec<Nodes>, u64, crate::dra_fleets::DraFleet),
 }
 
 /// How the host answers the Node list.
@@ -857,8 +860,14 @@ pub fn render(file: &SessionFile) -> Result<String> {
             *at,
             &prefix,
         ))),
+        SummaryAnswer::OfWithDra(groups, at, fleet) => {
+            let mut config_map = summary_config_map(&node_items(groups, &prefix), *at, &prefix);
+            let classes = crate::dra_fleets::device_class_list(fleet)?;
+            crate::dra_fleets::add_to_summary(&mut config_map, fleet, &classes)?;
+            Some(Ok(config_map))
+        }
     };
-    // A claim asks for the summary after the DeviceClasses (below).
+    // A claim asks for the summary after the claims a pod names (below).
     if let (Some(answer), false) = (&summary, matches!(file.list, ListAnswer::Dra(_))) {
         out.push_str(&exchange(
             &summary_request(),
@@ -878,26 +887,28 @@ pub fn render(file: &SessionFile) -> Result<String> {
                 out.push_str(&exchange(&get.request(), Ok(&get.answer()?))?);
             }
             let classes = dra::device_class_list(fleet)?;
-            out.push_str(&exchange(&dra::device_class_request(), Ok(&classes))?);
-            // The summary with the DRA devices, as the summarizer writes it
-            // for this fleet; then the slices are not listed.
+            // The summary first: with the DRA devices and their classes, as
+            // the summarizer writes them for this fleet, nothing is listed.
             if let SummaryAnswer::OfTheList(at) = &file.summary {
                 let mut config_map = summary_config_map(&[], *at, &prefix);
-                config_map["data"][gpu_topology::dra::DRA_DEVICES_KEY] =
-                    dra::summarized_devices(fleet, &classes)?.into();
+                dra::add_to_summary(&mut config_map, fleet, &classes)?;
                 out.push_str(&exchange(&summary_request(), Ok(&config_map))?);
-                return Ok(out);
-            }
-            if let Some(answer) = &summary {
+            } else {
+                if let Some(answer) = &summary {
+                    out.push_str(&exchange(
+                        &summary_request(),
+                        answer.as_ref().map_err(|e| *e),
+                    )?);
+                }
+                out.push_str(&exchange(&dra::device_class_request(), Ok(&classes))?);
                 out.push_str(&exchange(
-                    &summary_request(),
-                    answer.as_ref().map_err(|e| *e),
+                    &dra::resource_slice_request(),
+                    Ok(&dra::resource_slice_list(fleet)),
                 )?);
             }
-            out.push_str(&exchange(
-                &dra::resource_slice_request(),
-                Ok(&dra::resource_slice_list(fleet)),
-            )?);
+            for pod in &fleet.pods {
+                out.push_str(&exchange(&pod.request(), Ok(&pod.answer()?))?);
+            }
         }
         _ => {}
     }
@@ -1262,6 +1273,64 @@ pub fn session_files() -> Vec<SessionFile> {
             ("gpu-test1", "single-gpu"),
             r#"{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com"}}]}"#,
         ),
+        SessionFile {
+            name: "dra-cpu-generated-claim-fleet",
+            about: "For the ResourceClaim the controller generated from gpu-test1/double-gpu for Pod\ngpu-test1/trainer-0: 2 HGX H100 nodes publishing 8 GPUs and 8 RDMA NICs, and dra-driver-cpu's\ngrouped CPUs (56 per NUMA node). No fleet summary (404): the classes, the slices, then the owner\npod (uncached: its uid and containers' resources).",
+            summary: SummaryAnswer::Absent,
+            list: ListAnswer::Dra(dra_cpu_fleet(
+                Vec::new(),
+                vec![crate::dra_fleets::DraPod {
+                    namespace: "gpu-test1",
+                    name: "trainer-0",
+                    uid: "5f0c5d1e-8a7b-4c3d-9e2f-1a2b3c4d5e6f",
+                    spec: TRAINER_POD_SPEC,
+                }],
+                (2, 0),
+            )),
+        },
+        SessionFile {
+            name: "dra-cpu-generated-claim-no-pod-fleet",
+            about: "The fleet of dra-cpu-generated-claim-fleet.yml for a policy that may not read Pods: the classes\nand the slices, and no owner pod (the host refuses it before any exchange).",
+            summary: SummaryAnswer::Absent,
+            list: ListAnswer::Dra(dra_cpu_fleet(Vec::new(), Vec::new(), (2, 0))),
+        },
+        SessionFile {
+            name: "dra-cpu-pod-double-gpu-fleet",
+            about: "For a Pod naming ResourceClaimTemplate gpu-test1/double-gpu (2 GPUs on one NUMA node): the\ntemplate, then 2 HGX H100 nodes whose dra-driver-cpu publishes grouped CPUs (56 per NUMA node).\nNo fleet summary (404).",
+            summary: SummaryAnswer::Absent,
+            list: ListAnswer::Dra(dra_cpu_fleet(vec![double_gpu_get()], Vec::new(), (2, 0))),
+        },
+        SessionFile {
+            name: "dra-cpu-half-fleet",
+            about: "For a Pod naming ResourceClaimTemplate gpu-test1/double-gpu: the template, then 4 HGX H100\nnodes, 2 of which run dra-driver-cpu (grouped CPUs, 56 per NUMA node). No fleet summary (404).",
+            summary: SummaryAnswer::Absent,
+            list: ListAnswer::Dra(dra_cpu_fleet(vec![double_gpu_get()], Vec::new(), (2, 2))),
+        },
+        SessionFile {
+            name: "dra-vfio-fleet",
+            about: "A DRA fleet of VFIO passthrough GPUs: 2 HGX H100 nodes whose NVIDIA DRA driver publishes\n8 VFIO devices (4 per NUMA node) with the Fabric Manager's partitions (partition1/2/4/8,\nFabricManagerPartitioning). No fleet summary (404): the classes, then the slices.",
+            summary: SummaryAnswer::Absent,
+            list: ListAnswer::Dra(crate::dra_fleets::DraFleet {
+                gets: Vec::new(),
+                pods: Vec::new(),
+                class_files: &["nvidia.yaml"],
+                nodes: vec![crate::dra_fleets::DraNodes {
+                    gpus_as: crate::dra_fleets::GpuDevices::Vfio,
+                    nics_per_numa: &[],
+                    ..dra_hgx_nodes("dra-hgx-vfio", 2, &[])
+                }],
+            }),
+        },
+        SessionFile {
+            name: "fleet-summary-dra-extended-resource",
+            about: "2 p5 (HGX H100) nodes on best-effort, in a fresh fleet summary written with --dra: DeviceClass\ngpu.nvidia.com maps nvidia.com/gpu (extendedResourceName, KEP-5004), and 2 more HGX H100 nodes\npublish its devices through the NVIDIA DRA driver.",
+            summary: SummaryAnswer::OfWithDra(
+                vec![nodes(p5(Kubelet::cpu_static(BestEffort, Pod)), 2)],
+                SUMMARY_WRITTEN_AT,
+                dra_hgx_fleet(Vec::new()),
+            ),
+            list: ListAnswer::NotAsked,
+        },
     ]
 }
 
@@ -1288,18 +1357,69 @@ fn dra_pod_session(
     }
 }
 
+/// The template `gpu-test1/double-gpu` (completed), for a pod naming it.
+fn double_gpu_get() -> crate::dra_fleets::DraGet {
+    crate::dra_fleets::DraGet {
+        kind: "ResourceClaimTemplate",
+        namespace: "gpu-test1",
+        name: "double-gpu",
+        devices: DOUBLE_GPU_COMPLETED,
+    }
+}
+
 /// The DRA fleet of `dra-hgx-h100-fleet`, after `gets`.
 fn dra_hgx_fleet(gets: Vec<crate::dra_fleets::DraGet>) -> crate::dra_fleets::DraFleet {
     crate::dra_fleets::DraFleet {
         gets,
+        pods: Vec::new(),
         class_files: &["nvidia.yaml", "nics.yaml"],
-        nodes: vec![crate::dra_fleets::DraNodes {
-            prefix: "dra-hgx",
-            count: 2,
-            product: "NVIDIA H100 80GB HBM3",
-            gpus_per_numa: &[4, 4],
-            nics_per_numa: &[4, 4],
-        }],
+        nodes: vec![dra_hgx_nodes("dra-hgx", 2, &[])],
+    }
+}
+
+/// `count` HGX H100 nodes publishing 8 full GPUs and 8 RDMA NICs (4 + 4
+/// each), and dra-driver-cpu's grouped CPUs `cpus_per_numa` (none: it does
+/// not run there).
+fn dra_hgx_nodes(
+    prefix: &'static str,
+    count: usize,
+    cpus_per_numa: &'static [usize],
+) -> crate::dra_fleets::DraNodes {
+    crate::dra_fleets::DraNodes {
+        prefix,
+        count,
+        product: "NVIDIA H100 80GB HBM3",
+        gpus_per_numa: &[4, 4],
+        gpus_as: crate::dra_fleets::GpuDevices::Full,
+        nics_per_numa: &[4, 4],
+        cpus_per_numa,
+    }
+}
+
+/// The template `gpu-test1/double-gpu` as the policy admitted it (its two
+/// GPUs constrained to one NUMA node), as get_resource answers it.
+const DOUBLE_GPU_COMPLETED: &str = r#"{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com","count":2}}],"constraints":[{"requests":["gpu"],"matchAttribute":"resource.kubernetes.io/numaNode"}]}"#;
+
+/// The pod `gpu-test1/trainer-0` that owns the claim generated from
+/// `double-gpu`: one container using the whole claim, with 16 whole CPUs.
+const TRAINER_POD_SPEC: &str = r#"{"containers":[{"name":"trainer","resources":{"claims":[{"name":"gpus"}],"limits":{"cpu":"16","memory":"64Gi"},"requests":{"cpu":"16","memory":"64Gi"}}}]}"#;
+
+/// A DRA fleet where dra-driver-cpu runs on `with_cpus` of the HGX nodes
+/// (grouped, 56 CPUs per NUMA node) and not on `without`.
+fn dra_cpu_fleet(
+    gets: Vec<crate::dra_fleets::DraGet>,
+    pods: Vec<crate::dra_fleets::DraPod>,
+    (with_cpus, without): (usize, usize),
+) -> crate::dra_fleets::DraFleet {
+    let mut nodes = vec![dra_hgx_nodes("dra-hgx-cpu", with_cpus, &[56, 56])];
+    if without > 0 {
+        nodes.push(dra_hgx_nodes("dra-hgx", without, &[]));
+    }
+    crate::dra_fleets::DraFleet {
+        gets,
+        pods,
+        class_files: &["nvidia.yaml", "nics.yaml", "dra-cpu.yaml"],
+        nodes,
     }
 }
 

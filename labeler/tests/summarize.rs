@@ -920,6 +920,30 @@ async fn with_dra_the_summary_holds_the_nodes_devices_grouped() {
         .devices
         .iter()
         .all(|device| device.attributes.len() == 2));
+    // The classes travel with the devices (a claim's decision then lists
+    // none), and the extended resource the class maps (KEP-5004) is
+    // summarized apart, with the nodes that publish its devices.
+    let classes = devices
+        .classes
+        .as_ref()
+        .expect("the classes are summarized");
+    assert_eq!(
+        classes["gpu.nvidia.com"].extended_resource_name.as_deref(),
+        Some("nvidia.com/gpu")
+    );
+    let mapped = gpu_topology::dra::ExtendedResources::from_summary_text(
+        &apply_data(&requests[4])[gpu_topology::dra::DRA_EXTENDED_RESOURCES_KEY],
+    )
+    .unwrap();
+    assert_eq!(
+        mapped.0,
+        vec![gpu_topology::dra::ExtendedResource {
+            resource: "nvidia.com/gpu".into(),
+            class: "gpu.nvidia.com".into(),
+            nodes: 2,
+            examples: vec!["gpu-node-a".into(), "gpu-node-b".into()],
+        }]
+    );
 }
 
 #[rstest]
@@ -952,7 +976,9 @@ async fn a_failed_slice_list_leaves_the_devices_out_and_the_summary_is_written(
         assert_summary_apply(&requests[3]),
         report.summarized.summary
     );
-    assert!(!apply_data(&requests[3]).contains_key(gpu_topology::dra::DRA_DEVICES_KEY));
+    let data = apply_data(&requests[3]);
+    assert!(!data.contains_key(gpu_topology::dra::DRA_DEVICES_KEY));
+    assert!(!data.contains_key(gpu_topology::dra::DRA_EXTENDED_RESOURCES_KEY));
     let left_out = report.dra_left_out.unwrap_or_default();
     assert!(left_out.contains(reason), "{left_out}");
 }

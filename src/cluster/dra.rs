@@ -14,8 +14,9 @@ use crate::request::claim::RESOURCE_API_VERSION;
 use crate::settings::FleetSources;
 use gpu_topology::dra::{parse_classes, DraBuilder, DRA_DEVICES_KEY};
 pub use gpu_topology::dra::{
-    Atom, AttributeValue, ClassSelector, Device, DeviceGroup, DraDevices, DRANET_NUMA_ATTRIBUTE,
-    STANDARD_NUMA_ATTRIBUTE, STANDARD_PCIE_ROOT_ATTRIBUTE,
+    partition_size, qualified, Atom, AttributeValue, ClassSelector, Device, DeviceGroup,
+    DraDevices, DRANET_NUMA_ATTRIBUTE, PARTITION_ATTRIBUTE_PREFIX, STANDARD_NUMA_ATTRIBUTE,
+    STANDARD_PCIE_ROOT_ATTRIBUTE,
 };
 use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
 use std::collections::{BTreeMap, BTreeSet};
@@ -38,7 +39,8 @@ impl DraInventory {
     }
 }
 
-/// The DeviceClass list request: names and selectors only.
+/// The DeviceClass list request: names, selectors and the extended
+/// resource each maps.
 pub fn device_class_request() -> ListAllResourcesRequest {
     ListAllResourcesRequest {
         api_version: RESOURCE_API_VERSION.to_owned(),
@@ -48,6 +50,7 @@ pub fn device_class_request() -> ListAllResourcesRequest {
         field_masks: Some(BTreeSet::from([
             "metadata.name".to_owned(),
             "spec.selectors".to_owned(),
+            "spec.extendedResourceName".to_owned(),
         ])),
     }
 }
@@ -66,6 +69,7 @@ pub fn resource_slice_request() -> ListAllResourcesRequest {
                 "spec.pool",
                 "spec.devices.attributes",
                 "spec.devices.allowMultipleAllocations",
+                "spec.devices.capacity",
             ]
             .map(str::to_owned)
             .into(),
@@ -73,33 +77,36 @@ pub fn resource_slice_request() -> ListAllResourcesRequest {
     }
 }
 
-/// Reads the DeviceClasses, then the devices: from the fleet summary where
-/// `sources` read one and it is fresh and holds them, else from the
-/// ResourceSlice list where `sources` allow listing. `Err` says why they
-/// are not known (the caller quotes it).
+/// Reads the devices and their DeviceClasses: from the fleet summary where
+/// `sources` read one and it is fresh and holds them (one `get_resource`
+/// call; the classes are listed only when a summarizer older than them
+/// wrote it), else the DeviceClass list and the ResourceSlice list where
+/// `sources` allow listing. `Err` says why they are not known (the caller
+/// quotes it).
 pub fn read_inventory(
     cluster: &dyn ClusterReader,
     sources: &FleetSources,
 ) -> Result<DraInventory, String> {
-    let classes = cluster
-        .list_all_resources(&device_class_request())
-        .map_err(|error| format!("the DeviceClass list: {error}"))?;
-    let classes = parse_classes(&classes)?;
     // A summary that is missing, stale, without draDevices or with ones
     // that do not read falls back to the slice list, where listing is allowed.
     let mut passed_over = "the fleet summary is not read (capacity.source)".to_owned();
     if let Some(summary) = &sources.summary {
-        let summarized = fleet_summary::read_fresh(cluster, summary, fleet_summary::now).and_then(
-            |(_, data)| {
+        let summarized = fleet_summary::read_fresh_data(cluster, summary, fleet_summary::now)
+            .and_then(|data| {
                 let text = data.get(DRA_DEVICES_KEY).ok_or_else(|| {
                     "the fleet summary holds no DRA devices (its summarizer runs without --dra)"
                         .to_owned()
                 })?;
                 DraDevices::from_summary_text(text)
-            },
-        );
+            });
         match summarized {
-            Ok(devices) => return Ok(DraInventory { classes, devices }),
+            Ok(mut devices) => {
+                let classes = match devices.classes.take() {
+                    Some(classes) => classes,
+                    None => list_classes(cluster)?,
+                };
+                return Ok(DraInventory { classes, devices });
+            }
             Err(problem) => passed_over = problem,
         }
     }
@@ -108,13 +115,21 @@ pub fn read_inventory(
             "{passed_over}, and capacity.source does not list ResourceSlices"
         ));
     }
+    let classes = list_classes(cluster)?;
     let slices = cluster
         .list_all_resources(&resource_slice_request())
         .map_err(|error| format!("the ResourceSlice list: {error}"))?;
     let mut builder = DraBuilder::new(&classes);
     builder.add_list(&slices)?;
-    Ok(DraInventory {
-        classes,
-        devices: builder.finish(),
-    })
+    let mut devices = builder.finish();
+    devices.classes = None;
+    Ok(DraInventory { classes, devices })
+}
+
+/// The cluster's DeviceClasses, listed.
+fn list_classes(cluster: &dyn ClusterReader) -> Result<BTreeMap<String, ClassSelector>, String> {
+    let classes = cluster
+        .list_all_resources(&device_class_request())
+        .map_err(|error| format!("the DeviceClass list: {error}"))?;
+    parse_classes(&classes)
 }

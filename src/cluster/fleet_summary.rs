@@ -11,6 +11,7 @@
 use crate::cluster::host::{quote_host_error, ClusterReader};
 use crate::cluster::ClusterView;
 use crate::settings::FleetSummarySettings;
+use gpu_topology::dra::{ExtendedResources, DRA_EXTENDED_RESOURCES_KEY};
 use gpu_topology::FleetSummary;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
 use serde::Deserialize;
@@ -46,7 +47,14 @@ pub fn read_summary(
     settings: &FleetSummarySettings,
     clock: impl FnOnce() -> Option<u64>,
 ) -> Result<ClusterView, String> {
-    let (summary, _) = read_fresh(cluster, settings, clock)?;
+    let (summary, data) = read_fresh(cluster, settings, clock)?;
+    let (extended_by_dra, extended_by_dra_problem) = match data.get(DRA_EXTENDED_RESOURCES_KEY) {
+        None => (ExtendedResources::default(), None),
+        Some(text) => match ExtendedResources::from_summary_text(text) {
+            Ok(mapped) => (mapped, None),
+            Err(problem) => (ExtendedResources::default(), Some(problem)),
+        },
+    };
     Ok(ClusterView {
         fleet: summary.fleet,
         malformed: summary.malformed,
@@ -54,16 +62,32 @@ pub fn read_summary(
         // The summary counts shapes, not nodes by name.
         pinned_node: None,
         from_node_list: false,
+        extended_by_dra,
+        extended_by_dra_problem,
     })
 }
 
 /// The summary, when it is there and fresh, with the ConfigMap's data (the
-/// DRA devices are read from it: `gpu_topology::dra::DRA_DEVICES_KEY`).
+/// DRA entries are read from it: `gpu_topology::dra`).
 pub fn read_fresh(
     cluster: &dyn ClusterReader,
     settings: &FleetSummarySettings,
     clock: impl FnOnce() -> Option<u64>,
 ) -> Result<(FleetSummary, BTreeMap<String, String>), String> {
+    let data = read_fresh_data(cluster, settings, clock)?;
+    let summary = FleetSummary::from_data(data.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(|problem| unreadable(settings, &problem.to_string()))?;
+    Ok((summary, data))
+}
+
+/// The summary ConfigMap's data, when its format is this version's and it
+/// is fresh; its node groups are not read (a claim needs the DRA entries
+/// only).
+pub fn read_fresh_data(
+    cluster: &dyn ClusterReader,
+    settings: &FleetSummarySettings,
+    clock: impl FnOnce() -> Option<u64>,
+) -> Result<BTreeMap<String, String>, String> {
     // The words are written only for a summary passed over, in one go.
     let (namespace, name) = (&settings.namespace, &settings.name);
     let answer = cluster
@@ -74,40 +98,46 @@ pub fn read_fresh(
                 quote_host_error(&problem).trim_end_matches('.')
             )
         })?;
-    let (summary, data) = parse_summary_data(&answer).map_err(|problem| {
-        format!("the fleet summary ConfigMap {namespace}/{name} is unreadable: {problem}")
-    })?;
+    let data = config_map_data(&answer).map_err(|problem| unreadable(settings, &problem))?;
+    let generated_at = FleetSummary::generated_at_of(&data)
+        .map_err(|problem| unreadable(settings, &problem.to_string()))?;
     let location = format!("the fleet summary ConfigMap {namespace}/{name}");
     let now =
         clock().ok_or_else(|| format!("{location} cannot be dated: the clock is unavailable"))?;
     // A summary from the future would never age: a stopped summarizer would
     // go unnoticed. Clocks of different machines differ a little.
-    let ahead = summary.generated_at.saturating_sub(now);
+    let ahead = generated_at.saturating_sub(now);
     if ahead > MAX_CLOCK_SKEW_SECONDS {
         return Err(format!(
-            "{location} is dated {ahead} s ahead of this clock (generatedAt {}): is the summarizer's clock right?",
-            summary.generated_at
+            "{location} is dated {ahead} s ahead of this clock (generatedAt {generated_at}): is the summarizer's clock right?"
         ));
     }
-    let age = summary.age(now);
+    let age = now.saturating_sub(generated_at);
     if age > settings.max_age_seconds {
         return Err(format!(
             "{location} is {age} s old, more than capacity.fleetSummary.maxAgeSeconds ({}): is the summarizer running?",
             settings.max_age_seconds
         ));
     }
-    Ok((summary, data))
+    Ok(data)
+}
+
+fn unreadable(settings: &FleetSummarySettings, problem: &str) -> String {
+    format!(
+        "the fleet summary ConfigMap {}/{} is unreadable: {problem}",
+        settings.namespace, settings.name
+    )
 }
 
 /// Reads the summary out of the ConfigMap JSON.
 pub fn parse_summary(config_map: &[u8]) -> Result<FleetSummary, String> {
-    parse_summary_data(config_map).map(|(summary, _)| summary)
+    let data = config_map_data(config_map)?;
+    FleetSummary::from_data(data.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(|error| error.to_string())
 }
 
-/// [`parse_summary`], with the ConfigMap's data.
-fn parse_summary_data(
-    config_map: &[u8],
-) -> Result<(FleetSummary, BTreeMap<String, String>), String> {
+/// The ConfigMap's `data` (none: empty).
+fn config_map_data(config_map: &[u8]) -> Result<BTreeMap<String, String>, String> {
     #[derive(Deserialize)]
     struct ConfigMap {
         #[serde(default)]
@@ -115,10 +145,7 @@ fn parse_summary_data(
     }
     let config_map: ConfigMap =
         serde_json::from_slice(config_map).map_err(|error| format!("not a ConfigMap: {error}"))?;
-    let data = config_map.data.unwrap_or_default();
-    let summary = FleetSummary::from_data(data.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .map_err(|error| error.to_string())?;
-    Ok((summary, data))
+    Ok(config_map.data.unwrap_or_default())
 }
 
 /// The wall clock in Unix seconds (WASI's clock in Wasm); `None` if it is

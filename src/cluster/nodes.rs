@@ -11,6 +11,7 @@
 //! for, is looked for.
 
 use crate::cluster::host::{quote_host_error, ClusterReader};
+use gpu_topology::dra::ExtendedResources;
 use gpu_topology::{DistanceChunks, Fleet, LabelError, LabelKey, LabelPrefix, NodeTopology};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -56,6 +57,13 @@ pub struct ClusterView {
     /// Read from the Node list (which names nodes), not from the fleet
     /// summary (which counts shapes): only then is `pinned_node` looked for.
     pub from_node_list: bool,
+    /// The extended resources DeviceClasses map (KEP-5004), with the nodes
+    /// that publish their devices: from the fleet summary's
+    /// `draExtendedResources` (`labeler summarize --dra`); empty from the
+    /// Node list, which does not say.
+    pub extended_by_dra: ExtendedResources,
+    /// Why the summary's `draExtendedResources` could not be read.
+    pub extended_by_dra_problem: Option<String>,
 }
 
 impl ClusterView {

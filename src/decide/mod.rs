@@ -15,6 +15,7 @@ pub mod capacity;
 pub mod claim;
 pub mod demand;
 pub mod explain;
+pub mod extended_by_dra;
 pub mod fit;
 pub mod lowering;
 pub mod model;
@@ -373,6 +374,8 @@ pub(crate) struct Notes {
     pub adjustments: Vec<String>,
     /// The fit against the view ([`fit::place`]).
     pub placement: Vec<String>,
+    /// GPU extended resources DRA also serves ([`extended_by_dra`]).
+    pub dra: Vec<String>,
     /// The QoS plan's ([`plan_qos`]).
     pub qos: Vec<String>,
     /// Why a pinned pod gets no affinity.
@@ -387,10 +390,11 @@ impl Notes {
             unchecked,
             adjustments,
             placement,
+            dra,
             qos,
             pinned,
         } = self;
-        [look, unchecked, adjustments, placement, qos]
+        [look, unchecked, adjustments, placement, dra, qos]
             .into_iter()
             .flatten()
             .chain(pinned)
@@ -514,6 +518,7 @@ fn plan_stages<'s>(
     }
     let placement = fit::place(input, view, &stages.verdicts, config)?;
     stages.notes.placement = placement.warnings;
+    stages.notes.dra = extended_by_dra::warnings(&input.demand.pod, view);
     stages.requirement = placement.requirement;
     Ok(())
 }

@@ -9,6 +9,7 @@
 //! view does not name is left alone in the object, which a mutation edits as
 //! text (`decide::claim::patch`).
 
+use crate::request::quantity::Quantity;
 use serde_json::Value;
 
 /// Where a claim kind keeps its `DeviceClaim`: a JSON pointer from the object.
@@ -84,6 +85,9 @@ pub struct DeviceChoice {
     /// Whether CEL selectors narrow the class's devices further. The policy
     /// does not evaluate CEL: the class's devices are then an upper bound.
     pub selected: bool,
+    /// `capacity.requests`: what each device allocated for it must still
+    /// offer of a consumable capacity (`dra.cpu/cpu: "8"`), names as written.
+    pub capacity: Vec<(String, Quantity)>,
 }
 
 /// A request of the claim (`spec.devices.requests[]`).
@@ -257,12 +261,45 @@ fn read_choice(
         }
     };
     let selected = !array(choice, "selectors", place)?.is_empty();
+    let capacity = capacity_requests(choice, place)?;
     Ok(DeviceChoice {
         subrequest,
         device_class,
         mode,
         selected,
+        capacity,
     })
+}
+
+/// `capacity.requests` (types.go `CapacityRequirements`): quantities by
+/// capacity name.
+fn capacity_requests(choice: &Value, place: &str) -> Result<Vec<(String, Quantity)>, String> {
+    let requests = match choice.get("capacity") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(capacity) if capacity.is_object() => match capacity.get("requests") {
+            None | Some(Value::Null) => return Ok(Vec::new()),
+            Some(Value::Object(requests)) => requests,
+            Some(_) => return Err(format!("{place}.capacity.requests is not an object")),
+        },
+        Some(_) => return Err(format!("{place}.capacity is not an object")),
+    };
+    requests
+        .iter()
+        .map(|(name, value)| {
+            let text = match value {
+                Value::String(text) => text.clone(),
+                Value::Number(number) => number.to_string(),
+                _ => {
+                    return Err(format!(
+                        "{place}.capacity.requests.{name} is not a quantity"
+                    ))
+                }
+            };
+            Quantity::parse(&text)
+                .map(|quantity| (name.clone(), quantity))
+                .map_err(|error| format!("{place}.capacity.requests.{name} {text:?} {error}"))
+        })
+        .collect()
 }
 
 /// `count`, 1 when not set; the API allows 1 to 128 (types.go
@@ -333,6 +370,7 @@ mod tests {
                 device_class: "gpu.nvidia.com".into(),
                 mode: AllocationMode::ExactCount(2),
                 selected: false,
+                capacity: Vec::new(),
             }]
         );
         assert!(claim.requests[1].is_first_available());
@@ -341,6 +379,18 @@ mod tests {
         assert!(claim.constraints[0].covers("gpus"));
         assert!(claim.constraints[0].covers("nic"));
         assert!(!claim.constraints[0].covers("gp"));
+    }
+
+    #[test]
+    fn a_grouped_cpu_request_reads_its_capacity() {
+        // claims/dra-cpu-grouped-claim-and-pod.yaml
+        let claim = json!({"spec": {"devices": {"requests": [{"name": "req-cpu-slice", "exactly": {
+            "deviceClassName": "dra.cpu", "capacity": {"requests": {"dra.cpu/cpu": "10"}}}}]}}});
+        let claim = DeviceClaim::of_object(&claim, &RESOURCE_CLAIM).unwrap();
+        assert_eq!(
+            claim.requests[0].choices[0].capacity,
+            vec![("dra.cpu/cpu".to_owned(), Quantity::parse("10").unwrap())]
+        );
     }
 
     #[test]
@@ -366,6 +416,10 @@ mod tests {
     #[case::zero_count(
         json!({"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "c", "count": 0}}]}}}),
         "spec.devices.requests[0].exactly.count 0 is not a positive whole number"
+    )]
+    #[case::capacity_not_a_quantity(
+        json!({"spec": {"devices": {"requests": [{"name": "cpu", "exactly": {"deviceClassName": "dra.cpu", "capacity": {"requests": {"dra.cpu/cpu": "ten"}}}}]}}}),
+        "spec.devices.requests[0].exactly.capacity.requests.dra.cpu/cpu \"ten\" is not a Kubernetes quantity"
     )]
     #[case::constraint_with_both_rules(
         json!({"spec": {"devices": {"constraints": [{"matchAttribute": "a/b", "distinctAttribute": "a/c"}]}}}),

@@ -407,10 +407,12 @@ impl CapacitySettings {
 }
 
 /// DeviceClasses whose devices are GPUs, when the operator configures none:
-/// the NVIDIA DRA driver's full GPUs and MIG devices, AMD's and Intel's.
-pub const DEFAULT_GPU_DEVICE_CLASSES: [&str; 4] = [
+/// the NVIDIA DRA driver's full GPUs, MIG devices and VFIO passthrough GPUs
+/// (whose NVLink partitions it publishes), AMD's and Intel's.
+pub const DEFAULT_GPU_DEVICE_CLASSES: [&str; 5] = [
     "gpu.nvidia.com",
     "mig.nvidia.com",
+    "vfio.gpu.nvidia.com",
     "gpu.amd.com",
     "gpu.intel.com",
 ];

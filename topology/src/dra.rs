@@ -4,10 +4,12 @@
 //! nodes grouped by the devices they publish, and that grouping's place in
 //! the fleet summary ([`DRA_DEVICES_KEY`]).
 //!
-//! Kept of each device: its driver, the attributes a class selects on or a
-//! locality constraint could name (`numaNode`, `pcieRoot`), and whether it
-//! may be allocated more than once. Device names, capacities and every
-//! other attribute are dropped. One reading for both sides: the policy
+//! Kept of each device: its driver, the attributes a class selects on or an
+//! alignment constraint could name (`numaNode`, `pcieRoot`, the NVIDIA
+//! driver's Fabric Manager `partition<N>`), whether it may be allocated more
+//! than once and, when it may, its consumable capacities (dra-driver-cpu's
+//! `dra.cpu/cpu`). Device names, other capacities and every other attribute
+//! are dropped. One reading for both sides: the policy
 //! reads a ResourceSlice list through it, the summarizer writes the groups
 //! the policy reads back, so the two cannot disagree.
 //!
@@ -24,6 +26,23 @@ pub const STANDARD_PCIE_ROOT_ATTRIBUTE: &str = "resource.kubernetes.io/pcieRoot"
 /// The NUMA attribute of dranet and the SR-IOV DRA driver
 /// (`pkg/consts/consts.go`: "most-common nonstandard prefix").
 pub const DRANET_NUMA_ATTRIBUTE: &str = "dra.net/numaNode";
+/// The local name of the NVIDIA DRA driver's Fabric Manager partition
+/// attributes, `partition1`, `partition2`, `partition4`, `partition8`: the ID
+/// of the NVLink partition of that many GPUs holding the device, published on
+/// VFIO devices under `FabricManagerPartitioning`
+/// (`dra-driver-nvidia-gpu` `deviceinfo.go` `addFabricManagerAttributes`;
+/// reference page "Fabric Manager partition attributes").
+pub const PARTITION_ATTRIBUTE_PREFIX: &str = "partition";
+
+/// The size of the partition a `<driver>/partition<N>` attribute names.
+pub fn partition_size(qualified: &str) -> Option<u32> {
+    let name = qualified.rsplit('/').next().unwrap_or(qualified);
+    let digits = name.strip_prefix(PARTITION_ATTRIBUTE_PREFIX)?;
+    if digits.is_empty() || digits.len() > 3 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|size| *size > 0)
+}
 
 /// One attribute value (types.go `DeviceAttribute`): exactly one of the
 /// scalar fields, or a list under `DRAListTypeAttributes` (KEP-5491).
@@ -68,23 +87,56 @@ pub struct Device {
     /// `allowMultipleAllocations`: one device can serve several requests.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub shared: bool,
+    /// A shared device's capacities (fully qualified names), in Kubernetes'
+    /// canonical quantity form: what its allocations consume
+    /// (`DRAConsumableCapacity`, dra-driver-cpu's grouped `dra.cpu/cpu`).
+    /// Empty for a device that is not shared: its capacity is not consumed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub capacity: BTreeMap<String, String>,
 }
 
 impl Device {
     pub fn attribute(&self, name: &str) -> Option<&AttributeValue> {
         self.attributes.get(name)
     }
+
+    /// A shared device's capacity `name` (fully qualified); `None` when the
+    /// device does not publish it, or its value does not read.
+    pub fn capacity(&self, name: &str) -> Option<crate::quantity::Quantity> {
+        self.capacity
+            .get(name)
+            .and_then(|text| crate::quantity::Quantity::parse(text).ok())
+    }
+}
+
+/// `name` fully qualified: a bare name belongs to the driver (allocator
+/// `lookupAttribute`; the same rule for capacities).
+pub fn qualified(driver: &str, name: &str) -> String {
+    if name.contains('/') {
+        name.to_owned()
+    } else {
+        format!("{driver}/{name}")
+    }
 }
 
 /// What a DeviceClass selects, as far as the policy reads its CEL: the
 /// driver, and attribute equalities. A clause it does not read only narrows
 /// the class further, so the devices it matches are an upper bound then.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ClassSelector {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub equals: Vec<(String, Atom)>,
     /// A clause was not read: the class may select fewer devices.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub narrower: bool,
+    /// `spec.extendedResourceName` (KEP-5004): the extended resource a pod
+    /// may request instead of a claim, which the scheduler then allocates
+    /// from this class's devices on nodes without a device plugin for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extended_resource_name: Option<String>,
 }
 
 impl ClassSelector {
@@ -121,9 +173,10 @@ struct DeviceClassItem {
 }
 
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase")]
 struct DeviceClassSpec {
     selectors: Vec<Selector>,
+    extended_resource_name: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -155,6 +208,10 @@ pub fn parse_classes(list: &[u8]) -> Result<BTreeMap<String, ClassSelector>, Str
             }) {
                 read_expression(expression, &mut selector);
             }
+            selector.extended_resource_name = class
+                .spec
+                .extended_resource_name
+                .filter(|name| !name.is_empty());
             (class.metadata.name, selector)
         })
         .collect())
@@ -222,7 +279,8 @@ fn quoted(text: &str) -> Option<&str> {
 }
 
 /// The attributes worth keeping: those the classes select on, and every
-/// `numaNode` and `pcieRoot` (what an alignment constraint could name).
+/// `numaNode`, `pcieRoot` and `partition<N>` (what an alignment constraint
+/// could name).
 #[derive(Debug, Clone)]
 pub struct KeptAttributes {
     named: BTreeSet<String>,
@@ -231,7 +289,10 @@ pub struct KeptAttributes {
 impl KeptAttributes {
     pub fn keeps(&self, qualified: &str) -> bool {
         let name = qualified.rsplit('/').next().unwrap_or(qualified);
-        name == "numaNode" || name == "pcieRoot" || self.named.contains(qualified)
+        name == "numaNode"
+            || name == "pcieRoot"
+            || partition_size(qualified).is_some()
+            || self.named.contains(qualified)
     }
 }
 
@@ -273,6 +334,15 @@ struct Pool {
 struct SliceDevice {
     attributes: BTreeMap<String, RawAttribute>,
     allow_multiple_allocations: Option<bool>,
+    capacity: BTreeMap<String, RawCapacity>,
+}
+
+/// types.go `DeviceCapacity`: its `value` (a quantity); `requestPolicy` is
+/// not read.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawCapacity {
+    value: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -338,6 +408,11 @@ pub const EXAMPLE_NODES: usize = 3;
 /// The devices of a cluster's ResourceSlices, grouped.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct DraDevices {
+    /// The DeviceClasses the devices were read with, by name: in the fleet
+    /// summary, so that a claim's decision needs no DeviceClass list of its
+    /// own. `None` in a summary written before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<BTreeMap<String, ClassSelector>>,
     pub groups: Vec<DeviceGroup>,
     /// Devices of slices not bound to one node (`nodeSelector`, `allNodes`,
     /// `perDeviceNodeSelection`): which nodes reach them is not read.
@@ -374,11 +449,96 @@ impl DraDevices {
             format!("the fleet summary's {DRA_DEVICES_KEY:?} cannot be read: {error}")
         })
     }
+
+    /// The extended resources the classes map (KEP-5004), each with the
+    /// nodes that publish a device of its class; empty without classes.
+    pub fn extended_resources(&self) -> ExtendedResources {
+        let Some(classes) = &self.classes else {
+            return ExtendedResources::default();
+        };
+        let mut mapped = Vec::new();
+        for (class, selector) in classes {
+            let Some(resource) = &selector.extended_resource_name else {
+                continue;
+            };
+            let mut entry = ExtendedResource {
+                resource: resource.clone(),
+                class: class.clone(),
+                nodes: 0,
+                examples: Vec::new(),
+            };
+            for group in &self.groups {
+                if group.devices.iter().any(|device| selector.admits(device)) {
+                    entry.nodes = entry.nodes.saturating_add(group.nodes);
+                    for node in &group.examples {
+                        if entry.examples.len() < EXAMPLE_NODES {
+                            entry.examples.push(node.clone());
+                        }
+                    }
+                }
+            }
+            mapped.push(entry);
+        }
+        ExtendedResources(mapped)
+    }
 }
 
 /// The fleet summary's data key for the DRA devices. A summary without it
 /// was written by a summarizer that does not read ResourceSlices.
 pub const DRA_DEVICES_KEY: &str = "draDevices";
+
+/// The fleet summary's data key for the extended resources DeviceClasses
+/// map (KEP-5004). Apart from [`DRA_DEVICES_KEY`] so that a pod's decision,
+/// which only needs this, reads a few bytes and not every device group.
+pub const DRA_EXTENDED_RESOURCES_KEY: &str = "draExtendedResources";
+
+/// An extended resource a DeviceClass maps (`spec.extendedResourceName`,
+/// KEP-5004). The scheduler allocates a pod's request of it from the class's
+/// devices, in a claim of its own without constraints, on every node whose
+/// allocatable lacks the resource (no device plugin serves it there).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtendedResource {
+    /// `nvidia.com/gpu`.
+    pub resource: String,
+    /// The DeviceClass that maps it.
+    pub class: String,
+    /// Nodes whose ResourceSlices publish a device of the class.
+    pub nodes: u32,
+    /// The first of them (sorted per group), for messages.
+    pub examples: Vec<String>,
+}
+
+/// The extended resources DeviceClasses map, as the summary holds them.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ExtendedResources(pub Vec<ExtendedResource>);
+
+impl ExtendedResources {
+    /// The mappings of `resource` (several classes may name one: the API
+    /// asks for unique names but does not enforce it).
+    pub fn of<'a>(&'a self, resource: &'a str) -> impl Iterator<Item = &'a ExtendedResource> {
+        self.0
+            .iter()
+            .filter(move |entry| entry.resource == resource)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The `draExtendedResources` entry of the fleet summary.
+    pub fn to_summary_text(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Reads the `draExtendedResources` entry of the fleet summary.
+    pub fn from_summary_text(text: &str) -> Result<Self, String> {
+        serde_json::from_str(text).map_err(|error| {
+            format!("the fleet summary's {DRA_EXTENDED_RESOURCES_KEY:?} cannot be read: {error}")
+        })
+    }
+}
 
 /// Devices in the summary: identical devices once, with their count.
 mod counted_devices {
@@ -441,6 +601,7 @@ type Grouping = BTreeMap<(Vec<Device>, BTreeSet<String>), (u32, Vec<String>)>;
 /// `ResourcePool`), so slices are kept per pool until [`finish`](Self::finish).
 #[derive(Debug)]
 pub struct DraBuilder {
+    classes: BTreeMap<String, ClassSelector>,
     kept: KeptAttributes,
     /// (driver, pool) -> (generation, resourceSliceCount, slices of it).
     pools: BTreeMap<(String, String), PoolSlices>,
@@ -451,6 +612,7 @@ impl DraBuilder {
     /// locality attribute.
     pub fn new(classes: &BTreeMap<String, ClassSelector>) -> Self {
         DraBuilder {
+            classes: classes.clone(),
             kept: kept_attributes(classes),
             pools: BTreeMap::new(),
         }
@@ -469,11 +631,7 @@ impl DraBuilder {
                     .attributes
                     .into_iter()
                     .filter_map(|(name, value)| {
-                        let qualified = if name.contains('/') {
-                            name
-                        } else {
-                            format!("{driver}/{name}")
-                        };
+                        let qualified = qualified(&driver, &name);
                         if !self.kept.keeps(&qualified) {
                             return None;
                         }
@@ -481,6 +639,19 @@ impl DraBuilder {
                     })
                     .collect(),
                 shared: device.allow_multiple_allocations.unwrap_or(false),
+                capacity: match device.allow_multiple_allocations {
+                    Some(true) => device
+                        .capacity
+                        .into_iter()
+                        .filter_map(|(name, capacity)| {
+                            // A value that does not read is left out: the
+                            // device then does not offer that capacity.
+                            let value = crate::quantity::Quantity::parse(&capacity.value?).ok()?;
+                            Some((qualified(&driver, &name), value.canonical()))
+                        })
+                        .collect(),
+                    _ => BTreeMap::new(),
+                },
             })
             .collect();
         let node = spec.node_name.filter(|name| !name.is_empty());
@@ -540,6 +711,7 @@ impl DraBuilder {
         }
         unattached.sort();
         DraDevices {
+            classes: Some(self.classes),
             groups: groups
                 .into_iter()
                 .map(
@@ -599,7 +771,8 @@ mod tests {
             ClassSelector {
                 driver: driver.map(str::to_owned),
                 equals,
-                narrower
+                narrower,
+                extended_resource_name: None,
             }
         );
     }
@@ -635,7 +808,7 @@ mod tests {
             ClassSelector {
                 driver: Some("gpu.nvidia.com".into()),
                 equals: vec![("gpu.nvidia.com/type".into(), Atom::String("gpu".into()))],
-                narrower: false,
+                ..ClassSelector::default()
             },
         )]);
         let mut builder = DraBuilder::new(&classes);
@@ -679,5 +852,137 @@ mod tests {
     ) {
         let raw: RawAttribute = serde_json::from_value(raw).unwrap();
         assert_eq!(raw.value(), atoms.map(AttributeValue));
+    }
+
+    #[rstest]
+    #[case::nvidia_fabric_manager("gpu.nvidia.com/partition2", Some(2))]
+    #[case::eight("gpu.nvidia.com/partition8", Some(8))]
+    #[case::no_size("gpu.nvidia.com/partition", None)]
+    #[case::zero("gpu.nvidia.com/partition0", None)]
+    #[case::not_a_number("gpu.nvidia.com/partitionID", None)]
+    #[case::another_name("gpu.nvidia.com/gpuModuleId", None)]
+    fn a_partition_attribute_names_its_size(#[case] name: &str, #[case] size: Option<u32>) {
+        assert_eq!(partition_size(name), size);
+    }
+
+    /// The fixtures' DeviceClass shapes: the NVIDIA class with its
+    /// extendedResourceName, and dra-driver-cpu's.
+    fn classes_with_mapping() -> BTreeMap<String, ClassSelector> {
+        let list = json!({"items": [
+            {"metadata": {"name": "gpu.nvidia.com"}, "spec": {
+                "selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"}}],
+                "extendedResourceName": "nvidia.com/gpu"}},
+            {"metadata": {"name": "vfio.gpu.nvidia.com"}, "spec": {
+                "selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'vfio'"}}]}},
+            {"metadata": {"name": "dra.cpu"}, "spec": {
+                "selectors": [{"cel": {"expression": "device.driver == \"dra.cpu\""}}]}}
+        ]});
+        parse_classes(list.to_string().as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_class_keeps_its_extended_resource_name() {
+        let classes = classes_with_mapping();
+        assert_eq!(
+            classes["gpu.nvidia.com"].extended_resource_name.as_deref(),
+            Some("nvidia.com/gpu")
+        );
+        assert_eq!(classes["dra.cpu"].extended_resource_name, None);
+    }
+
+    #[test]
+    fn shared_devices_keep_their_capacity_and_vfio_devices_their_partitions() {
+        // dra-cpu-grouped.yaml's first device, and the VFIO device of the
+        // NVIDIA driver's reference page (its Fabric Manager attributes).
+        let list = json!({"items": [
+            {"spec": {"driver": "dra.cpu", "nodeName": "n", "pool": {"name": "n", "generation": 1, "resourceSliceCount": 1},
+              "devices": [{"name": "cpudevnuma000", "allowMultipleAllocations": true,
+                "attributes": {"resource.kubernetes.io/numaNode": {"int": 0}, "dra.cpu/numCPUs": {"int": 64}},
+                "capacity": {"dra.cpu/cpu": {"value": "64"}, "bogus": {"value": "x"}}}]}},
+            {"spec": {"driver": "gpu.nvidia.com", "nodeName": "n", "pool": {"name": "n", "generation": 1, "resourceSliceCount": 1},
+              "devices": [{"name": "gpu-vfio-0",
+                "attributes": {"type": {"string": "vfio"}, "gpuModuleId": {"int": 1},
+                  "partition2": {"int": 4}, "partition8": {"int": 1},
+                  "resource.kubernetes.io/numaNode": {"int": 0}},
+                "capacity": {"addressableMemory": {"value": "40Gi"}}}]}}
+        ]});
+        let mut builder = DraBuilder::new(&classes_with_mapping());
+        builder.add_list(list.to_string().as_bytes()).unwrap();
+        let devices = builder.finish();
+        let group = &devices.groups[0];
+        let cpu = group
+            .devices
+            .iter()
+            .find(|d| d.driver == "dra.cpu")
+            .unwrap();
+        assert_eq!(
+            cpu.capacity,
+            BTreeMap::from([("dra.cpu/cpu".to_owned(), "64".to_owned())]),
+            "a shared device keeps the capacities that read, fully qualified"
+        );
+        assert_eq!(
+            cpu.capacity("dra.cpu/cpu"),
+            crate::quantity::Quantity::parse("64").ok()
+        );
+        let vfio = group
+            .devices
+            .iter()
+            .find(|d| d.driver == "gpu.nvidia.com")
+            .unwrap();
+        assert!(
+            vfio.capacity.is_empty(),
+            "an exclusive device's capacity is not consumed"
+        );
+        let kept: Vec<&str> = vfio.attributes.keys().map(String::as_str).collect();
+        assert_eq!(
+            kept,
+            [
+                "gpu.nvidia.com/partition2",
+                "gpu.nvidia.com/partition8",
+                "gpu.nvidia.com/type",
+                "resource.kubernetes.io/numaNode"
+            ]
+        );
+        // The classes travel with the devices, so the summary reads back whole.
+        assert_eq!(devices.classes.as_ref(), Some(&classes_with_mapping()));
+        let text = devices.to_summary_text();
+        assert_eq!(DraDevices::from_summary_text(&text).unwrap(), devices);
+    }
+
+    #[test]
+    fn an_extended_resource_counts_the_nodes_that_publish_its_class() {
+        let gpu = |node: &str| {
+            json!({"spec": {"driver": "gpu.nvidia.com", "nodeName": node,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "gpu-0", "attributes": {"type": {"string": "gpu"}}}]}})
+        };
+        let cpu = json!({"spec": {"driver": "dra.cpu", "nodeName": "cpu-only",
+            "pool": {"name": "cpu-only", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "cpudev000", "attributes": {}}]}});
+        let list = json!({"items": [gpu("a"), gpu("b"), gpu("c"), gpu("d"), cpu]});
+        let mut builder = DraBuilder::new(&classes_with_mapping());
+        builder.add_list(list.to_string().as_bytes()).unwrap();
+        let mapped = builder.finish().extended_resources();
+        assert_eq!(
+            mapped.0,
+            vec![ExtendedResource {
+                resource: "nvidia.com/gpu".into(),
+                class: "gpu.nvidia.com".into(),
+                nodes: 4,
+                examples: vec!["a".into(), "b".into(), "c".into()],
+            }]
+        );
+        assert_eq!(mapped.of("nvidia.com/gpu").count(), 1);
+        assert_eq!(mapped.of("amd.com/gpu").count(), 0);
+        let text = mapped.to_summary_text();
+        assert_eq!(ExtendedResources::from_summary_text(&text).unwrap(), mapped);
+        assert!(ExtendedResources::from_summary_text("{").is_err());
+    }
+
+    #[test]
+    fn a_summary_without_classes_maps_nothing() {
+        let devices = DraDevices::from_summary_text(r#"{"groups":[]}"#).unwrap();
+        assert_eq!(devices.classes, None);
+        assert!(devices.extended_resources().is_empty());
     }
 }

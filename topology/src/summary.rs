@@ -114,18 +114,7 @@ impl FleetSummary {
                 _ => {}
             }
         }
-        let format = format.ok_or(SummaryError::Missing(FORMAT_KEY))?;
-        if format != SUMMARY_FORMAT {
-            return Err(SummaryError::UnknownFormat(format.to_owned()));
-        }
-        let number = |key: &'static str, value: Option<&str>| -> Result<u64, SummaryError> {
-            let value = value.ok_or(SummaryError::Missing(key))?;
-            parse_u64(value).ok_or_else(|| SummaryError::InvalidNumber {
-                key,
-                value: value.to_owned(),
-            })
-        };
-        let generated_at = number(GENERATED_AT_KEY, generated_at)?;
+        let generated_at = dated(format, generated_at)?;
         let malformed = number(MALFORMED_KEY, malformed)?;
         let malformed = u32::try_from(malformed).map_err(|_| SummaryError::InvalidNumber {
             key: MALFORMED_KEY,
@@ -151,10 +140,38 @@ impl FleetSummary {
         })
     }
 
+    /// When the summary in ConfigMap `data` was written (Unix seconds), its
+    /// format checked: for a reader of another entry (the DRA devices), which
+    /// needs the date but not the node groups.
+    pub fn generated_at_of(data: &BTreeMap<String, String>) -> Result<u64, SummaryError> {
+        dated(
+            data.get(FORMAT_KEY).map(String::as_str),
+            data.get(GENERATED_AT_KEY).map(String::as_str),
+        )
+    }
+
     /// Seconds since the summary was written; 0 for a clock behind it.
     pub fn age(&self, now: u64) -> u64 {
         now.saturating_sub(self.generated_at)
     }
+}
+
+/// The summary's date, once its format is known to be this version's.
+fn dated(format: Option<&str>, generated_at: Option<&str>) -> Result<u64, SummaryError> {
+    let format = format.ok_or(SummaryError::Missing(FORMAT_KEY))?;
+    if format != SUMMARY_FORMAT {
+        return Err(SummaryError::UnknownFormat(format.to_owned()));
+    }
+    number(GENERATED_AT_KEY, generated_at)
+}
+
+/// A non-negative decimal entry.
+fn number(key: &'static str, value: Option<&str>) -> Result<u64, SummaryError> {
+    let value = value.ok_or(SummaryError::Missing(key))?;
+    parse_u64(value).ok_or_else(|| SummaryError::InvalidNumber {
+        key,
+        value: value.to_owned(),
+    })
 }
 
 /// `<nodes> name=value name=value ...`

@@ -16,7 +16,9 @@
 use super::{Summarized, SummaryBuilder};
 use crate::sinks::api::{self, Answer, ApiError};
 use crate::sinks::retry::{with_retries, Exhausted, RetryPolicy};
-use gpu_topology::dra::{parse_classes, DraBuilder, DraDevices, SliceItem, DRA_DEVICES_KEY};
+use gpu_topology::dra::{
+    parse_classes, DraBuilder, DraDevices, SliceItem, DRA_DEVICES_KEY, DRA_EXTENDED_RESOURCES_KEY,
+};
 use gpu_topology::{FleetSummary, LabelKey, LabelPrefix};
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::{ListParams, PatchParams};
@@ -112,9 +114,11 @@ pub struct PassReport {
 }
 
 /// The apply body: only the fields the summarizer owns. With `dra`, the
-/// DRA devices go in `draDevices`; without, the entry is left out and the
-/// policy lists ResourceSlices itself (server-side apply removes an entry
-/// this manager wrote before and no longer sends).
+/// DRA devices and their classes go in `draDevices`, and the extended
+/// resources the classes map (KEP-5004) with the nodes that publish them in
+/// `draExtendedResources`; without, both entries are left out and the policy
+/// lists DeviceClasses and ResourceSlices itself (server-side apply removes
+/// an entry this manager wrote before and no longer sends).
 pub fn apply_body(
     namespace: &str,
     name: &str,
@@ -124,6 +128,10 @@ pub fn apply_body(
     let mut data = summary.to_data();
     if let Some(dra) = dra {
         data.insert(DRA_DEVICES_KEY.to_owned(), dra.to_summary_text());
+        data.insert(
+            DRA_EXTENDED_RESOURCES_KEY.to_owned(),
+            dra.extended_resources().to_summary_text(),
+        );
     }
     json!({
         "apiVersion": "v1",

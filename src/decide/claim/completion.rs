@@ -11,9 +11,15 @@
 //! the constrained attribute (`matchAttributeConstraint.add`), and a
 //! constraint on an attribute some devices miss would make them
 //! unallocatable.
+//!
+//! Under `topology.alignment: nvlink` the constraint is on the NVLink
+//! partition the driver publishes instead (`gpu.nvidia.com/partition<N>`,
+//! the Fabric Manager partition of N GPUs holding a VFIO device), over the
+//! GPU requests only: NICs and CPUs have no such attribute.
 
 use crate::cluster::dra::{
-    DraInventory, DRANET_NUMA_ATTRIBUTE, STANDARD_NUMA_ATTRIBUTE, STANDARD_PCIE_ROOT_ATTRIBUTE,
+    partition_size, ClassSelector, Device, DraInventory, DRANET_NUMA_ATTRIBUTE,
+    PARTITION_ATTRIBUTE_PREFIX, STANDARD_NUMA_ATTRIBUTE, STANDARD_PCIE_ROOT_ATTRIBUTE,
 };
 use crate::request::claim::{AllocationMode, ConstraintRule, DeviceClaim, DeviceConstraint};
 use crate::settings::DraSettings;
@@ -28,8 +34,12 @@ pub struct Aligned {
     pub requests: Vec<String>,
     /// Their classes.
     pub classes: BTreeSet<String>,
+    /// The classes of the GPU requests.
+    pub gpu_classes: BTreeSet<String>,
     /// The fewest devices they take together.
     pub devices: u32,
+    /// The fewest devices the GPU requests take together.
+    pub gpu_devices: u32,
 }
 
 /// The requests to align: those whose every choice is of a GPU or aligned
@@ -50,7 +60,9 @@ pub fn aligned_requests(claim: &DeviceClaim, dra: &DraSettings) -> Option<Aligne
         gpu_requests: Vec::new(),
         requests: Vec::new(),
         classes: BTreeSet::new(),
+        gpu_classes: BTreeSet::new(),
         devices: 0,
+        gpu_devices: 0,
     };
     for request in &claim.requests {
         let counts: Option<Vec<u32>> = request
@@ -71,6 +83,10 @@ pub fn aligned_requests(claim: &DeviceClaim, dra: &DraSettings) -> Option<Aligne
         };
         if is_gpu(request) {
             aligned.gpu_requests.push(request.name.clone());
+            aligned
+                .gpu_classes
+                .extend(request.choices.iter().map(|c| c.device_class.clone()));
+            aligned.gpu_devices = aligned.gpu_devices.saturating_add(fewest);
         }
         aligned.requests.push(request.name.clone());
         aligned
@@ -114,26 +130,32 @@ pub enum CannotAlign {
     /// policy does not evaluate: the devices chosen may sit on different
     /// NUMA nodes on purpose, and a constraint could leave none to allocate.
     Selected(Vec<String>),
-    /// `topology.alignment: nvlink`: no DRA driver publishes an NVLink
-    /// attribute for full GPUs or MIG devices.
-    NoInterconnectAttribute,
+    /// `topology.alignment: nvlink`: no NVLink partition attribute for
+    /// `gpus` GPUs is published by every device of the GPU `classes` (the
+    /// NVIDIA driver publishes them on VFIO devices only; full GPUs and MIG
+    /// devices carry none).
+    NoInterconnectAttribute { classes: Vec<String>, gpus: u32 },
 }
 
 /// Whether `name` is an attribute that aligns devices by locality: any
-/// driver's `numaNode`, or the standard `pcieRoot` (a stronger alignment,
-/// the author's choice to make).
+/// driver's `numaNode` or NVLink `partition<N>`, or the standard `pcieRoot`
+/// (a stronger alignment, the author's choice to make).
 fn is_locality_attribute(name: &str) -> bool {
-    name == STANDARD_PCIE_ROOT_ATTRIBUTE || name.rsplit('/').next() == Some("numaNode")
+    name == STANDARD_PCIE_ROOT_ATTRIBUTE
+        || name.rsplit('/').next() == Some("numaNode")
+        || partition_size(name).is_some()
 }
 
-/// The constraint a GPU claim lacks under NUMA alignment.
-pub fn numa_completion(
+/// The checks both alignments make before choosing an attribute: enough
+/// devices among `requests` (`devices`) to align, no locality constraint of
+/// the author's over them, no CEL selectors choosing them.
+fn needs_constraint(
     claim: &DeviceClaim,
-    aligned: &Aligned,
-    inventory: &DraInventory,
-) -> Completion {
-    if aligned.devices < 2 {
-        return Completion::NotNeeded;
+    requests: &[String],
+    devices: u32,
+) -> Result<(), Completion> {
+    if devices < 2 {
+        return Err(Completion::NotNeeded);
     }
     if let Some(attribute) =
         claim
@@ -142,28 +164,39 @@ pub fn numa_completion(
             .find_map(|constraint| match &constraint.rule {
                 ConstraintRule::MatchAttribute(name)
                     if is_locality_attribute(name)
-                        && aligned.requests.iter().any(|r| constraint.covers(r)) =>
+                        && requests.iter().any(|r| constraint.covers(r)) =>
                 {
                     Some(name.clone())
                 }
                 _ => None,
             })
     {
-        return Completion::AlignedByAuthor(attribute);
+        return Err(Completion::AlignedByAuthor(attribute));
     }
     let selected: Vec<String> = claim
         .requests
         .iter()
         .filter(|request| {
-            aligned.requests.contains(&request.name)
-                && request.choices.iter().any(|choice| choice.selected)
+            requests.contains(&request.name) && request.choices.iter().any(|choice| choice.selected)
         })
         .map(|request| request.name.clone())
         .collect();
     if !selected.is_empty() {
-        return Completion::Cannot(CannotAlign::Selected(selected));
+        return Err(Completion::Cannot(CannotAlign::Selected(selected)));
     }
-    match common_numa_attribute(aligned, inventory) {
+    Ok(())
+}
+
+/// The constraint a GPU claim lacks under NUMA alignment.
+pub fn numa_completion(
+    claim: &DeviceClaim,
+    aligned: &Aligned,
+    inventory: &DraInventory,
+) -> Completion {
+    if let Err(done) = needs_constraint(claim, &aligned.requests, aligned.devices) {
+        return done;
+    }
+    match common_numa_attribute(&aligned.classes, inventory) {
         Ok(attribute) => Completion::Add(DeviceConstraint {
             requests: aligned.requests.clone(),
             rule: ConstraintRule::MatchAttribute(attribute),
@@ -172,15 +205,71 @@ pub fn numa_completion(
     }
 }
 
-/// The first NUMA attribute every published device of the aligned classes
-/// has: the standard one, then a driver's own (`gpu.amd.com/numaNode`),
-/// then dranet's.
-fn common_numa_attribute(
+/// The constraint a GPU claim lacks under NVLink alignment: its GPUs in
+/// one NVLink partition, the smallest size that holds them which every
+/// device of the GPU classes publishes (`gpu.nvidia.com/partition2` for 2
+/// GPUs; 3 GPUs take a partition of 4). NICs and CPUs are not covered.
+pub fn nvlink_completion(
+    claim: &DeviceClaim,
     aligned: &Aligned,
     inventory: &DraInventory,
-) -> Result<String, CannotAlign> {
-    let unread: Vec<String> = aligned
-        .classes
+) -> Completion {
+    if let Err(done) = needs_constraint(claim, &aligned.gpu_requests, aligned.gpu_devices) {
+        return done;
+    }
+    let selectors = match published_classes(&aligned.gpu_classes, inventory) {
+        Ok(selectors) => selectors,
+        Err(cannot) => return Completion::Cannot(cannot),
+    };
+    let devices: Vec<&Device> = selectors
+        .iter()
+        .flat_map(|(_, selector)| devices_of(selector, inventory))
+        .collect();
+    let mut sizes: Vec<u32> = devices
+        .iter()
+        .flat_map(|device| device.attributes.keys())
+        .filter_map(|name| partition_size(name))
+        .filter(|size| *size >= aligned.gpu_devices)
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let attribute = sizes.into_iter().find_map(|size| {
+        let mut names = devices.iter().map(|device| {
+            let name = format!("{}/{PARTITION_ATTRIBUTE_PREFIX}{size}", device.driver);
+            device.attribute(&name).map(|_| name)
+        });
+        let first = names.next()??;
+        names
+            .all(|name| name.as_ref() == Some(&first))
+            .then_some(first)
+    });
+    match attribute {
+        Some(attribute) => Completion::Add(DeviceConstraint {
+            requests: aligned.gpu_requests.clone(),
+            rule: ConstraintRule::MatchAttribute(attribute),
+        }),
+        None => Completion::Cannot(CannotAlign::NoInterconnectAttribute {
+            classes: aligned.gpu_classes.iter().cloned().collect(),
+            gpus: aligned.gpu_devices,
+        }),
+    }
+}
+
+/// The published devices `selector` admits.
+fn devices_of<'i>(selector: &ClassSelector, inventory: &'i DraInventory) -> Vec<&'i Device> {
+    inventory
+        .all_devices()
+        .filter(|device| selector.admits(device))
+        .collect()
+}
+
+/// The selectors of `classes`, when every class is read (its driver known)
+/// and some ResourceSlice publishes a device of it.
+fn published_classes<'i>(
+    classes: &BTreeSet<String>,
+    inventory: &'i DraInventory,
+) -> Result<Vec<(&'i String, &'i ClassSelector)>, CannotAlign> {
+    let unread: Vec<String> = classes
         .iter()
         .filter(|class| {
             inventory
@@ -193,25 +282,30 @@ fn common_numa_attribute(
     if !unread.is_empty() {
         return Err(CannotAlign::UnreadClasses(unread));
     }
-    let selectors: Vec<(&String, &crate::cluster::dra::ClassSelector)> = aligned
+    let selectors: Vec<(&String, &ClassSelector)> = inventory
         .classes
         .iter()
-        .filter_map(|class| inventory.classes.get(class).map(|s| (class, s)))
+        .filter(|(class, _)| classes.contains(*class))
         .collect();
-    let devices_of = |selector: &crate::cluster::dra::ClassSelector| {
-        inventory
-            .all_devices()
-            .filter(|device| selector.admits(device))
-            .collect::<Vec<_>>()
-    };
     let unpublished: Vec<String> = selectors
         .iter()
-        .filter(|(_, selector)| devices_of(selector).is_empty())
+        .filter(|(_, selector)| devices_of(selector, inventory).is_empty())
         .map(|(class, _)| (*class).clone())
         .collect();
     if !unpublished.is_empty() {
         return Err(CannotAlign::Unpublished(unpublished));
     }
+    Ok(selectors)
+}
+
+/// The first NUMA attribute every published device of `classes` has: the
+/// standard one, then a driver's own (`gpu.amd.com/numaNode`), then
+/// dranet's.
+pub(crate) fn common_numa_attribute(
+    classes: &BTreeSet<String>,
+    inventory: &DraInventory,
+) -> Result<String, CannotAlign> {
+    let selectors = published_classes(classes, inventory)?;
     let mut candidates = vec![STANDARD_NUMA_ATTRIBUTE.to_owned()];
     for (_, selector) in &selectors {
         if let Some(driver) = &selector.driver {
@@ -223,7 +317,7 @@ fn common_numa_attribute(
     candidates.retain(|name| seen.insert(name.clone()));
     for candidate in &candidates {
         if selectors.iter().all(|(_, selector)| {
-            devices_of(selector)
+            devices_of(selector, inventory)
                 .iter()
                 .all(|device| device.attribute(candidate).is_some())
         }) {
@@ -233,7 +327,7 @@ fn common_numa_attribute(
     let (class, devices) = selectors
         .iter()
         .map(|(class, selector)| {
-            let missing = devices_of(selector)
+            let missing = devices_of(selector, inventory)
                 .iter()
                 .filter(|device| device.attribute(STANDARD_NUMA_ATTRIBUTE).is_none())
                 .count();

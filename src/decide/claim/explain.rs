@@ -2,14 +2,16 @@
 //! to add; the caller writes it into the object), or reject, with the
 //! numbers of the fit and the fix in every message.
 
-use crate::cluster::dra::STANDARD_NUMA_ATTRIBUTE;
+use crate::cluster::dra::{partition_size, PARTITION_ATTRIBUTE_PREFIX, STANDARD_NUMA_ATTRIBUTE};
 use crate::cluster::host::quote_host_error;
 use crate::decide::claim::completion::{CannotAlign, Completion};
-use crate::decide::claim::fit::{ClaimFit, Nodes, Shortfall};
+use crate::decide::claim::cpus::{self, CannotAddCpus, CpuPlan};
+use crate::decide::claim::fit::{ClaimFit, Nodes, Shortfall, Unknown};
 use crate::decide::claim::patch::constraint_json;
 use crate::decide::claim::ClaimPlan;
 use crate::decide::{Decision, Verdict};
-use crate::request::claim::{ClaimKind, DeviceConstraint};
+use crate::request::claim::{ClaimKind, ConstraintRule, DeviceConstraint};
+use crate::request::quantity::Quantity;
 use crate::settings::{AffinityMode, Config, QosMode};
 
 /// At most this many groups of nodes are described in a rejection.
@@ -36,27 +38,33 @@ pub fn decision(
     }
     let verdict = match (&plan.completion, &plan.completed) {
         (Completion::Add(constraint), Some(ClaimFit::NoFit(groups))) => {
+            let place = Place::of(constraint);
             let problem = format!(
-                "its requests {} cannot share one NUMA node on any node: {}",
+                "its requests {} cannot share {} on any node: {}",
                 quoted_list(&constraint.requests),
+                place.one(),
                 describe_groups(groups)
             );
             if config.topology.affinity == AffinityMode::Required {
                 Verdict::Reject(format!(
-                    "{what} cannot be aligned (topology.affinity: required): {problem}. {}; or split the devices into one claim per NUMA node",
-                    what_fits(groups)
+                    "{what} cannot be aligned (topology.affinity: required): {problem}. {}; or split the devices into one claim per {}",
+                    what_fits(groups),
+                    place.unit()
                 ))
             } else {
                 warnings.push(format!(
-                    "{what} was left without a NUMA constraint: {problem}; the scheduler may place its devices on different NUMA nodes"
+                    "{what} was left without {}: {problem}; the scheduler may place its devices on different {}s",
+                    place.constraint(),
+                    place.unit()
                 ));
                 Verdict::Accept
             }
         }
         (Completion::Add(constraint), _) if config.qos.mode == QosMode::Validate => {
             Verdict::Reject(format!(
-                "{what} does not align its requests {} on one NUMA node (qos.mode: validate): add {} to {}.constraints",
+                "{what} does not align its requests {} on {} (qos.mode: validate): add {} to {}.constraints",
                 quoted_list(&constraint.requests),
+                Place::of(constraint).one(),
                 constraint_json(constraint),
                 devices_field(kind)
             ))
@@ -72,6 +80,41 @@ pub fn decision(
         _ => Verdict::Accept,
     };
     Decision { verdict, warnings }
+}
+
+/// Where a completion constraint puts a claim's devices, as messages say it.
+enum Place {
+    NumaNode,
+    NvlinkPartition,
+}
+
+impl Place {
+    fn of(constraint: &DeviceConstraint) -> Self {
+        match &constraint.rule {
+            ConstraintRule::MatchAttribute(name) if partition_size(name).is_some() => {
+                Place::NvlinkPartition
+            }
+            _ => Place::NumaNode,
+        }
+    }
+
+    fn unit(&self) -> &'static str {
+        match self {
+            Place::NumaNode => "NUMA node",
+            Place::NvlinkPartition => "NVLink partition",
+        }
+    }
+
+    fn one(&self) -> String {
+        format!("one {}", self.unit())
+    }
+
+    fn constraint(&self) -> &'static str {
+        match self {
+            Place::NumaNode => "a NUMA constraint",
+            Place::NvlinkPartition => "an NVLink partition constraint",
+        }
+    }
 }
 
 /// Why no node can allocate a claim, and what would fit.
@@ -185,6 +228,29 @@ fn shortfall_text(shortfall: &Shortfall) -> String {
                 devices(*needed)
             )
         }
+        Shortfall::Capacity {
+            request,
+            class,
+            capacity,
+            needed,
+            most,
+            within,
+        } => {
+            let scope = match within {
+                Some((attribute, _)) => format!(" with the constrained {attribute}"),
+                None => String::new(),
+            };
+            let offered = match (most, within) {
+                (None, _) => "no device offers it".to_owned(),
+                (Some(most), Some((attribute, Some(at)))) => {
+                    format!("the most one offers is {most} ({attribute} {at})")
+                }
+                (Some(most), _) => format!("the most one offers is {most}"),
+            };
+            format!(
+                "request {request:?} needs {needed} of {capacity} from one device of class {class}{scope} and {offered}"
+            )
+        }
     }
 }
 
@@ -198,6 +264,7 @@ fn plural_requests(requests: &[String]) -> String {
 /// What would fit: per class, the most any node offers.
 fn what_fits(groups: &[(Nodes, Shortfall)]) -> String {
     let mut best: Vec<(String, String, u32)> = Vec::new();
+    let mut capacity: Vec<(String, String, String, Option<Quantity>)> = Vec::new();
     for (_, shortfall) in groups {
         let (class, scope, most) = match shortfall {
             Shortfall::Devices {
@@ -209,6 +276,26 @@ fn what_fits(groups: &[(Nodes, Shortfall)]) -> String {
                 most,
                 ..
             } => (class, format!("with one {attribute}"), *most),
+            Shortfall::Capacity {
+                class,
+                capacity: name,
+                most,
+                within,
+                ..
+            } => {
+                let scope = within
+                    .as_ref()
+                    .map(|(attribute, _)| format!(" with one {attribute}"))
+                    .unwrap_or_default();
+                match capacity
+                    .iter_mut()
+                    .find(|(c, n, s, _)| c == class && n == name && *s == scope)
+                {
+                    Some(entry) => entry.3 = entry.3.max(*most),
+                    None => capacity.push((class.clone(), name.clone(), scope, *most)),
+                }
+                continue;
+            }
         };
         match best.iter_mut().find(|(c, s, _)| c == class && *s == scope) {
             Some(entry) => entry.2 = entry.2.max(most),
@@ -218,6 +305,16 @@ fn what_fits(groups: &[(Nodes, Shortfall)]) -> String {
     let fits: Vec<String> = best
         .into_iter()
         .map(|(class, scope, most)| format!("at most {} of class {class} {scope}", devices(most)))
+        .chain(
+            capacity
+                .into_iter()
+                .map(|(class, name, scope, most)| match most {
+                    Some(most) => {
+                        format!("at most {most} of {name} from one device of class {class}{scope}")
+                    }
+                    None => format!("no {name} from a device of class {class}{scope}"),
+                }),
+        )
         .collect();
     format!("What would fit: {}", fits.join(", "))
 }
@@ -246,8 +343,118 @@ fn cannot_align(cannot: &CannotAlign) -> String {
             plural_requests(requests),
             if requests.len() == 1 { "chooses its" } else { "choose their" }
         ),
-        CannotAlign::NoInterconnectAttribute => format!(
-            "topology.alignment is nvlink, and the DRA drivers publish no NVLink attribute for full GPUs or MIG devices; set topology.alignment: numa to constrain GPU claims on {STANDARD_NUMA_ATTRIBUTE}"
+        CannotAlign::NoInterconnectAttribute { classes, gpus } => format!(
+            "topology.alignment is nvlink, and not every device of class {} publishes an NVLink partition of {gpus} GPUs or more (the NVIDIA DRA driver publishes {PARTITION_ATTRIBUTE_PREFIX}<N> on VFIO devices under FabricManagerPartitioning; full GPUs and MIG devices carry no NVLink attribute); set topology.alignment: numa to constrain GPU claims on {STANDARD_NUMA_ATTRIBUTE}",
+            classes.join(", ")
+        ),
+    }
+}
+
+/// What pod `pod` is told about dra-driver-cpu's CPUs for its claim
+/// `claim` from ResourceClaimTemplate `namespace/template`; nothing where
+/// the plan does not apply.
+pub fn cpu_plan_note(
+    pod: &str,
+    claim: &str,
+    namespace: &str,
+    template: &str,
+    plan: &CpuPlan,
+) -> Option<String> {
+    let generated = format!(
+        "the ResourceClaim generated for its claim {claim:?} from ResourceClaimTemplate {namespace}/{template}"
+    );
+    match plan {
+        CpuPlan::NotApplicable => None,
+        CpuPlan::Add(add) => Some(format!(
+            "Pod {pod}: {generated} gets {} of device class {} (request {:?}) under one matchAttribute constraint on {} with its requests {}, which dra-driver-cpu gives to {}; dra-driver-cpu needs cpuManagerPolicy: none on its nodes",
+            cpus_text(add.request.cpus),
+            add.request.class,
+            add.request.name,
+            cpus::constraint_attribute(add),
+            quoted_list(&add.constraint.requests[..add.constraint.requests.len().saturating_sub(1)]),
+            add.container
+        )),
+        CpuPlan::Cannot(cannot) => Some(format!(
+            "Pod {pod}: {generated} gets no CPUs from dra-driver-cpu on its GPUs' NUMA node: {}",
+            cannot_add_cpus(cannot)
+        )),
+    }
+}
+
+fn cpus_text(count: u64) -> String {
+    match count {
+        1 => "1 CPU".to_owned(),
+        n => format!("{n} CPUs"),
+    }
+}
+
+fn cannot_add_cpus(cannot: &CannotAddCpus) -> String {
+    match cannot {
+        CannotAddCpus::NoContainer => {
+            "no container names the claim in resources.claims, so no container would get the CPUs".to_owned()
+        }
+        CannotAddCpus::SharedBy(containers) => format!(
+            "{} share it, and a dra-driver-cpu claim serves one container; give each container a claim of its own",
+            containers.iter().map(ToString::to_string).collect::<Vec<_>>().join(" and ")
+        ),
+        CannotAddCpus::OneRequestOnly { container, request } => format!(
+            "{container} takes only its request {request:?} (resources.claims[].request), so CPUs added to the claim would not reach it; name the claim without request"
+        ),
+        CannotAddCpus::PodLevelResources => {
+            "the pod sets pod-level resources, which the claim's CPUs cannot mirror per container".to_owned()
+        }
+        CannotAddCpus::NoWholeCpus { container, cpu } => match cpu {
+            Some(cpu) => format!(
+                "{container} requests cpu {cpu:?}, not a whole number of CPUs; request whole CPUs (the claim's CPUs mirror the container's cpu request)"
+            ),
+            None => format!(
+                "{container} requests no cpu; request whole CPUs (the claim's CPUs mirror the container's cpu request)"
+            ),
+        },
+        CannotAddCpus::MixedModes => {
+            "dra-driver-cpu publishes CPUs grouped on some nodes and one by one on others (--cpu-device-mode), and one request cannot take both".to_owned()
+        }
+        CannotAddCpus::TooManyDevices { devices: count } => format!(
+            "one device per CPU would give the claim {count} devices, more than the {} a claim may have; run dra-driver-cpu in grouped mode, or request fewer CPUs",
+            cpus::MAX_CLAIM_DEVICES
+        ),
+        CannotAddCpus::NoNumaAttribute(cannot) => cannot_align(cannot),
+        CannotAddCpus::NoFit(groups) => format!(
+            "no node could allocate it with the CPUs on its GPUs' NUMA node: {}. {}",
+            describe_groups(groups),
+            what_fits(groups)
+        ),
+        CannotAddCpus::NotKnown(unknown) => format!(
+            "whether a node could allocate it with the CPUs is not known: {}",
+            unknown_text(unknown)
+        ),
+        CannotAddCpus::Narrows(groups) => format!(
+            "{} could allocate it but not with the CPUs ({}), and under topology.affinity: preferred the policy never keeps a pod off a node it could run on; run dra-driver-cpu on those nodes, or set topology.affinity: required",
+            lost_nodes(groups),
+            describe_groups(groups)
+        ),
+    }
+}
+
+/// `3 nodes` (or `node a`) in all.
+fn lost_nodes(groups: &[(Nodes, Shortfall)]) -> String {
+    let count: u64 = groups.iter().map(|(nodes, _)| u64::from(nodes.count)).sum();
+    match groups {
+        [(one, _)] => nodes(one),
+        _ => format!("{count} nodes"),
+    }
+}
+
+fn unknown_text(unknown: &Unknown) -> String {
+    match unknown {
+        Unknown::UnreadClass(class) => format!(
+            "the DeviceClass {class} is not in the cluster's DeviceClass list, or its selectors name no device.driver the policy reads"
+        ),
+        Unknown::PoolUpdating(driver) => {
+            format!("a ResourceSlice pool of driver {driver} is being updated")
+        }
+        Unknown::SharedPool(class) => format!(
+            "devices of class {class} are offered to nodes through a node selector, which the policy does not read"
         ),
     }
 }

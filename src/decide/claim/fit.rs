@@ -7,26 +7,30 @@
 //! first allocation that meets every constraint. The policy does not
 //! search: it checks conditions every allocation must meet, so that a claim
 //! it refuses has no allocation on any node, and where a fact it does not
-//! read (CEL selectors, consumable capacity, other claims' allocations)
-//! could only remove devices, it counts the devices without that fact, an
-//! upper bound. Those conditions are:
+//! read (CEL selectors, other claims' allocations and consumption) could
+//! only remove devices, it counts the devices without that fact, an upper
+//! bound. Those conditions are:
 //!
 //! 1. every `ExactCount` request has at least `count` devices of its class
 //!    on the node, and the requests of one class together at most the
 //!    class's devices (a device is allocated once unless it allows multiple
-//!    allocations);
+//!    allocations); a request of consumable capacity (`capacity.requests`,
+//!    dra-driver-cpu's grouped `dra.cpu/cpu`) from a device that allows
+//!    multiple allocations needs one device that offers that much;
 //! 2. for every `matchAttribute` constraint, one value of the attribute is
 //!    held by enough devices of each class it covers (`matchAttributeConstraint.add`:
 //!    a device without the attribute is refused; a list value matches on a
-//!    non-empty intersection, so a device counts for each value it lists).
+//!    non-empty intersection, so a device counts for each value it lists),
+//!    and, for a capacity request, by a device that offers it.
 //!
 //! `All` requests, `firstAvailable` requests under a constraint and
 //! `distinctAttribute` constraints are not counted (they only loosen the
 //! conditions), and a node whose pool is mid-update, or a class whose
 //! devices some slice offers to several nodes, makes the answer unknown.
 
-use crate::cluster::dra::{Atom, ClassSelector, Device, DeviceGroup, DraInventory};
-use crate::request::claim::{AllocationMode, ConstraintRule, DeviceClaim};
+use crate::cluster::dra::{qualified, Atom, ClassSelector, Device, DeviceGroup, DraInventory};
+use crate::request::claim::{AllocationMode, ConstraintRule, DeviceChoice, DeviceClaim};
+use crate::request::quantity::Quantity;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Why a group of nodes cannot satisfy the claim, with the numbers.
@@ -49,6 +53,18 @@ pub enum Shortfall {
         needed: u32,
         most: u32,
         at: Option<Atom>,
+    },
+    /// Request `request` needs `needed` of capacity `capacity` from one
+    /// device of `class` (with one value of `within`'s attribute, when a
+    /// constraint covers it); the most one offers is `most` (at `within`'s
+    /// value), `None` when no device offers that capacity.
+    Capacity {
+        request: String,
+        class: String,
+        capacity: String,
+        needed: Quantity,
+        most: Option<Quantity>,
+        within: Option<(String, Option<Atom>)>,
     },
 }
 
@@ -96,7 +112,7 @@ pub struct Nodes {
 }
 
 impl Nodes {
-    fn of(group: &DeviceGroup) -> Self {
+    pub fn of(group: &DeviceGroup) -> Self {
         Nodes {
             count: group.nodes,
             examples: group.examples.clone(),
@@ -153,12 +169,26 @@ struct ClassDevices<'a> {
     devices: Vec<&'a Device>,
     /// One of them may serve several requests.
     shared: bool,
+    /// The class's driver, which a bare capacity name belongs to.
+    driver: &'a str,
+}
+
+/// The capacities `choice` requests, with fully qualified names.
+fn capacity_requests<'c>(
+    choice: &'c DeviceChoice,
+    driver: &str,
+) -> impl Iterator<Item = (String, &'c Quantity)> + 'c {
+    let driver = driver.to_owned();
+    choice
+        .capacity
+        .iter()
+        .map(move |(name, amount)| (qualified(&driver, name), amount))
 }
 
 fn class_devices<'a>(
     class: &str,
     group: &'a DeviceGroup,
-    inventory: &DraInventory,
+    inventory: &'a DraInventory,
 ) -> Result<ClassDevices<'a>, Unknown> {
     let selector: &ClassSelector = inventory
         .classes
@@ -185,7 +215,14 @@ fn class_devices<'a>(
     Ok(ClassDevices {
         shared: devices.iter().any(|device| device.shared),
         devices,
+        driver,
     })
+}
+
+/// The most of capacity `name` one of `devices` offers; `None` when none
+/// offers it.
+fn most_capacity<'d>(devices: impl Iterator<Item = &'d Device>, name: &str) -> Option<Quantity> {
+    devices.filter_map(|device| device.capacity(name)).max()
 }
 
 /// The fit of `claim` on one group of nodes.
@@ -233,6 +270,32 @@ pub fn group_fit(claim: &DeviceClaim, group: &DeviceGroup, inventory: &DraInvent
             });
         }
     }
+    // Condition 1, consumable capacity: one shared device must offer what
+    // an `exactly` request asks of it.
+    for request in claim.requests.iter().filter(|r| !r.is_first_available()) {
+        for choice in request.choices.iter().filter(|c| !c.capacity.is_empty()) {
+            let devices = match class_devices(&choice.device_class, group, inventory) {
+                Ok(devices) => devices,
+                Err(why) => return GroupFit::Unknown(why),
+            };
+            if !devices.shared {
+                continue;
+            }
+            for (name, needed) in capacity_requests(choice, devices.driver) {
+                let most = most_capacity(devices.devices.iter().copied(), &name);
+                if most.is_none_or(|most| most < *needed) {
+                    return GroupFit::Short(Shortfall::Capacity {
+                        request: request.name.clone(),
+                        class: choice.device_class.clone(),
+                        capacity: name,
+                        needed: *needed,
+                        most,
+                        within: None,
+                    });
+                }
+            }
+        }
+    }
     // Condition 2, per matchAttribute constraint.
     for constraint in &claim.constraints {
         let ConstraintRule::MatchAttribute(attribute) = &constraint.rule else {
@@ -275,6 +338,16 @@ fn class_demand(
 /// those requests, and how many of its devices hold each value.
 type ClassCount<'a> = (&'a str, u32, Vec<String>, BTreeMap<&'a Atom, u32>);
 
+/// A capacity request under a constraint: the request, its class, the
+/// capacity and amount, and the most one device offers at each value.
+type CapacityAtValues<'a> = (
+    String,
+    &'a str,
+    String,
+    Quantity,
+    BTreeMap<&'a Atom, Quantity>,
+);
+
 /// The shortfall of one `matchAttribute` constraint on a group, if any.
 fn one_value_shortfall(
     claim: &DeviceClaim,
@@ -285,12 +358,36 @@ fn one_value_shortfall(
 ) -> Option<Result<Shortfall, Unknown>> {
     let per_class = class_demand(claim, |request| constraint.covers(request));
     let mut counted: Vec<ClassCount> = Vec::new();
+    let mut capacities: Vec<CapacityAtValues> = Vec::new();
     for (class, (needed, requests)) in per_class {
         let devices = match class_devices(class, group, inventory) {
             Ok(devices) => devices,
             Err(why) => return Some(Err(why)),
         };
         if devices.shared {
+            // A shared device serves any number of requests: only what
+            // they ask of its capacity is counted, per value.
+            for request in claim
+                .requests
+                .iter()
+                .filter(|r| !r.is_first_available() && constraint.covers(&r.name))
+            {
+                for choice in request.choices.iter().filter(|c| c.device_class == class) {
+                    for (name, needed) in capacity_requests(choice, devices.driver) {
+                        let mut most: BTreeMap<&Atom, Quantity> = BTreeMap::new();
+                        for device in &devices.devices {
+                            let Some(offered) = device.capacity(&name) else {
+                                continue;
+                            };
+                            for atom in device.attribute(attribute).map_or(&[][..], |v| &v.0) {
+                                let best = most.entry(atom).or_insert(offered);
+                                *best = (*best).max(offered);
+                            }
+                        }
+                        capacities.push((request.name.clone(), class, name, *needed, most));
+                    }
+                }
+            }
             continue;
         }
         let mut per_value: BTreeMap<&Atom, u32> = BTreeMap::new();
@@ -301,24 +398,51 @@ fn one_value_shortfall(
         }
         counted.push((class, needed, requests, per_value));
     }
-    let first = counted.first()?;
-    let values: Vec<&Atom> = first.3.keys().copied().collect();
+    let values: BTreeSet<&Atom> = match (counted.first(), capacities.first()) {
+        (Some(first), _) => first.3.keys().copied().collect(),
+        (None, Some(first)) => first.4.keys().copied().collect(),
+        (None, None) => return None,
+    };
     let holds = |value: &Atom| {
         counted
             .iter()
             .all(|(_, needed, _, per_value)| per_value.get(value).copied().unwrap_or(0) >= *needed)
+            && capacities.iter().all(|(_, _, _, needed, most)| {
+                most.get(value).is_some_and(|offered| offered >= needed)
+            })
     };
     if values.iter().any(|value| holds(value)) {
         return None;
     }
-    // The class that falls shortest at its best value is named.
-    let (class, needed, requests, per_value) = counted
+    // A capacity no value offers is named first: it fails on its own.
+    let capacity_short = |(request, class, name, needed, most): &CapacityAtValues| {
+        let best = most.iter().max_by_key(|(_, offered)| **offered);
+        Shortfall::Capacity {
+            request: request.clone(),
+            class: (*class).to_owned(),
+            capacity: name.clone(),
+            needed: *needed,
+            most: best.map(|(_, offered)| *offered),
+            within: Some((attribute.to_owned(), best.map(|(atom, _)| (*atom).clone()))),
+        }
+    };
+    if let Some(alone) = capacities
+        .iter()
+        .find(|(_, _, _, needed, most)| most.values().all(|offered| offered < needed))
+    {
+        return Some(Ok(capacity_short(alone)));
+    }
+    // Else the class that falls shortest at its best value is named.
+    let Some((class, needed, requests, per_value)) = counted
         .iter()
         .min_by_key(|(_, needed, _, per_value)| {
             let most = per_value.values().copied().max().unwrap_or(0);
             i64::from(most) - i64::from(*needed)
         })
-        .cloned()?;
+        .cloned()
+    else {
+        return capacities.first().map(|first| Ok(capacity_short(first)));
+    };
     let (at, most) = per_value
         .iter()
         .max_by_key(|(_, count)| **count)

@@ -11,8 +11,10 @@
 //! answer. Specs are immutable (types.go), so only CREATE is decided.
 
 pub mod completion;
+pub mod cpus;
 pub mod explain;
 pub mod fit;
+pub mod generated;
 pub mod patch;
 pub mod pod;
 
@@ -21,10 +23,11 @@ use crate::cluster::host::ClusterReader;
 use crate::decide::{Decision, MutatedObject, Verdict, CREATE};
 use crate::request::claim::{
     ClaimKind, DeviceClaim, EXTENDED_RESOURCE_CLAIM_ANNOTATION, POD_CLAIM_NAME_ANNOTATION,
+    RESOURCE_CLAIM,
 };
 use crate::request::AdmissionRequest;
 use crate::settings::{AffinityMode, Config, QosMode};
-use completion::{Aligned, CannotAlign, Completion};
+use completion::{Aligned, Completion};
 use fit::ClaimFit;
 use gpu_topology::Alignment;
 use serde_json::Value;
@@ -53,10 +56,7 @@ pub fn plan(
         (AffinityMode::Off, _) | (_, Alignment::Node) => Completion::NotNeeded,
         _ if config.qos.mode == QosMode::Off => Completion::NotNeeded,
         (_, Alignment::Numa) => completion::numa_completion(claim, &aligned, inventory),
-        (_, Alignment::Nvlink) => match completion::numa_completion(claim, &aligned, inventory) {
-            done @ (Completion::NotNeeded | Completion::AlignedByAuthor(_)) => done,
-            _ => Completion::Cannot(CannotAlign::NoInterconnectAttribute),
-        },
+        (_, Alignment::Nvlink) => completion::nvlink_completion(claim, &aligned, inventory),
     };
     let completed = match &completion {
         Completion::Add(constraint) => Some(fit::claim_fit(
@@ -142,12 +142,23 @@ pub(crate) fn evaluate(
         }
     };
     let annotations = &object["metadata"]["annotations"];
-    if annotations[EXTENDED_RESOURCE_CLAIM_ANNOTATION].as_str() == Some("true")
-        || !annotations[POD_CLAIM_NAME_ANNOTATION].is_null()
-    {
+    if annotations[EXTENDED_RESOURCE_CLAIM_ANNOTATION].as_str() == Some("true") {
         return Decision::accept();
     }
     let name = display_name(request, &object);
+    if let Some(pod_claim) = annotations[POD_CLAIM_NAME_ANNOTATION].as_str() {
+        return match kind.kind == RESOURCE_CLAIM.kind {
+            true => generated::evaluate(
+                text,
+                &object,
+                pod_claim,
+                (namespace(request, &object), &name),
+                config,
+                cluster,
+            ),
+            false => Decision::accept(),
+        };
+    }
     let claim = match DeviceClaim::of_object(&object, kind) {
         Ok(claim) => claim,
         // The API server validates the claim; a field this policy reads

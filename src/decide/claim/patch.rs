@@ -1,6 +1,7 @@
-//! The completed claim as text: the admitted object with one constraint
-//! inserted, every other byte as it came (unknown fields, key order,
-//! spacing), so that the API server's patch is one `add`.
+//! The completed claim as text: the admitted object with a constraint (and,
+//! for dra-driver-cpu's CPUs, a request) inserted, every other byte as it
+//! came (unknown fields, key order, spacing), so that the API server's patch
+//! is one `add` per inserted element.
 
 use crate::request::claim::{ClaimKind, ConstraintRule, DeviceConstraint};
 use crate::request::json_scan::{ScanError, Scanner, Span};
@@ -36,21 +37,31 @@ pub fn add_constraint(
     kind: &ClaimKind,
     constraint: &DeviceConstraint,
 ) -> Result<String, String> {
+    append(text, kind, "constraints", &constraint_json(constraint))
+}
+
+/// `text` with `request` (JSON) appended to its `devices.requests`, the
+/// array created when absent or `null`; `Err` as [`add_constraint`].
+pub fn add_request(text: &str, kind: &ClaimKind, request: &str) -> Result<String, String> {
+    append(text, kind, "requests", request)
+}
+
+/// `text` with `element` (JSON) appended to the array `devices.<field>`.
+fn append(text: &str, kind: &ClaimKind, field: &str, element: &str) -> Result<String, String> {
     let whole = Span {
         start: 0,
         end: text.len(),
     };
     let devices = member_span(text, whole, kind.devices_path)?
-        .ok_or_else(|| format!("{} has no devices object to add a constraint to", kind.kind))?;
-    let element = constraint_json(constraint);
-    let (replaced, insert) = match member_span(text, devices, &["constraints"])? {
+        .ok_or_else(|| format!("{} has no devices object to add {field} to", kind.kind))?;
+    let (replaced, insert) = match member_span(text, devices, &[field])? {
         Some(null) if null.of(text) == "null" => (null, format!("[{element}]")),
         Some(array) if array.of(text).starts_with('[') => {
             // Before the closing `]`, after a `,` unless it is empty.
             let close = array.end - 1;
             let empty = text[array.start + 1..close].trim().is_empty();
             let insert = if empty {
-                element
+                element.to_owned()
             } else {
                 format!(",{element}")
             };
@@ -62,17 +73,12 @@ pub fn add_constraint(
                 insert,
             )
         }
-        Some(_) => {
-            return Err(format!(
-                "{}'s devices.constraints is not an array",
-                kind.kind
-            ))
-        }
+        Some(_) => return Err(format!("{}'s devices.{field} is not an array", kind.kind)),
         None => {
             // A new last member of `devices`, before its closing `}`.
             let close = devices.end - 1;
             let empty = text[devices.start + 1..close].trim().is_empty();
-            let member = format!("\"constraints\":[{element}]");
+            let member = format!("\"{field}\":[{element}]");
             let insert = if empty { member } else { format!(",{member}") };
             (
                 Span {

@@ -16,13 +16,17 @@
 //!   whole CPUs without regard to its DRA GPUs. Such a pod is warned.
 //! - Constraints span one claim (the allocator allocates each claim on its
 //!   own), so GPUs from several claims are not aligned with each other.
+//! - Where the cluster runs dra-driver-cpu, the claim generated from a GPU
+//!   template gets the CPUs of the container that uses it ([`cpus`]): the
+//!   pod is told what its claim will get, or why it gets no CPUs.
 //!
 //! The pod itself is not changed: its QoS and affinity are the extended
 //! resource path's, and a DRA claim's alignment is the claim's.
 
 use crate::cluster::dra::{self, DraInventory};
 use crate::cluster::host::{quote_host_error, ClusterReader};
-use crate::decide::claim::completion::aligned_requests;
+use crate::decide::claim::completion::{aligned_requests, Aligned};
+use crate::decide::claim::cpus::{self, CpuPlan, DRA_CPU_DRIVER};
 use crate::decide::claim::explain;
 use crate::decide::claim::fit::{claim_fit, ClaimFit};
 use crate::request::claim::{
@@ -33,9 +37,6 @@ use crate::request::quantity::Quantity;
 use crate::settings::Config;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
 use serde_json::Value;
-
-/// The driver name of dra-driver-cpu (`kubernetes-sigs/dra-driver-cpu`).
-pub const DRA_CPU_DRIVER: &str = "dra.cpu";
 
 /// One entry of `spec.resourceClaims`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,11 +96,11 @@ pub struct DraStage {
     pub warnings: Vec<String>,
 }
 
-/// A pod claim read, with its GPU requests (empty: no GPU claim).
+/// A pod claim read, with its aligned requests (`None`: no GPU claim).
 struct ReadClaim<'c> {
     claim: &'c PodClaim,
     devices: DeviceClaim,
-    gpu_requests: Vec<String>,
+    aligned: Option<Aligned>,
 }
 
 /// The DRA stage of pod `name` (`namespace/name`) with PodSpec `spec`.
@@ -135,17 +136,15 @@ pub fn dra_stage(
         });
         answers.push((claim, answer.clone()));
         if let Ok(devices) = answer {
-            let gpu_requests = aligned_requests(&devices, &config.dra)
-                .map(|aligned| aligned.gpu_requests)
-                .unwrap_or_default();
+            let aligned = aligned_requests(&devices, &config.dra);
             read.push(ReadClaim {
                 claim,
                 devices,
-                gpu_requests,
+                aligned,
             });
         }
     }
-    let gpu_claims: Vec<&ReadClaim> = read.iter().filter(|c| !c.gpu_requests.is_empty()).collect();
+    let gpu_claims: Vec<&ReadClaim> = read.iter().filter(|c| c.aligned.is_some()).collect();
     if gpu_claims.is_empty() {
         return stage;
     }
@@ -177,8 +176,43 @@ pub fn dra_stage(
             }
         }
     }
+    // dra-driver-cpu's CPUs for the claims generated from GPU templates.
+    let mut given_cpus = Vec::new();
+    if let Ok(inventory) = &inventory {
+        for claim in gpu_claims
+            .iter()
+            .filter(|c| c.claim.kind.kind == RESOURCE_CLAIM_TEMPLATE.kind)
+        {
+            let Some(aligned) = &claim.aligned else {
+                continue;
+            };
+            let plan = cpus::cpu_plan(
+                &claim.devices,
+                aligned,
+                spec,
+                &claim.claim.name,
+                config,
+                inventory,
+            );
+            if let CpuPlan::Add(add) = &plan {
+                given_cpus.push(add.container.to_string());
+            }
+            if let Some(note) = explain::cpu_plan_note(
+                name,
+                &claim.claim.name,
+                namespace,
+                &claim.claim.source,
+                &plan,
+            ) {
+                stage.warnings.push(note);
+            }
+        }
+    }
     let gpu_claim_names: Vec<&str> = gpu_claims.iter().map(|c| c.claim.name.as_str()).collect();
-    let pinned = exclusive_cpu_containers(spec, &gpu_claim_names);
+    let pinned: Vec<String> = exclusive_cpu_containers(spec, &gpu_claim_names)
+        .into_iter()
+        .filter(|container| !given_cpus.contains(container))
+        .collect();
     if !pinned.is_empty() {
         stage.warnings.push(format!(
             "Pod {name} gets GPUs through DRA and {} exclusive CPUs from the static CPU Manager on nodes that run it, but the kubelet never aligns the two (DRA devices give the Topology Manager no hints), so those CPUs may sit on another NUMA node than the GPUs; {}",

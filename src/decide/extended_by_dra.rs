@@ -1,0 +1,61 @@
+//! GPU extended resources that DRA also serves (KEP-5004, `DRAExtendedResource`,
+//! beta and on by default from 1.36): a DeviceClass with
+//! `spec.extendedResourceName: nvidia.com/gpu` lets the scheduler allocate a
+//! pod's `nvidia.com/gpu` from the class's devices on every node whose
+//! allocatable lacks it (no device plugin there), in a claim of its own with
+//! no constraints (`extendeddynamicresources.go` `filterExtendedResources`).
+//! The kubelet gives those devices no topology hint, so on such nodes the
+//! pod's GPUs are not aligned with each other nor with its CPUs, whatever the
+//! node's labels say. The policy cannot constrain the scheduler's claim (it
+//! is created with its allocation already computed), so it says so.
+//!
+//! Read from the fleet summary (`draExtendedResources`, a few bytes), never
+//! with a call of its own: the Node list path does not tell.
+
+use crate::cluster::ClusterView;
+use crate::decide::demand::PodDemand;
+use gpu_topology::dra::ExtendedResource;
+
+/// The warnings for a pod with demand `demand` on the fleet `view`.
+pub fn warnings(demand: &PodDemand, view: &ClusterView) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let Some(problem) = &view.extended_by_dra_problem {
+        warnings.push(format!(
+            "whether DRA also serves this pod's GPUs (KEP-5004) is not known: {problem}"
+        ));
+    }
+    let mut requested: Vec<&str> = Vec::new();
+    for (resource, _) in demand.containers.iter().flat_map(|c| &c.resources) {
+        if !requested.contains(&resource.as_str()) {
+            requested.push(resource);
+        }
+    }
+    for resource in requested {
+        for mapped in view.extended_by_dra.of(resource).filter(|m| m.nodes > 0) {
+            warnings.push(served_by_dra(mapped));
+        }
+    }
+    warnings
+}
+
+fn served_by_dra(mapped: &ExtendedResource) -> String {
+    let ExtendedResource {
+        resource,
+        class,
+        nodes,
+        examples,
+    } = mapped;
+    let named = match (examples.as_slice(), *nodes) {
+        ([one], 1) => format!("node {one}"),
+        ([], count) => format!("{count} nodes"),
+        (some, count) if count as usize > some.len() => format!(
+            "{count} nodes ({} and {} more)",
+            some.join(", "),
+            count as usize - some.len()
+        ),
+        (some, count) => format!("{count} nodes ({})", some.join(", ")),
+    };
+    format!(
+        "{resource} is also served through DRA: DeviceClass {class} maps it (extendedResourceName, KEP-5004), and on the {named} that publish its devices, wherever no device plugin offers {resource}, the scheduler allocates it in a claim of its own without a NUMA constraint, which the kubelet does not align with the pod's CPUs or other GPUs; to align GPUs there, request them through a ResourceClaimTemplate (the policy completes it with a NUMA constraint)"
+    )
+}
