@@ -915,11 +915,15 @@ async fn with_dra_the_summary_holds_the_nodes_devices_grouped() {
     let group = &devices.groups[0];
     assert_eq!(group.nodes, 2);
     assert_eq!(group.examples, ["gpu-node-a", "gpu-node-b"]);
-    assert_eq!(group.devices.len(), 2);
+    // One GPU per NUMA node: two distinct devices, once each.
+    assert_eq!(
+        group.devices.iter().map(|c| c.count).collect::<Vec<_>>(),
+        [1, 1]
+    );
     assert!(group
         .devices
         .iter()
-        .all(|device| device.attributes.len() == 2));
+        .all(|counted| counted.device.attributes.len() == 2));
     // The classes travel with the devices (a claim's decision then lists
     // none), and the extended resource the class maps (KEP-5004) is
     // summarized apart, with the nodes that publish its devices.

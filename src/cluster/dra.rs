@@ -14,7 +14,7 @@ use crate::request::claim::RESOURCE_API_VERSION;
 use crate::settings::FleetSources;
 use gpu_topology::dra::{parse_classes, DraBuilder, DRA_DEVICES_KEY};
 pub use gpu_topology::dra::{
-    partition_size, qualified, Atom, AttributeValue, ClassSelector, Device, DeviceGroup,
+    partition_size, qualified, Atom, AttributeValue, ClassSelector, Counted, Device, DeviceGroup,
     DraDevices, DRANET_NUMA_ATTRIBUTE, PARTITION_ATTRIBUTE_PREFIX, STANDARD_NUMA_ATTRIBUTE,
     STANDARD_PCIE_ROOT_ATTRIBUTE,
 };
@@ -29,9 +29,14 @@ pub struct DraInventory {
 }
 
 impl DraInventory {
-    /// Every device of the cluster's groups and the unattached ones.
+    /// Every distinct device of the cluster's groups and the unattached ones.
     pub fn all_devices(&self) -> impl Iterator<Item = &Device> {
         self.devices.all_devices()
+    }
+
+    /// [`all_devices`](Self::all_devices) with their counts.
+    pub fn all_counted(&self) -> impl Iterator<Item = &Counted> {
+        self.devices.all_counted()
     }
 
     pub fn groups(&self) -> &[DeviceGroup] {
@@ -91,14 +96,19 @@ pub fn read_inventory(
     // that do not read falls back to the slice list, where listing is allowed.
     let mut passed_over = "the fleet summary is not read (capacity.source)".to_owned();
     if let Some(summary) = &sources.summary {
-        let summarized = fleet_summary::read_fresh_data(cluster, summary, fleet_summary::now)
-            .and_then(|data| {
-                let text = data.get(DRA_DEVICES_KEY).ok_or_else(|| {
-                    "the fleet summary holds no DRA devices (its summarizer runs without --dra)"
-                        .to_owned()
-                })?;
-                DraDevices::from_summary_text(text)
-            });
+        let summarized = fleet_summary::read_fresh_data(
+            cluster,
+            summary,
+            fleet_summary::now,
+            fleet_summary::Entries::Only(&[DRA_DEVICES_KEY]),
+        )
+        .and_then(|data| {
+            let text = data.get(DRA_DEVICES_KEY).ok_or_else(|| {
+                "the fleet summary holds no DRA devices (its summarizer runs without --dra)"
+                    .to_owned()
+            })?;
+            DraDevices::from_summary_text(text)
+        });
         match summarized {
             Ok(mut devices) => {
                 let classes = match devices.classes.take() {

@@ -12,9 +12,12 @@ use crate::cluster::host::{quote_host_error, ClusterReader};
 use crate::cluster::ClusterView;
 use crate::settings::FleetSummarySettings;
 use gpu_topology::dra::{ExtendedResources, DRA_EXTENDED_RESOURCES_KEY};
+use gpu_topology::summary::{FORMAT_KEY, GENERATED_AT_KEY};
 use gpu_topology::FleetSummary;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -74,19 +77,39 @@ pub fn read_fresh(
     settings: &FleetSummarySettings,
     clock: impl FnOnce() -> Option<u64>,
 ) -> Result<(FleetSummary, BTreeMap<String, String>), String> {
-    let data = read_fresh_data(cluster, settings, clock)?;
+    let data = read_fresh_data(cluster, settings, clock, Entries::All)?;
     let summary = FleetSummary::from_data(data.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .map_err(|problem| unreadable(settings, &problem.to_string()))?;
     Ok((summary, data))
 }
 
-/// The summary ConfigMap's data, when its format is this version's and it
-/// is fresh; its node groups are not read (a claim needs the DRA entries
-/// only).
+/// Which entries of the summary's data to keep.
+#[derive(Debug, Clone, Copy)]
+pub enum Entries<'a> {
+    All,
+    /// These, besides the format and the date; the others are skipped
+    /// unread (a claim needs the DRA devices, not the node groups).
+    Only(&'a [&'a str]),
+}
+
+impl Entries<'_> {
+    fn keeps(&self, key: &str) -> bool {
+        match self {
+            Entries::All => true,
+            Entries::Only(keys) => {
+                key == FORMAT_KEY || key == GENERATED_AT_KEY || keys.contains(&key)
+            }
+        }
+    }
+}
+
+/// The summary ConfigMap's `entries`, when its format is this version's
+/// and it is fresh; its node groups are not parsed here.
 pub fn read_fresh_data(
     cluster: &dyn ClusterReader,
     settings: &FleetSummarySettings,
     clock: impl FnOnce() -> Option<u64>,
+    entries: Entries,
 ) -> Result<BTreeMap<String, String>, String> {
     // The words are written only for a summary passed over, in one go.
     let (namespace, name) = (&settings.namespace, &settings.name);
@@ -98,7 +121,8 @@ pub fn read_fresh_data(
                 quote_host_error(&problem).trim_end_matches('.')
             )
         })?;
-    let data = config_map_data(&answer).map_err(|problem| unreadable(settings, &problem))?;
+    let data =
+        config_map_data(&answer, entries).map_err(|problem| unreadable(settings, &problem))?;
     let generated_at = FleetSummary::generated_at_of(&data)
         .map_err(|problem| unreadable(settings, &problem.to_string()))?;
     let location = format!("the fleet summary ConfigMap {namespace}/{name}");
@@ -131,21 +155,122 @@ fn unreadable(settings: &FleetSummarySettings, problem: &str) -> String {
 
 /// Reads the summary out of the ConfigMap JSON.
 pub fn parse_summary(config_map: &[u8]) -> Result<FleetSummary, String> {
-    let data = config_map_data(config_map)?;
+    let data = config_map_data(config_map, Entries::All)?;
     FleetSummary::from_data(data.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .map_err(|error| error.to_string())
 }
 
-/// The ConfigMap's `data` (none: empty).
-fn config_map_data(config_map: &[u8]) -> Result<BTreeMap<String, String>, String> {
-    #[derive(Deserialize)]
-    struct ConfigMap {
-        #[serde(default)]
-        data: Option<BTreeMap<String, String>>,
+/// The ConfigMap's `data` (none: empty), the `entries` kept.
+fn config_map_data(
+    config_map: &[u8],
+    entries: Entries,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut deserializer = serde_json::Deserializer::from_slice(config_map);
+    let data = ConfigMapSeed(entries)
+        .deserialize(&mut deserializer)
+        .and_then(|data| deserializer.end().map(|()| data))
+        .map_err(|error| format!("not a ConfigMap: {error}"))?;
+    Ok(data)
+}
+
+/// A ConfigMap object, of which `data` is read: the kept entries' values
+/// are copied, every other value is skipped as it is scanned.
+struct ConfigMapSeed<'a>(Entries<'a>);
+
+impl<'de> DeserializeSeed<'de> for ConfigMapSeed<'_> {
+    type Value = BTreeMap<String, String>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
     }
-    let config_map: ConfigMap =
-        serde_json::from_slice(config_map).map_err(|error| format!("not a ConfigMap: {error}"))?;
-    Ok(config_map.data.unwrap_or_default())
+}
+
+impl<'de> Visitor<'de> for ConfigMapSeed<'_> {
+    type Value = BTreeMap<String, String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a ConfigMap object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut data = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == "data" {
+                if data.is_some() {
+                    return Err(serde::de::Error::duplicate_field("data"));
+                }
+                data = Some(map.next_value_seed(DataSeed(self.0))?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(data.flatten().unwrap_or_default())
+    }
+}
+
+/// `data`: `null`, or an object of strings.
+struct DataSeed<'a>(Entries<'a>);
+
+impl<'de> DeserializeSeed<'de> for DataSeed<'_> {
+    type Value = Option<BTreeMap<String, String>>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DataSeed<'_> {
+    type Value = Option<BTreeMap<String, String>>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a map of strings")
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut data = BTreeMap::new();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            // Every value must be a string, kept or not: a ConfigMap's data
+            // is nothing else, and a summary that is not one is unreadable.
+            if self.0.keeps(&key) {
+                let value: String = map.next_value()?;
+                data.insert(key.into_owned(), value);
+            } else {
+                map.next_value::<StringSkipped>()?;
+            }
+        }
+        Ok(Some(data))
+    }
+}
+
+/// A string value, checked to be one and not copied.
+struct StringSkipped;
+
+impl<'de> Deserialize<'de> for StringSkipped {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Skip;
+        impl<'de> Visitor<'de> for Skip {
+            type Value = StringSkipped;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<StringSkipped, E> {
+                Ok(StringSkipped)
+            }
+        }
+        deserializer.deserialize_str(Skip)
+    }
 }
 
 /// The wall clock in Unix seconds (WASI's clock in Wasm); `None` if it is

@@ -392,9 +392,9 @@ pub struct DeviceGroup {
     pub nodes: u32,
     /// The first nodes' names (sorted), for messages; at most [`EXAMPLE_NODES`].
     pub examples: Vec<String>,
-    /// Sorted.
-    #[serde(with = "counted_devices")]
-    pub devices: Vec<Device>,
+    /// Each distinct device once, with how many the nodes publish; sorted.
+    #[serde(deserialize_with = "counted_devices::deserialize")]
+    pub devices: Vec<Counted>,
     /// Drivers with a pool mid-update on these nodes (fewer slices of its
     /// newest generation than `resourceSliceCount`): their devices may be
     /// more than listed.
@@ -419,15 +419,104 @@ pub struct DraDevices {
     #[serde(
         default,
         skip_serializing_if = "Vec::is_empty",
-        with = "counted_devices"
+        deserialize_with = "counted_devices::deserialize"
     )]
-    pub unattached: Vec<Device>,
+    pub unattached: Vec<Counted>,
+}
+
+/// A device and how many identical ones there are: the summary's form, and
+/// the form decisions count in (identical devices are not copied).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Counted {
+    pub count: u32,
+    pub device: Device,
+}
+
+impl Counted {
+    /// `devices`, sorted, with identical ones counted once.
+    pub fn runs(mut devices: Vec<Device>) -> Vec<Counted> {
+        devices.sort();
+        let mut counted: Vec<Counted> = Vec::new();
+        for device in devices {
+            match counted.last_mut() {
+                Some(last) if last.device == device => last.count = last.count.saturating_add(1),
+                _ => counted.push(Counted { count: 1, device }),
+            }
+        }
+        counted
+    }
+}
+
+/// A counted device in the summary: its fields beside `count`, in one object.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CountedOut<'a> {
+    count: u32,
+    driver: &'a str,
+    attributes: &'a BTreeMap<String, AttributeValue>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    shared: bool,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    capacity: &'a BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CountedIn {
+    count: u32,
+    driver: String,
+    #[serde(default)]
+    attributes: BTreeMap<String, AttributeValue>,
+    #[serde(default)]
+    shared: bool,
+    #[serde(default)]
+    capacity: BTreeMap<String, String>,
+}
+
+impl Serialize for Counted {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        CountedOut {
+            count: self.count,
+            driver: &self.device.driver,
+            attributes: &self.device.attributes,
+            shared: self.device.shared,
+            capacity: &self.device.capacity,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Counted {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let CountedIn {
+            count,
+            driver,
+            attributes,
+            shared,
+            capacity,
+        } = CountedIn::deserialize(deserializer)?;
+        Ok(Counted {
+            count,
+            device: Device {
+                driver,
+                attributes,
+                shared,
+                capacity,
+            },
+        })
+    }
 }
 
 impl DraDevices {
-    /// Every device of the cluster's groups (once per group, not per node)
-    /// and the unattached ones.
+    /// Every distinct device of the cluster's groups (once per group, not
+    /// per node nor per copy) and the unattached ones.
     pub fn all_devices(&self) -> impl Iterator<Item = &Device> {
+        self.all_counted().map(|counted| &counted.device)
+    }
+
+    /// [`all_devices`](Self::all_devices), with how many copies each group
+    /// (or the unattached slices) publishes.
+    pub fn all_counted(&self) -> impl Iterator<Item = &Counted> {
         self.groups
             .iter()
             .flat_map(|group| group.devices.iter())
@@ -468,7 +557,7 @@ impl DraDevices {
                 examples: Vec::new(),
             };
             for group in &self.groups {
-                if group.devices.iter().any(|device| selector.admits(device)) {
+                if group.devices.iter().any(|c| selector.admits(&c.device)) {
                     entry.nodes = entry.nodes.saturating_add(group.nodes);
                     for node in &group.examples {
                         if entry.examples.len() < EXAMPLE_NODES {
@@ -542,29 +631,8 @@ impl ExtendedResources {
 
 /// Devices in the summary: identical devices once, with their count.
 mod counted_devices {
-    use super::Device;
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    #[derive(Serialize, Deserialize)]
-    struct Counted {
-        count: u32,
-        #[serde(flatten)]
-        device: Device,
-    }
-
-    pub fn serialize<S: Serializer>(devices: &[Device], serializer: S) -> Result<S::Ok, S::Error> {
-        let mut counted: Vec<Counted> = Vec::new();
-        for device in devices {
-            match counted.last_mut() {
-                Some(last) if last.device == *device => last.count += 1,
-                _ => counted.push(Counted {
-                    count: 1,
-                    device: device.clone(),
-                }),
-            }
-        }
-        counted.serialize(serializer)
-    }
+    use super::Counted;
+    use serde::{Deserialize, Deserializer};
 
     /// At most this many devices per group: a ResourceSlice holds at most
     /// 128 devices, and a node publishes few slices.
@@ -572,7 +640,7 @@ mod counted_devices {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
-    ) -> Result<Vec<Device>, D::Error> {
+    ) -> Result<Vec<Counted>, D::Error> {
         let counted = Vec::<Counted>::deserialize(deserializer)?;
         let total: u64 = counted.iter().map(|c| u64::from(c.count)).sum();
         if total > MAX_DEVICES {
@@ -580,11 +648,7 @@ mod counted_devices {
                 "{total} devices in one group, more than {MAX_DEVICES}"
             )));
         }
-        let mut devices = Vec::new();
-        for Counted { count, device } in counted {
-            devices.extend(std::iter::repeat_n(device, count as usize));
-        }
-        Ok(devices)
+        Ok(counted)
     }
 }
 
@@ -593,7 +657,7 @@ mod counted_devices {
 type PoolSlices = (i64, i64, Vec<(Option<String>, Vec<Device>)>);
 
 /// Nodes with the same devices (and pools mid-update), by count and first names.
-type Grouping = BTreeMap<(Vec<Device>, BTreeSet<String>), (u32, Vec<String>)>;
+type Grouping = BTreeMap<(Vec<Counted>, BTreeSet<String>), (u32, Vec<String>)>;
 
 /// Groups ResourceSlices by node, slice by slice (a summarizer pages through
 /// them). Only the newest generation of each pool counts ("A consumer must
@@ -701,15 +765,16 @@ impl DraBuilder {
             }
         }
         let mut groups: Grouping = BTreeMap::new();
-        for (node, (mut devices, incomplete)) in per_node {
-            devices.sort();
-            let (count, examples) = groups.entry((devices, incomplete)).or_default();
+        for (node, (devices, incomplete)) in per_node {
+            let (count, examples) = groups
+                .entry((Counted::runs(devices), incomplete))
+                .or_default();
             *count = count.saturating_add(1);
             if examples.len() < EXAMPLE_NODES {
                 examples.push(node);
             }
         }
-        unattached.sort();
+        let unattached = Counted::runs(unattached);
         DraDevices {
             classes: Some(self.classes),
             groups: groups
@@ -817,13 +882,19 @@ mod tests {
         assert!(devices.unattached.is_empty());
         let groups = &devices.groups;
         assert_eq!(groups.len(), 2);
-        let four = groups.iter().find(|g| g.devices.len() == 4).unwrap();
+        let published = |g: &DeviceGroup| g.devices.iter().map(|c| c.count).sum::<u32>();
+        let four = groups.iter().find(|g| published(g) == 4).unwrap();
+        assert_eq!(
+            four.devices.iter().map(|c| c.count).collect::<Vec<_>>(),
+            [2, 2],
+            "identical devices are counted, not copied"
+        );
         assert_eq!(
             (four.nodes, four.examples.as_slice()),
             (2, ["a".to_owned(), "b".to_owned()].as_slice())
         );
         assert_eq!(
-            four.devices[0].attributes.len(),
+            four.devices[0].device.attributes.len(),
             2,
             "productName is dropped"
         );
@@ -910,11 +981,12 @@ mod tests {
         builder.add_list(list.to_string().as_bytes()).unwrap();
         let devices = builder.finish();
         let group = &devices.groups[0];
-        let cpu = group
+        let cpu = &group
             .devices
             .iter()
-            .find(|d| d.driver == "dra.cpu")
-            .unwrap();
+            .find(|d| d.device.driver == "dra.cpu")
+            .unwrap()
+            .device;
         assert_eq!(
             cpu.capacity,
             BTreeMap::from([("dra.cpu/cpu".to_owned(), "64".to_owned())]),
@@ -924,11 +996,12 @@ mod tests {
             cpu.capacity("dra.cpu/cpu"),
             crate::quantity::Quantity::parse("64").ok()
         );
-        let vfio = group
+        let vfio = &group
             .devices
             .iter()
-            .find(|d| d.driver == "gpu.nvidia.com")
-            .unwrap();
+            .find(|d| d.device.driver == "gpu.nvidia.com")
+            .unwrap()
+            .device;
         assert!(
             vfio.capacity.is_empty(),
             "an exclusive device's capacity is not consumed"

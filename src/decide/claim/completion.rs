@@ -327,10 +327,14 @@ pub(crate) fn common_numa_attribute(
     let (class, devices) = selectors
         .iter()
         .map(|(class, selector)| {
-            let missing = devices_of(selector, inventory)
-                .iter()
-                .filter(|device| device.attribute(STANDARD_NUMA_ATTRIBUTE).is_none())
-                .count();
+            let missing: usize = inventory
+                .all_counted()
+                .filter(|counted| {
+                    selector.admits(&counted.device)
+                        && counted.device.attribute(STANDARD_NUMA_ATTRIBUTE).is_none()
+                })
+                .map(|counted| counted.count as usize)
+                .sum();
             ((*class).clone(), missing)
         })
         .max_by_key(|(_, missing)| *missing)

@@ -28,7 +28,9 @@
 //! conditions), and a node whose pool is mid-update, or a class whose
 //! devices some slice offers to several nodes, makes the answer unknown.
 
-use crate::cluster::dra::{qualified, Atom, ClassSelector, Device, DeviceGroup, DraInventory};
+use crate::cluster::dra::{
+    qualified, Atom, ClassSelector, Counted, Device, DeviceGroup, DraInventory,
+};
 use crate::request::claim::{AllocationMode, ConstraintRule, DeviceChoice, DeviceClaim};
 use crate::request::quantity::Quantity;
 use std::collections::{BTreeMap, BTreeSet};
@@ -166,7 +168,10 @@ fn counted_classes(claim: &DeviceClaim) -> BTreeSet<&str> {
 
 /// The devices of `class` on `group`, or why they are not known.
 struct ClassDevices<'a> {
-    devices: Vec<&'a Device>,
+    /// Each distinct device once, with its count.
+    devices: Vec<&'a Counted>,
+    /// How many devices in all.
+    published: u32,
     /// One of them may serve several requests.
     shared: bool,
     /// The class's driver, which a bare capacity name belongs to.
@@ -203,17 +208,20 @@ fn class_devices<'a>(
         .devices
         .unattached
         .iter()
-        .any(|device| selector.admits(device))
+        .any(|counted| selector.admits(&counted.device))
     {
         return Err(Unknown::SharedPool(class.to_owned()));
     }
-    let devices: Vec<&Device> = group
+    let devices: Vec<&Counted> = group
         .devices
         .iter()
-        .filter(|device| selector.admits(device))
+        .filter(|counted| selector.admits(&counted.device))
         .collect();
     Ok(ClassDevices {
-        shared: devices.iter().any(|device| device.shared),
+        shared: devices.iter().any(|counted| counted.device.shared),
+        published: devices
+            .iter()
+            .fold(0u32, |sum, counted| sum.saturating_add(counted.count)),
         devices,
         driver,
     })
@@ -239,13 +247,13 @@ pub fn group_fit(claim: &DeviceClaim, group: &DeviceGroup, inventory: &DraInvent
             };
             match choice.mode {
                 AllocationMode::ExactCount(count)
-                    if !devices.shared && (devices.devices.len() as u64) < u64::from(count) =>
+                    if !devices.shared && devices.published < count =>
                 {
                     first_short.get_or_insert(Shortfall::Devices {
                         requests: vec![request.name.clone()],
                         class: choice.device_class.clone(),
                         needed: count,
-                        published: devices.devices.len() as u32,
+                        published: devices.published,
                     });
                 }
                 _ => satisfied = true,
@@ -261,12 +269,12 @@ pub fn group_fit(claim: &DeviceClaim, group: &DeviceGroup, inventory: &DraInvent
             Ok(devices) => devices,
             Err(why) => return GroupFit::Unknown(why),
         };
-        if !devices.shared && (devices.devices.len() as u64) < u64::from(*needed) {
+        if !devices.shared && devices.published < *needed {
             return GroupFit::Short(Shortfall::Devices {
                 requests: requests.clone(),
                 class: (*class).to_owned(),
                 needed: *needed,
-                published: devices.devices.len() as u32,
+                published: devices.published,
             });
         }
     }
@@ -282,7 +290,7 @@ pub fn group_fit(claim: &DeviceClaim, group: &DeviceGroup, inventory: &DraInvent
                 continue;
             }
             for (name, needed) in capacity_requests(choice, devices.driver) {
-                let most = most_capacity(devices.devices.iter().copied(), &name);
+                let most = most_capacity(devices.devices.iter().map(|c| &c.device), &name);
                 if most.is_none_or(|most| most < *needed) {
                     return GroupFit::Short(Shortfall::Capacity {
                         request: request.name.clone(),
@@ -375,7 +383,7 @@ fn one_value_shortfall(
                 for choice in request.choices.iter().filter(|c| c.device_class == class) {
                     for (name, needed) in capacity_requests(choice, devices.driver) {
                         let mut most: BTreeMap<&Atom, Quantity> = BTreeMap::new();
-                        for device in &devices.devices {
+                        for device in devices.devices.iter().map(|c| &c.device) {
                             let Some(offered) = device.capacity(&name) else {
                                 continue;
                             };
@@ -391,9 +399,10 @@ fn one_value_shortfall(
             continue;
         }
         let mut per_value: BTreeMap<&Atom, u32> = BTreeMap::new();
-        for device in &devices.devices {
+        for Counted { count, device } in &devices.devices {
             for atom in device.attribute(attribute).map_or(&[][..], |v| &v.0) {
-                *per_value.entry(atom).or_default() += 1;
+                let held = per_value.entry(atom).or_default();
+                *held = held.saturating_add(*count);
             }
         }
         counted.push((class, needed, requests, per_value));
