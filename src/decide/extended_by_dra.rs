@@ -55,7 +55,59 @@ fn served_by_dra(mapped: &ExtendedResource) -> String {
         ),
         (some, count) => format!("{count} nodes ({})", some.join(", ")),
     };
+    let publish = if *nodes == 1 { "publishes" } else { "publish" };
     format!(
-        "{resource} is also served through DRA: DeviceClass {class} maps it (extendedResourceName, KEP-5004), and on the {named} that publish its devices, wherever no device plugin offers {resource}, the scheduler allocates it in a claim of its own without a NUMA constraint, which the kubelet does not align with the pod's CPUs or other GPUs; to align GPUs there, request them through a ResourceClaimTemplate (the policy completes it with a NUMA constraint)"
+        "{resource} is also served through DRA: DeviceClass {class} maps it (extendedResourceName, KEP-5004), and on the {named} that {publish} its devices, wherever no device plugin offers {resource}, the scheduler allocates it in a claim of its own without a NUMA constraint, which the kubelet does not align with the pod's CPUs or other GPUs; to align GPUs there, request them through a ResourceClaimTemplate (the policy completes it with a NUMA constraint)"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::testing::pod;
+    use gpu_topology::dra::ExtendedResources;
+    use rstest::rstest;
+
+    fn mapped(resource: &str, nodes: u32, examples: &[&str]) -> ExtendedResource {
+        ExtendedResource {
+            resource: resource.into(),
+            class: "gpu.nvidia.com".into(),
+            nodes,
+            examples: examples.iter().map(|e| (*e).to_owned()).collect(),
+        }
+    }
+
+    #[rstest]
+    #[case::no_class_maps_it(vec![], None, &[])]
+    #[case::mapped_but_no_node_publishes_it(vec![mapped("nvidia.com/gpu", 0, &[])], None, &[])]
+    #[case::another_resource_is_mapped(vec![mapped("amd.com/gpu", 4, &["mi-0"])], None, &[])]
+    #[case::one_node(
+        vec![mapped("nvidia.com/gpu", 1, &["dra-0"])], None,
+        &["on the node dra-0 that publishes its devices"]
+    )]
+    #[case::more_nodes_than_examples(
+        vec![mapped("nvidia.com/gpu", 12, &["a", "b", "c"])], None,
+        &["on the 12 nodes (a, b, c and 9 more) that publish its devices"]
+    )]
+    #[case::unreadable_entry(
+        vec![], Some("the fleet summary's \"draExtendedResources\" cannot be read: EOF"),
+        &["whether DRA also serves this pod's GPUs (KEP-5004) is not known: the fleet summary's"]
+    )]
+    fn a_gpu_resource_dra_also_serves_is_warned_about(
+        #[case] mapped: Vec<ExtendedResource>,
+        #[case] problem: Option<&str>,
+        #[case] expected: &[&str],
+    ) {
+        let view = ClusterView {
+            extended_by_dra: ExtendedResources(mapped),
+            extended_by_dra_problem: problem.map(str::to_owned),
+            ..ClusterView::default()
+        };
+        let demand = PodDemand::from_pod_spec(&pod(8, 32), &["nvidia.com/gpu".to_owned()]).unwrap();
+        let warnings = warnings(&demand, &view);
+        assert_eq!(warnings.len(), expected.len(), "{warnings:?}");
+        for (warning, fragment) in warnings.iter().zip(expected) {
+            assert!(warning.contains(fragment), "{warning}");
+        }
+    }
 }
