@@ -329,3 +329,182 @@ fn a_grouped_cpu_request_is_counted_against_one_devices_capacity(
     };
     assert_eq!(fit, expected);
 }
+
+/// dra-driver-cpu's CPUs for the claim generated from a 2-GPU template
+/// (`cpus::cpu_plan`), on a node of 2 GPUs (`nvidia-gpu-doc.yaml`, NUMA
+/// node 0) and dra-driver-cpu's devices of `cpu_file` (`copies` each),
+/// for a pod whose containers are `containers`, in a few words.
+fn cpu_outcome(
+    cpu_file: &str,
+    copies: usize,
+    claim: Value,
+    containers: Value,
+    settings: Value,
+) -> String {
+    use gpu_topology_policy::decide::claim::cpus::{cpu_plan, CannotAddCpus, CpuMode, CpuPlan};
+    let inventory = cpu_inventory(cpu_file, copies);
+    let claim = devices(claim);
+    let config = config(settings);
+    let aligned = aligned_requests(&claim, &config.dra).expect("a GPU claim");
+    let spec = json!({ "containers": containers });
+    match cpu_plan(&claim, &aligned, &spec, "gpus", &config, &inventory) {
+        CpuPlan::NotApplicable => "not applicable".to_owned(),
+        CpuPlan::Add(add) => format!(
+            "add {} {} for {} over {:?}",
+            add.request.cpus,
+            match add.request.mode {
+                CpuMode::Grouped => "grouped",
+                CpuMode::Individual => "individual",
+            },
+            add.container,
+            add.constraint.requests
+        ),
+        CpuPlan::Cannot(CannotAddCpus::NoFit(_)) => "cannot: no fit".to_owned(),
+        CpuPlan::Cannot(cannot) => format!("cannot: {cannot:?}"),
+    }
+}
+
+/// 2 GPUs on NUMA node 0 of node hgx-0, and dra-driver-cpu's devices of
+/// `cpu_file` (`copies` each) there.
+fn cpu_inventory(cpu_file: &str, copies: usize) -> DraInventory {
+    inventory(
+        &[
+            ("nvidia-gpu-doc.yaml", 2, Some("hgx-0")),
+            (cpu_file, copies, Some("hgx-0")),
+        ],
+        &["nvidia.yaml", "dra-cpu.yaml"],
+    )
+}
+
+fn two_gpus() -> Value {
+    json!({"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}]})
+}
+
+fn trainer(cpu: &str) -> Value {
+    json!([{"name": "trainer", "resources": {"requests": {"cpu": cpu}, "claims": [{"name": "gpus"}]}}])
+}
+
+#[rstest]
+#[case::one_container_with_whole_cpus(
+    "dra-cpu-grouped.yaml", 1, two_gpus(), trainer("16"), json!({}),
+    "add 16 grouped for container \"trainer\" over [\"gpu\", \"cpus\"]"
+)]
+#[case::one_cpu_device_per_cpu(
+    "dra-cpu-individual.yaml", 8, two_gpus(), trainer("12"), json!({}),
+    "add 12 individual for container \"trainer\" over [\"gpu\", \"cpus\"]"
+)]
+#[case::individual_cpus_past_32_devices(
+    "dra-cpu-individual.yaml", 32, two_gpus(), trainer("31"), json!({}),
+    "cannot: TooManyDevices { devices: 33 }"
+)]
+#[case::more_cpus_than_one_numa_node_offers(
+    "dra-cpu-grouped.yaml", 1, two_gpus(), trainer("65"), json!({}), "cannot: no fit"
+)]
+#[case::two_containers_share_the_claim(
+    "dra-cpu-grouped.yaml", 1, two_gpus(),
+    json!([{"name": "a", "resources": {"requests": {"cpu": "4"}, "claims": [{"name": "gpus"}]}},
+           {"name": "b", "resources": {"requests": {"cpu": "4"}, "claims": [{"name": "gpus"}]}}]),
+    json!({}),
+    "cannot: SharedBy([ContainerRef { kind: App, index: 0, name: \"a\" }, ContainerRef { kind: App, index: 1, name: \"b\" }])"
+)]
+#[case::the_container_takes_one_request(
+    "dra-cpu-grouped.yaml", 1, two_gpus(),
+    json!([{"name": "a", "resources": {"requests": {"cpu": "4"}, "claims": [{"name": "gpus", "request": "gpu"}]}}]),
+    json!({}),
+    "cannot: OneRequestOnly { container: ContainerRef { kind: App, index: 0, name: \"a\" }, request: \"gpu\" }"
+)]
+#[case::fractional_cpus(
+    "dra-cpu-grouped.yaml", 1, two_gpus(), trainer("2500m"), json!({}),
+    "cannot: NoWholeCpus { container: ContainerRef { kind: App, index: 0, name: \"trainer\" }, cpu: Some(\"2500m\") }"
+)]
+#[case::zero_cpus_are_no_cpus(
+    "dra-cpu-grouped.yaml", 1, two_gpus(), trainer("0"), json!({}),
+    "cannot: NoWholeCpus { container: ContainerRef { kind: App, index: 0, name: \"trainer\" }, cpu: None }"
+)]
+#[case::a_request_of_every_device_beside(
+    "dra-cpu-grouped.yaml", 1,
+    json!({"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}},
+        {"name": "nics", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}}]}),
+    trainer("8"), json!({}), "cannot: AllocatesAll(\"nics\")"
+)]
+#[case::an_authors_distinct_attribute_over_every_request(
+    "dra-cpu-grouped.yaml", 1,
+    json!({"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}],
+           "constraints": [{"distinctAttribute": "resource.kubernetes.io/pcieRoot"}]}),
+    trainer("8"), json!({}),
+    "cannot: DistinctOverAll(\"resource.kubernetes.io/pcieRoot\")"
+)]
+#[case::the_claim_asks_cpus_itself(
+    "dra-cpu-grouped.yaml", 1,
+    json!({"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}},
+        {"name": "mine", "exactly": {"deviceClassName": "dra.cpu", "capacity": {"requests": {"dra.cpu/cpu": "4"}}}}]}),
+    trainer("8"), json!({}), "not applicable"
+)]
+#[case::every_gpu_of_the_node(
+    "dra-cpu-grouped.yaml", 1,
+    json!({"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}}]}),
+    trainer("8"), json!({}), "not applicable"
+)]
+#[case::node_alignment_adds_nothing(
+    "dra-cpu-grouped.yaml", 1, two_gpus(), trainer("8"),
+    json!({"topology": {"alignment": "node"}}), "not applicable"
+)]
+#[case::validate_mode_adds_nothing(
+    "dra-cpu-grouped.yaml", 1, two_gpus(), trainer("8"),
+    json!({"qos": {"mode": "validate"}}), "not applicable"
+)]
+fn the_cpus_of_a_generated_claim(
+    #[case] cpu_file: &str,
+    #[case] copies: usize,
+    #[case] claim: Value,
+    #[case] containers: Value,
+    #[case] settings: Value,
+    #[case] expected: &str,
+) {
+    assert_eq!(
+        cpu_outcome(cpu_file, copies, claim, containers, settings),
+        expected
+    );
+}
+
+/// A fleet summary written before capacities were kept holds grouped CPU
+/// devices without `dra.cpu/cpu`: taking them for one CPU each would ask a
+/// whole shared device per "CPU", so nothing is added.
+#[test]
+fn grouped_devices_without_their_capacity_are_not_taken_for_single_cpus() {
+    use gpu_topology_policy::decide::claim::cpus::{cpu_plan, CannotAddCpus, CpuPlan};
+    let mut inventory = cpu_inventory("dra-cpu-grouped.yaml", 1);
+    for group in &mut inventory.devices.groups {
+        for counted in &mut group.devices {
+            counted.device.capacity.clear();
+        }
+    }
+    let claim = devices(two_gpus());
+    let config = Config::default();
+    let aligned = aligned_requests(&claim, &config.dra).unwrap();
+    let spec = json!({ "containers": trainer("8") });
+    assert_eq!(
+        cpu_plan(&claim, &aligned, &spec, "gpus", &config, &inventory),
+        CpuPlan::Cannot(CannotAddCpus::UnknownMode)
+    );
+}
+
+/// A `firstAvailable` GPU request of 4 GPUs, else 2: the partition must
+/// hold the preferred 4, or that choice could never be allocated.
+#[test]
+fn an_nvlink_partition_holds_the_largest_first_available_choice() {
+    let inventory = inventory(
+        &[("nvidia-vfio-fabric-manager.yaml", 1, None)],
+        &["nvidia.yaml"],
+    );
+    let claim = devices(json!({"requests": [{"name": "gpus", "firstAvailable": [
+        {"name": "four", "deviceClassName": "vfio.gpu.nvidia.com", "count": 4},
+        {"name": "two", "deviceClassName": "vfio.gpu.nvidia.com", "count": 2}
+    ]}]}));
+    let nvlink = config(json!({"topology": {"alignment": "nvlink"}}));
+    assert_eq!(
+        outcome_with(&claim, &inventory, &nvlink),
+        "fits; add MatchAttribute(\"gpu.nvidia.com/partition4\") over [\"gpus\"]"
+    );
+}

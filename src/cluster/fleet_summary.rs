@@ -11,7 +11,7 @@
 use crate::cluster::host::{quote_host_error, ClusterReader};
 use crate::cluster::ClusterView;
 use crate::settings::FleetSummarySettings;
-use gpu_topology::dra::{ExtendedResources, DRA_EXTENDED_RESOURCES_KEY};
+use gpu_topology::dra::{ExtendedResources, DRA_DEVICES_KEY, DRA_EXTENDED_RESOURCES_KEY};
 use gpu_topology::summary::{FORMAT_KEY, GENERATED_AT_KEY};
 use gpu_topology::FleetSummary;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
@@ -77,7 +77,14 @@ pub fn read_fresh(
     settings: &FleetSummarySettings,
     clock: impl FnOnce() -> Option<u64>,
 ) -> Result<(FleetSummary, BTreeMap<String, String>), String> {
-    let data = read_fresh_data(cluster, settings, clock, Entries::All)?;
+    // The pod path needs the node groups and the small DRA entry, never the
+    // DRA devices, which claims read.
+    let data = read_fresh_data(
+        cluster,
+        settings,
+        clock,
+        Entries::AllBut(&[DRA_DEVICES_KEY]),
+    )?;
     let summary = FleetSummary::from_data(data.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .map_err(|problem| unreadable(settings, &problem.to_string()))?;
     Ok((summary, data))
@@ -87,6 +94,8 @@ pub fn read_fresh(
 #[derive(Debug, Clone, Copy)]
 pub enum Entries<'a> {
     All,
+    /// Every entry but these, which are skipped unread.
+    AllBut(&'a [&'a str]),
     /// These, besides the format and the date; the others are skipped
     /// unread (a claim needs the DRA devices, not the node groups).
     Only(&'a [&'a str]),
@@ -96,6 +105,7 @@ impl Entries<'_> {
     fn keeps(&self, key: &str) -> bool {
         match self {
             Entries::All => true,
+            Entries::AllBut(keys) => !keys.contains(&key),
             Entries::Only(keys) => {
                 key == FORMAT_KEY || key == GENERATED_AT_KEY || keys.contains(&key)
             }

@@ -45,15 +45,20 @@ fn served_by_dra(mapped: &ExtendedResource) -> String {
         nodes,
         examples,
     } = mapped;
-    let named = match (examples.as_slice(), *nodes) {
+    // The entry is the summarizer's, read as untrusted: at most `nodes`
+    // examples are named.
+    let count = *nodes as usize;
+    let shown = &examples[..examples.len().min(count)];
+    let named = match (shown, count) {
         ([one], 1) => format!("node {one}"),
-        ([], count) => format!("{count} nodes"),
-        (some, count) if count as usize > some.len() => format!(
+        (_, 1) => "1 node".to_owned(),
+        ([], _) => format!("{count} nodes"),
+        (some, _) if count > some.len() => format!(
             "{count} nodes ({} and {} more)",
             some.join(", "),
-            count as usize - some.len()
+            count - some.len()
         ),
-        (some, count) => format!("{count} nodes ({})", some.join(", ")),
+        (some, _) => format!("{count} nodes ({})", some.join(", ")),
     };
     let publish = if *nodes == 1 { "publishes" } else { "publish" };
     format!(
@@ -88,6 +93,10 @@ mod tests {
     #[case::more_nodes_than_examples(
         vec![mapped("nvidia.com/gpu", 12, &["a", "b", "c"])], None,
         &["on the 12 nodes (a, b, c and 9 more) that publish its devices"]
+    )]
+    #[case::more_examples_than_nodes(
+        vec![mapped("nvidia.com/gpu", 1, &["a", "b"])], None,
+        &["on the node a that publishes its devices"]
     )]
     #[case::unreadable_entry(
         vec![], Some("the fleet summary's \"draExtendedResources\" cannot be read: EOF"),

@@ -38,7 +38,9 @@ pub struct Aligned {
     pub gpu_classes: BTreeSet<String>,
     /// The fewest devices they take together.
     pub devices: u32,
-    /// The fewest devices the GPU requests take together.
+    /// The most devices the GPU requests take together (each its largest
+    /// choice): what an NVLink partition must hold, so that no preferred
+    /// `firstAvailable` choice is made unallocatable.
     pub gpu_devices: u32,
 }
 
@@ -78,7 +80,9 @@ pub fn aligned_requests(claim: &DeviceClaim, dra: &DraSettings) -> Option<Aligne
                 _ => None,
             })
             .collect();
-        let Some(fewest) = counts.and_then(|counts| counts.into_iter().min()) else {
+        let Some((fewest, most)) = counts.and_then(|counts| {
+            Some((counts.iter().copied().min()?, counts.iter().copied().max()?))
+        }) else {
             continue;
         };
         if is_gpu(request) {
@@ -86,7 +90,7 @@ pub fn aligned_requests(claim: &DeviceClaim, dra: &DraSettings) -> Option<Aligne
             aligned
                 .gpu_classes
                 .extend(request.choices.iter().map(|c| c.device_class.clone()));
-            aligned.gpu_devices = aligned.gpu_devices.saturating_add(fewest);
+            aligned.gpu_devices = aligned.gpu_devices.saturating_add(most);
         }
         aligned.requests.push(request.name.clone());
         aligned

@@ -45,6 +45,9 @@ pub const DRA_CPU_DRIVER: &str = "dra.cpu";
 pub const CPU_CAPACITY: &str = "dra.cpu/cpu";
 /// Devices one claim may be allocated (types.go `AllocationResultsMaxSize`).
 pub const MAX_CLAIM_DEVICES: u64 = 32;
+/// Requests, and constraints, one claim may have (types.go
+/// `DeviceRequestsMaxSize`, `DeviceConstraintsMaxSize`).
+pub const MAX_CLAIM_ENTRIES: usize = 32;
 
 /// How dra-driver-cpu publishes a node's CPUs (`--cpu-device-mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,6 +161,19 @@ pub enum CannotAddCpus {
     MixedModes,
     /// One CPU device per CPU would take the claim past its 32 devices.
     TooManyDevices { devices: u64 },
+    /// A request takes every matching device (`allocationMode: All`), so
+    /// how many devices the claim gets is not known.
+    AllocatesAll(String),
+    /// The claim has as many requests or constraints as the API allows
+    /// (types.go `DeviceRequestsMaxSize`, `DeviceConstraintsMaxSize`: 32).
+    ClaimFull,
+    /// dra-driver-cpu's shared devices publish no `dra.cpu/cpu` capacity
+    /// the policy reads (a fleet summary of an older summarizer), so how a
+    /// request takes N of their CPUs cannot be written.
+    UnknownMode,
+    /// An author's `distinctAttribute` constraint over every request would
+    /// cover the CPUs too, and the fit does not count it.
+    DistinctOverAll(String),
     /// No NUMA attribute every GPU and CPU device publishes.
     NoNumaAttribute(CannotAlign),
     /// No node could allocate the claim with the CPUs.
@@ -211,7 +227,9 @@ pub fn cpu_plan(
     config: &Config,
     inventory: &DraInventory,
 ) -> CpuPlan {
-    if !completes_claims(config) {
+    // Without a GPU request to align with (an `All` GPU request is not
+    // aligned), CPUs would be constrained to nothing.
+    if !completes_claims(config) || aligned.gpu_requests.is_empty() {
         return CpuPlan::NotApplicable;
     }
     let Some(class) = cpu_class(config, inventory) else {
@@ -249,18 +267,34 @@ fn plan_cpus(
 ) -> Result<AddCpus, CannotAddCpus> {
     let (container, cpus) = claim_container(pod_spec, pod_claim)?;
     let mode = cpu_mode(inventory)?;
-    let devices: u64 = claim
-        .requests
-        .iter()
-        .filter_map(|request| match request.choices.first()?.mode {
-            AllocationMode::ExactCount(count) => Some(u64::from(count)),
-            AllocationMode::All => None,
-        })
-        .sum::<u64>()
-        + match mode {
-            CpuMode::Grouped => 1,
-            CpuMode::Individual => cpus,
-        };
+    if claim.requests.len() >= MAX_CLAIM_ENTRIES || claim.constraints.len() >= MAX_CLAIM_ENTRIES {
+        return Err(CannotAddCpus::ClaimFull);
+    }
+    // A constraint without `requests` covers every request, the CPUs too:
+    // the fit counts matchAttribute ones, not distinctAttribute ones.
+    if let Some(attribute) = claim.constraints.iter().find_map(|c| match &c.rule {
+        ConstraintRule::DistinctAttribute(name) if c.requests.is_empty() => Some(name),
+        _ => None,
+    }) {
+        return Err(CannotAddCpus::DistinctOverAll(attribute.clone()));
+    }
+    // The most devices the claim can get: the largest choice of each request.
+    let mut devices: u64 = match mode {
+        CpuMode::Grouped => 1,
+        CpuMode::Individual => cpus,
+    };
+    for request in &claim.requests {
+        let mut most = 0u64;
+        for choice in &request.choices {
+            match choice.mode {
+                AllocationMode::ExactCount(count) => most = most.max(u64::from(count)),
+                AllocationMode::All => {
+                    return Err(CannotAddCpus::AllocatesAll(request.name.clone()))
+                }
+            }
+        }
+        devices = devices.saturating_add(most);
+    }
     if devices > MAX_CLAIM_DEVICES {
         return Err(CannotAddCpus::TooManyDevices { devices });
     }
@@ -363,8 +397,16 @@ fn claim_container(
         .and_then(|text| Quantity::parse(text).ok())
         .filter(|cpu| cpu.is_whole() && !cpu.is_zero())
         .and_then(|cpu| cpu.whole_units());
+    // `cpu: "0"` asks no CPUs, as an absent cpu does.
+    let cpus_written = written
+        .as_deref()
+        .is_some_and(|text| Quantity::parse(text).map_or(true, |cpu| !cpu.is_zero()));
     match cpus {
         Some(cpus) => Ok((container.id.clone(), cpus)),
+        None if !cpus_written => Err(CannotAddCpus::NoWholeCpus {
+            container: container.id.clone(),
+            cpu: None,
+        }),
         None => Err(CannotAddCpus::NoWholeCpus {
             container: container.id.clone(),
             cpu: written.map(|text| text.into_owned()),
@@ -374,11 +416,18 @@ fn claim_container(
 
 /// The driver's device mode, from its published devices.
 fn cpu_mode(inventory: &DraInventory) -> Result<CpuMode, CannotAddCpus> {
-    let modes: BTreeSet<bool> = inventory
-        .all_devices()
-        .filter(|device| device.driver == DRA_CPU_DRIVER)
-        .map(|device| device.shared && device.capacity.contains_key(CPU_CAPACITY))
-        .collect();
+    let devices = || {
+        inventory
+            .all_devices()
+            .filter(|device| device.driver == DRA_CPU_DRIVER)
+    };
+    // A shared device asked for without `capacity.requests` is taken whole
+    // (`DRAConsumableCapacity`): one without a readable capacity is not
+    // taken for a CPU device of individual mode.
+    if devices().any(|device| device.shared && device.capacity(CPU_CAPACITY).is_none()) {
+        return Err(CannotAddCpus::UnknownMode);
+    }
+    let modes: BTreeSet<bool> = devices().map(|device| device.shared).collect();
     match (modes.contains(&true), modes.contains(&false)) {
         (true, false) => Ok(CpuMode::Grouped),
         (false, true) => Ok(CpuMode::Individual),

@@ -237,7 +237,7 @@ fn shortfall_text(shortfall: &Shortfall) -> String {
             within,
         } => {
             let scope = match within {
-                Some((attribute, _)) => format!(" with the constrained {attribute}"),
+                Some((attribute, _)) => format!(" at one value of {attribute}"),
                 None => String::new(),
             };
             let offered = match (most, within) {
@@ -344,8 +344,11 @@ fn cannot_align(cannot: &CannotAlign) -> String {
             if requests.len() == 1 { "chooses its" } else { "choose their" }
         ),
         CannotAlign::NoInterconnectAttribute { classes, gpus } => format!(
-            "topology.alignment is nvlink, and not every device of class {} publishes an NVLink partition of {gpus} GPUs or more (the NVIDIA DRA driver publishes {PARTITION_ATTRIBUTE_PREFIX}<N> on VFIO devices under FabricManagerPartitioning; full GPUs and MIG devices carry no NVLink attribute); set topology.alignment: numa to constrain GPU claims on {STANDARD_NUMA_ATTRIBUTE}",
-            classes.join(", ")
+            "topology.alignment is nvlink, and not every device of {} publishes an NVLink partition of {gpus} GPUs or more (the NVIDIA DRA driver publishes {PARTITION_ATTRIBUTE_PREFIX}<N> on VFIO devices under FabricManagerPartitioning; full GPUs and MIG devices carry no NVLink attribute); set topology.alignment: numa to constrain GPU claims on {STANDARD_NUMA_ATTRIBUTE}",
+            match classes.as_slice() {
+                [one] => format!("class {one}"),
+                many => format!("classes {}", many.join(", ")),
+            }
         ),
     }
 }
@@ -366,12 +369,12 @@ pub fn cpu_plan_note(
     match plan {
         CpuPlan::NotApplicable => None,
         CpuPlan::Add(add) => Some(format!(
-            "Pod {pod}: {generated} gets {} of device class {} (request {:?}) under one matchAttribute constraint on {} with its requests {}, which dra-driver-cpu gives to {}; dra-driver-cpu needs cpuManagerPolicy: none on its nodes",
+            "Pod {pod}: {generated} gets {} of device class {} (request {:?}) under one matchAttribute constraint on {} with its {}, which dra-driver-cpu gives to {}; dra-driver-cpu needs cpuManagerPolicy: none on its nodes",
             cpus_text(add.request.cpus),
             add.request.class,
             add.request.name,
             cpus::constraint_attribute(add),
-            quoted_list(&add.constraint.requests[..add.constraint.requests.len().saturating_sub(1)]),
+            plural_requests(&add.constraint.requests[..add.constraint.requests.len().saturating_sub(1)]),
             add.container
         )),
         CpuPlan::Cannot(cannot) => Some(format!(
@@ -417,6 +420,21 @@ fn cannot_add_cpus(cannot: &CannotAddCpus) -> String {
         CannotAddCpus::TooManyDevices { devices: count } => format!(
             "one device per CPU would give the claim {count} devices, more than the {} a claim may have; run dra-driver-cpu in grouped mode, or request fewer CPUs",
             cpus::MAX_CLAIM_DEVICES
+        ),
+        CannotAddCpus::AllocatesAll(request) => format!(
+            "its request {request:?} takes every matching device (allocationMode: All), so whether the CPUs would take the claim past the {} devices a claim may have is not known",
+            cpus::MAX_CLAIM_DEVICES
+        ),
+        CannotAddCpus::ClaimFull => format!(
+            "the claim has the {} requests or constraints a claim may have",
+            cpus::MAX_CLAIM_ENTRIES
+        ),
+        CannotAddCpus::UnknownMode => format!(
+            "dra-driver-cpu's shared CPU devices publish no {} capacity the policy can read (a fleet summary written by an older summarizer keeps none), so how to ask N of their CPUs is not known; upgrade the summarizer",
+            cpus::CPU_CAPACITY
+        ),
+        CannotAddCpus::DistinctOverAll(attribute) => format!(
+            "its distinctAttribute constraint on {attribute} covers every request, the CPUs too, and the scheduler never allocates a device that lacks the attribute; name the requests it is meant for"
         ),
         CannotAddCpus::NoNumaAttribute(cannot) => cannot_align(cannot),
         CannotAddCpus::NoFit(groups) => format!(

@@ -174,6 +174,10 @@ struct ClassDevices<'a> {
     published: u32,
     /// One of them may serve several requests.
     shared: bool,
+    /// Every one of them may: only then is their capacity all there is to
+    /// count (an exclusive device's capacity is not kept, and it may hold
+    /// what a capacity request asks).
+    all_shared: bool,
     /// The class's driver, which a bare capacity name belongs to.
     driver: &'a str,
 }
@@ -219,6 +223,7 @@ fn class_devices<'a>(
         .collect();
     Ok(ClassDevices {
         shared: devices.iter().any(|counted| counted.device.shared),
+        all_shared: devices.iter().all(|counted| counted.device.shared),
         published: devices
             .iter()
             .fold(0u32, |sum, counted| sum.saturating_add(counted.count)),
@@ -286,7 +291,7 @@ pub fn group_fit(claim: &DeviceClaim, group: &DeviceGroup, inventory: &DraInvent
                 Ok(devices) => devices,
                 Err(why) => return GroupFit::Unknown(why),
             };
-            if !devices.shared {
+            if !devices.shared || !devices.all_shared {
                 continue;
             }
             for (name, needed) in capacity_requests(choice, devices.driver) {
@@ -372,6 +377,11 @@ fn one_value_shortfall(
             Ok(devices) => devices,
             Err(why) => return Some(Err(why)),
         };
+        if devices.shared && !devices.all_shared {
+            // Shared and exclusive devices in one class: neither count is
+            // sure, so nothing is counted (an upper bound).
+            continue;
+        }
         if devices.shared {
             // A shared device serves any number of requests: only what
             // they ask of its capacity is counted, per value.
