@@ -32,7 +32,7 @@ use crate::decide::claim::fit::{claim_fit, ClaimFit};
 use crate::request::claim::{
     ClaimKind, DeviceClaim, RESOURCE_API_VERSION, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE,
 };
-use crate::request::pod::{containers, Section};
+use crate::request::pod::{containers, ContainerRef, Section};
 use crate::request::quantity::Quantity;
 use crate::settings::Config;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
@@ -195,7 +195,7 @@ pub fn dra_stage(
                 inventory,
             );
             if let CpuPlan::Add(add) = &plan {
-                given_cpus.push(add.container.to_string());
+                given_cpus.push(add.container.clone());
             }
             if let Some(note) = explain::cpu_plan_note(
                 name,
@@ -212,6 +212,7 @@ pub fn dra_stage(
     let pinned: Vec<String> = exclusive_cpu_containers(spec, &gpu_claim_names)
         .into_iter()
         .filter(|container| !given_cpus.contains(container))
+        .map(|container| container.to_string())
         .collect();
     if !pinned.is_empty() {
         stage.warnings.push(format!(
@@ -255,7 +256,7 @@ fn cpu_fix(inventory: Option<&DraInventory>) -> String {
 /// would give exclusive CPUs: in a Guaranteed pod (every container's CPU
 /// and memory limited, requests equal to limits), a whole CPU count
 /// (`cpumanager` `policy_static.go` `guaranteedCPUs`).
-fn exclusive_cpu_containers(spec: &Value, gpu_claims: &[&str]) -> Vec<String> {
+fn exclusive_cpu_containers(spec: &Value, gpu_claims: &[&str]) -> Vec<ContainerRef> {
     let Ok(all) = containers(spec) else {
         return Vec::new();
     };
@@ -297,6 +298,6 @@ fn exclusive_cpu_containers(spec: &Value, gpu_claims: &[&str]) -> Vec<String> {
             uses_gpu_claim
                 && quantity(container, Section::Limits, "cpu").is_some_and(|cpu| cpu.is_whole())
         })
-        .map(|container| container.id.to_string())
+        .map(|container| container.id.clone())
         .collect()
 }
