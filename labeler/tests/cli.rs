@@ -70,9 +70,11 @@ fn once_dry_run_json_prints_exactly_one_object_of_labels() {
         ),
         ("numa-hugepages-1gi", "0.0.0.0.0.0.0.0"),
         ("numa-hugepages-2mi", "0.0.0.0.0.0.0.0"),
+        // The recorded 127621.128721.128721.128721.128721.128721.128934.128721
+        // MiB in whole GiB: NUMA node 6's 213 MiB more make no other shape.
         (
             "numa-memory-mib",
-            "127621.128721.128721.128721.128721.128721.128934.128721",
+            "126976.128000.128000.128000.128000.128000.128000.128000",
         ),
         ("numa-reserved-cpus", "2.0.0.0.0.0.0.0"),
         ("topology-manager-max-allowable-numa-nodes", "8"),

@@ -112,7 +112,8 @@ fn sysfs_alone(
     ("memory-manager-policy", "static"),
     ("numa-hugepages-1gi", "3.0.0"),
     ("numa-hugepages-2mi", "412.0.0"),
-    ("numa-memory-mib", "26624.32256.16384"),
+    // 32256 MiB net of the reservations, published in whole GiB.
+    ("numa-memory-mib", "26624.31744.16384"),
     ("numa-reserved-cores", "1.0.0"),
     ("numa-reserved-cpus", "2.0.0"),
     ("topology-manager-max-allowable-numa-nodes", "8"),

@@ -935,6 +935,10 @@ pub fn unknown_words(unknown: &Unknown) -> String {
         Unknown::Indeterminate(Indeterminate::DistributeLoop { .. }) => {
             "distribute-cpus-across-numa would loop in the kubelet".to_owned()
         }
+        Unknown::Indeterminate(Indeterminate::MemoryRounding) => format!(
+            "the static Memory Manager's answer depends on memory within the {} MiB the numa-memory-mib label rounds down",
+            gpu_topology::NUMA_MEMORY_GRANULARITY_MIB
+        ),
         Unknown::TooManyNumaNodes { numa_nodes } => {
             format!("{numa_nodes} NUMA nodes are more than the model follows")
         }

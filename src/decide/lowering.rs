@@ -4,37 +4,51 @@
 //! take, the default is lowered for this pod, never raised, to the value
 //! that lets the most nodes take it (ties: the larger value).
 //!
-//! Candidates: the configured default and, for each group that refuses
-//! with it, the largest value at most it that the group takes, found with
-//! the kubelet model. The values a kubelet takes form an interval: too
-//! many CPUs or too much memory for the NUMA nodes are refused, and under
-//! `restricted` so are too few to span the NUMA nodes the GPUs need (its
-//! merged hint must be preferred by every resource). So the search halves
-//! the default until the group takes the pod, then bisects between that
-//! value and the default for the largest one (SMT rounding keeps the CPU
-//! counts tried multiples the node allocates). Values below one CPU or
-//! 1 GiB per GPU are not tried: a GPU process needs more. CPU is lowered
-//! first, then memory with the CPU chosen.
+//! The values a kubelet takes form an interval: too many CPUs or too much
+//! memory for the NUMA nodes are refused, and under `restricted` so are
+//! too few to span the NUMA nodes the GPUs need (its merged hint must be
+//! preferred by every resource). So each distinct set of node facts is
+//! searched once for its interval: the search halves the default until the
+//! group takes the pod, then bisects above that value for the largest one
+//! and below it for the smallest (SMT rounding keeps the CPU counts tried
+//! multiples the node allocates). The nodes taking the pod at each
+//! interval's top are then counted in one sweep over the sorted intervals,
+//! and the best value is checked with one more answer per distinct set of
+//! facts. Values below one CPU or 1 GiB per GPU are not tried: a GPU
+//! process needs more. CPU is lowered first, then memory with the CPU
+//! chosen.
 //!
 //! Cost: the search runs only when a group refuses for a reason CPUs or
-//! memory can cause and some GPU container takes the default; each try is
-//! one QoS plan and one model answer per group.
+//! memory can cause and some GPU container takes the default. It asks the
+//! model O(log(default)) times per distinct set of facts, each answer
+//! memoized, so it grows linearly with the fleet's shapes; past
+//! [`MAX_SEARCH_ANSWERS`] answers it stops ([`SearchCapped`]) and the pod is
+//! decided on the configured defaults.
 
 use crate::decide::explain::{kubelets_take_it, nodes};
-use crate::decide::model::Need;
-use crate::decide::model::{self, GroupVerdict};
+use crate::decide::model::{self, FactsIndex, GroupVerdict, Need};
 use crate::decide::qos::{self, Reason, Resource, Target};
 use crate::decide::PodInput;
 use crate::request::quantity::Quantity;
 use crate::settings::{Config, QosConfig, QosMode};
-use gpu_topology::kubelet::Refusal;
+use gpu_topology::kubelet::{self, Refusal};
 use serde_json::Value;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 
 /// The lowest default per GPU the search tries: one CPU, 1 GiB.
 const CPU_FLOOR_UNITS: u64 = 1;
 const MEMORY_FLOOR_BYTES: u64 = 1 << 30;
 /// Memory defaults are searched in whole MiB.
 const MIB: u64 = 1 << 20;
+/// The most kubelet-model answers the search for lower defaults may ask in
+/// one admission, both resources together. About 40 answers search one set
+/// of facts for memory (three bisections over up to 2^14 MiB), so this
+/// covers a fleet of about 100 distinct shapes that all refuse; each
+/// answer costs tens of thousands of instructions, so the search stays
+/// within a few milliseconds of policy-server's 2 s timeout whatever the
+/// fleet (BENCHMARKS.md).
+pub const MAX_SEARCH_ANSWERS: usize = 4_096;
 
 /// A lowered QoS configuration for this pod, and the warning that says so.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,19 +57,40 @@ pub struct Lowered {
     pub warning: String,
 }
 
+/// The search for lower defaults stopped at [`MAX_SEARCH_ANSWERS`]: the pod
+/// is decided on the defaults it had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchCapped {
+    /// The distinct sets of node facts the search had to cover.
+    pub distinct_facts: usize,
+}
+
+impl SearchCapped {
+    /// The warning that names the cap and what to do.
+    pub fn warning(&self) -> String {
+        format!(
+            "qos.cpuPerGpu and qos.memoryPerGpu were not lowered for this pod: the search for lower defaults stopped at its cap of {MAX_SEARCH_ANSWERS} kubelet-model answers over {} distinct node shapes; set the containers' cpu and memory, or lower the defaults",
+            self.distinct_facts
+        )
+    }
+}
+
 /// The defaults this pod is planned with instead of the configured ones,
-/// when lowering one lets more nodes take it; `None` otherwise.
+/// when lowering one lets more nodes take it; `Ok(None)` otherwise, and
+/// `Err` when the search stopped at its cap.
 pub fn lower_defaults(
     spec: &Value,
     input: &PodInput,
     config: &Config,
     multiple: u64,
     verdicts: &[GroupVerdict],
-) -> Option<Lowered> {
+) -> Result<Option<Lowered>, SearchCapped> {
     if config.qos.mode != QosMode::Mutate || !verdicts.iter().any(refused_for_resources) {
-        return None;
+        return Ok(None);
     }
-    let plan = qos::plan(spec, &input.demand.pod, &config.qos, multiple).ok()?;
+    let Ok(plan) = qos::plan(spec, &input.demand.pod, &config.qos, multiple) else {
+        return Ok(None);
+    };
     let search = Search::new(spec, input, config, multiple, verdicts);
     let mut qos = config.qos.clone();
     let mut words = Vec::new();
@@ -68,7 +103,7 @@ pub fn lower_defaults(
         if !defaulted {
             continue;
         }
-        if let Some((from, to, taken_before, taken_after)) = search.lower(&qos, resource) {
+        if let Some((from, to, taken_before, taken_after)) = search.lower(&qos, resource)? {
             set_default(&mut qos, resource, to);
             words.push(format!(
                 "{} lowered from {from} to {to} per GPU for this pod: with {from}, {}; with {to}, {}",
@@ -78,10 +113,10 @@ pub fn lower_defaults(
             ));
         }
     }
-    (!words.is_empty()).then(|| Lowered {
+    Ok((!words.is_empty()).then(|| Lowered {
         qos,
         warning: words.join("; "),
-    })
+    }))
 }
 
 /// A refusal fewer CPUs or less memory could lift. Not too few GPUs, a
@@ -125,6 +160,15 @@ fn set_default(qos: &mut QosConfig, resource: Resource, value: Quantity) {
     }
 }
 
+/// The values of one group that take the pod: `low..=high`, in the
+/// search's units.
+#[derive(Debug, Clone, Copy)]
+struct Taken {
+    low: u64,
+    high: u64,
+    nodes: u32,
+}
+
 /// What a search over QoS plans reads: the pod, the fleet's verdicts on
 /// it as first planned, and what a group must do to take it. Also used by
 /// [`rounding`](crate::decide::rounding).
@@ -134,7 +178,16 @@ pub(crate) struct Search<'a, 'f> {
     multiple: u64,
     verdicts: &'a [GroupVerdict<'f>],
     need: Need,
+    /// For each group, the index of the first group with the same facts:
+    /// the model is asked once per distinct set.
+    first_with_facts: Vec<usize>,
+    /// Model answers the bisections may still ask ([`MAX_SEARCH_ANSWERS`]).
+    answers_left: Cell<usize>,
 }
+
+/// One tried default: the model's pod and its answers so far, by the
+/// first group of each set of facts. `None`: no plan could be made.
+type Tried = Option<(kubelet::PodDemand, HashMap<usize, model::Answer>)>;
 
 impl<'a, 'f> Search<'a, 'f> {
     pub(crate) fn new(
@@ -144,34 +197,65 @@ impl<'a, 'f> Search<'a, 'f> {
         multiple: u64,
         verdicts: &'a [GroupVerdict<'f>],
     ) -> Self {
+        let mut first: FactsIndex = FactsIndex::default();
+        let first_with_facts = verdicts
+            .iter()
+            .enumerate()
+            .map(|(index, verdict)| *first.entry(verdict.facts.clone()).or_insert(index))
+            .collect();
         Search {
             spec,
             input,
             multiple,
             verdicts,
             need: Need::for_pod(config),
+            first_with_facts,
+            answers_left: Cell::new(MAX_SEARCH_ANSWERS),
         }
     }
 
-    /// For each group, whether it takes the pod planned with `qos`; `None`
-    /// when such a plan cannot be made or read.
-    pub(crate) fn taking(&self, qos: &QosConfig) -> Option<Vec<bool>> {
+    /// The distinct sets of facts among the groups.
+    fn distinct_facts(&self) -> usize {
+        self.first_with_facts
+            .iter()
+            .enumerate()
+            .filter(|(index, first)| index == *first)
+            .count()
+    }
+
+    /// The model's pod planned with `qos`; `None` when such a plan cannot
+    /// be made or read.
+    fn model_pod(&self, qos: &QosConfig) -> Option<kubelet::PodDemand> {
         let plan = qos::plan(self.spec, &self.input.demand.pod, qos, self.multiple).ok()?;
         if !plan.problems.is_empty() {
             return None;
         }
         let mut planned = self.spec.clone();
         qos::apply(&mut planned, &plan.edits).ok()?;
-        let pod = model::model_pod(&planned, &self.input.demand.pod).ok()?;
+        model::model_pod(&planned, &self.input.demand.pod).ok()
+    }
+
+    /// For each group, whether it takes the pod planned with `qos`; `None`
+    /// when such a plan cannot be made or read. The model is asked once per
+    /// distinct set of facts; these answers are not counted against the cap.
+    pub(crate) fn taking(&self, qos: &QosConfig) -> Option<Vec<bool>> {
+        let pod = self.model_pod(qos)?;
+        let mut answers: HashMap<usize, model::Answer> = HashMap::new();
         Some(
-            self.verdicts
-                .iter()
-                .map(|v| {
-                    let (answer, _) = model::answer(&v.facts, &pod);
-                    v.takes_as(&answer, self.need, &self.input.demand.pod)
+            (0..self.verdicts.len())
+                .map(|index| {
+                    let first = self.first_with_facts[index];
+                    let answer = answers
+                        .entry(first)
+                        .or_insert_with(|| model::answer(&self.verdicts[first].facts, &pod).0);
+                    self.takes_as(index, answer)
                 })
                 .collect(),
         )
+    }
+
+    fn takes_as(&self, index: usize, answer: &model::Answer) -> bool {
+        self.verdicts[index].takes_as(answer, self.need, &self.input.demand.pod)
     }
 
     /// The nodes of the groups that take it (`taking`, as [`Search::taking`]).
@@ -180,14 +264,19 @@ impl<'a, 'f> Search<'a, 'f> {
             .iter()
             .zip(taking)
             .filter(|(_, takes)| **takes)
-            .map(|(v, _)| v.nodes())
-            .sum()
+            .fold(0u32, |sum, (v, _)| sum.saturating_add(v.nodes()))
     }
 
     /// The lowered default of `resource` and the nodes taking the pod
     /// before and after, when lowering helps.
-    fn lower(&self, qos: &QosConfig, resource: Resource) -> Option<(Quantity, Quantity, u32, u32)> {
-        let configured = default_of(qos, resource)?;
+    fn lower(
+        &self,
+        qos: &QosConfig,
+        resource: Resource,
+    ) -> Result<Option<(Quantity, Quantity, u32, u32)>, SearchCapped> {
+        let Some(configured) = default_of(qos, resource) else {
+            return Ok(None);
+        };
         // Candidates are whole CPUs, or whole MiB of memory.
         let (unit, floor) = match resource {
             Resource::Cpu => (1, CPU_FLOOR_UNITS),
@@ -203,61 +292,153 @@ impl<'a, 'f> Search<'a, 'f> {
             top = top.saturating_sub(1);
         }
         if top < floor {
-            return None;
+            return Ok(None);
         }
         let with = |units: u64| {
             let mut lowered = qos.clone();
             set_default(&mut lowered, resource, value(units));
-            self.taking(&lowered)
+            lowered
         };
-        let before = self.taking(qos)?;
-        let takes = |units: u64, index: usize| {
-            with(units).is_some_and(|t| t.get(index).copied().unwrap_or(false))
+        let Some(before) = self.taking(qos) else {
+            return Ok(None);
         };
-        let mut candidates: Vec<u64> = Vec::new();
-        for (index, took) in before.iter().enumerate() {
-            if *took {
-                continue;
-            }
-            // Halve until the group takes it (a value inside its interval).
-            let mut probe = top;
-            let inside = loop {
-                if takes(probe, index) {
-                    break Some(probe);
-                }
-                if probe == floor {
-                    break None;
-                }
-                probe = (probe / 2).max(floor);
+        // The pods tried, by default: each planned once.
+        let tried: RefCell<HashMap<u64, Tried>> = RefCell::new(HashMap::new());
+        let capped = SearchCapped {
+            distinct_facts: self.distinct_facts(),
+        };
+        // Whether group `index` takes the pod with `units` per GPU.
+        let takes = |units: u64, index: usize| -> Result<bool, SearchCapped> {
+            let first = self.first_with_facts[index];
+            let mut tried = tried.borrow_mut();
+            let entry = tried.entry(units).or_insert_with(|| {
+                self.model_pod(&with(units))
+                    .map(|pod| (pod, HashMap::new()))
+            });
+            let Some((pod, answers)) = entry else {
+                return Ok(false);
             };
-            let Some(mut low) = inside else { continue };
-            // Invariant: the group takes it at `low` and not above `high`.
-            let mut high = top;
-            while low < high {
-                let mid = low + (high - low).div_ceil(2);
-                if takes(mid, index) {
+            if let Some(answer) = answers.get(&first) {
+                return Ok(self.takes_as(index, answer));
+            }
+            let left = self.answers_left.get();
+            if left == 0 {
+                return Err(capped);
+            }
+            self.answers_left.set(left - 1);
+            let answer = model::answer(&self.verdicts[first].facts, pod).0;
+            let takes = self.takes_as(index, &answer);
+            answers.insert(first, answer);
+            Ok(takes)
+        };
+        let mut intervals: Vec<Taken> = Vec::new();
+        for index in 0..self.verdicts.len() {
+            if let Some(taken) = self.interval(index, top, floor, &takes)? {
+                intervals.push(taken);
+            }
+        }
+        let Some(best) = best_value(&intervals) else {
+            return Ok(None);
+        };
+        // The intervals assume each kubelet takes one range of values: the
+        // count reported is the model's own at the value chosen.
+        let Some(after) = self.taking(&with(best)) else {
+            return Ok(None);
+        };
+        let (before_nodes, after_nodes) = (self.nodes_taking(&before), self.nodes_taking(&after));
+        Ok((after_nodes > before_nodes)
+            .then(|| (configured, value(best), before_nodes, after_nodes)))
+    }
+
+    /// The values of group `index` that take the pod, between `floor` and
+    /// `top`; `None` when the halving finds none.
+    fn interval(
+        &self,
+        index: usize,
+        top: u64,
+        floor: u64,
+        takes: &impl Fn(u64, usize) -> Result<bool, SearchCapped>,
+    ) -> Result<Option<Taken>, SearchCapped> {
+        // Halve until the group takes it (a value inside its interval).
+        let mut probe = top;
+        let inside = loop {
+            if takes(probe, index)? {
+                break probe;
+            }
+            if probe == floor {
+                return Ok(None);
+            }
+            probe = (probe / 2).max(floor);
+        };
+        // Invariant: the group takes it at `high` and not above `above`.
+        let (mut high, mut above) = (inside, top.saturating_add(1));
+        if high < top {
+            while above - high > 1 {
+                let mid = high + (above - high) / 2;
+                if takes(mid, index)? {
+                    high = mid;
+                } else {
+                    above = mid;
+                }
+            }
+        }
+        // Invariant: the group takes it at `low` and not at `below`.
+        let mut low = inside;
+        if low > floor && !takes(floor, index)? {
+            let mut below = floor;
+            while low - below > 1 {
+                let mid = below + (low - below) / 2;
+                if takes(mid, index)? {
                     low = mid;
                 } else {
-                    high = mid - 1;
+                    below = mid;
                 }
             }
-            candidates.push(low);
+        } else {
+            low = floor;
         }
-        let before_nodes = self.nodes_taking(&before);
-        let mut best: Option<(u32, u64)> = None;
-        for &candidate in &candidates {
-            let taking = with(candidate)?;
-            let count = self.nodes_taking(&taking);
-            best = match best {
-                Some((nodes, units)) if nodes > count || (nodes == count && units >= candidate) => {
-                    Some((nodes, units))
-                }
-                _ => Some((count, candidate)),
-            };
-        }
-        let (after_nodes, units) = best?;
-        (after_nodes > before_nodes).then(|| (configured, value(units), before_nodes, after_nodes))
+        Ok(Some(Taken {
+            low,
+            high,
+            nodes: self.verdicts[index].nodes(),
+        }))
     }
+}
+
+/// The interval top that the most nodes' intervals hold (ties: the larger
+/// value), in one sweep over the intervals sorted by their ends.
+fn best_value(intervals: &[Taken]) -> Option<u64> {
+    // Events at each value: +nodes where an interval starts, -nodes just
+    // after it ends; a top is counted after the starts at it and before the
+    // ends past it.
+    let mut starts: Vec<(u64, u32)> = intervals.iter().map(|t| (t.low, t.nodes)).collect();
+    let mut ends: Vec<(u64, u32)> = intervals.iter().map(|t| (t.high, t.nodes)).collect();
+    starts.sort_unstable();
+    ends.sort_unstable();
+    let (mut started, mut ended) = (starts.iter().peekable(), ends.iter().peekable());
+    let mut open: u64 = 0;
+    let mut best: Option<(u64, u64)> = None;
+    // Each interval's top, in increasing order, is a candidate.
+    for &(top, _) in &ends {
+        while let Some(&&(low, nodes)) = started.peek() {
+            if low > top {
+                break;
+            }
+            open += u64::from(nodes);
+            started.next();
+        }
+        while let Some(&&(high, nodes)) = ended.peek() {
+            if high >= top {
+                break;
+            }
+            open = open.saturating_sub(u64::from(nodes));
+            ended.next();
+        }
+        if best.is_none_or(|(count, _)| open >= count) {
+            best = Some((open, top));
+        }
+    }
+    best.map(|(_, value)| value)
 }
 
 #[cfg(test)]
@@ -308,7 +489,7 @@ mod tests {
             groups,
             settings,
             |input, config, multiple, verdicts| {
-                lower_defaults(&spec, input, config, multiple, verdicts)
+                lower_defaults(&spec, input, config, multiple, verdicts).expect("within the cap")
             },
         )
     }

@@ -504,23 +504,56 @@ fn plan_stages<'s>(
         let verdicts = fit::verdicts(&view.fleet, planned, input, config).map_err(malformed)?;
         Ok::<_, String>((verdicts, outcome.edits))
     };
-    if let Some(lowered) = lowering::lower_defaults(spec, input, config, multiple, &stages.verdicts)
-    {
-        (stages.verdicts, stages.qos_edits) = replan(lowered.qos.clone(), planned)?;
-        qos = lowered.qos;
-        stages.notes.adjustments.push(lowered.warning);
-    }
+    let capped = match lowering::lower_defaults(spec, input, config, multiple, &stages.verdicts) {
+        Ok(Some(lowered)) => {
+            (stages.verdicts, stages.qos_edits) = replan(lowered.qos.clone(), planned)?;
+            qos = lowered.qos;
+            stages.notes.adjustments.push(lowered.warning);
+            None
+        }
+        Ok(None) => None,
+        Err(capped) => {
+            stages.notes.adjustments.push(capped.warning());
+            Some(capped)
+        }
+    };
     if let Some(rounded) =
         rounding::round_to_whole_cores(spec, input, config, &qos, multiple, &stages.verdicts)
     {
         (stages.verdicts, stages.qos_edits) = replan(rounded.qos, planned)?;
         stages.notes.adjustments.push(rounded.warning);
     }
-    let placement = fit::place(input, view, &stages.verdicts, config)?;
+    let placement = match (fit::place(input, view, &stages.verdicts, config), capped) {
+        (Err(message), Some(capped)) => capped_placement(message, capped, config)?,
+        (placement, _) => placement?,
+    };
     stages.notes.placement = placement.warnings;
     stages.notes.dra = extended_by_dra::warnings(&input.demand.pod, view);
     stages.requirement = placement.requirement;
     Ok(())
+}
+
+/// The placement of a pod that no node takes with its configured defaults
+/// when the search for lower ones stopped at its cap: a lower default the
+/// search did not reach might still let nodes take it, so under
+/// `topology.affinity: preferred` the pod is admitted, without affinity,
+/// with the refusal as a warning. Under `required` the refusal stands (the
+/// policy selects only nodes known to host the pod) and says why.
+fn capped_placement(
+    refusal: String,
+    capped: lowering::SearchCapped,
+    config: &Config,
+) -> Result<fit::Placement, String> {
+    if config.topology.affinity == AffinityMode::Required {
+        return Err(format!("{refusal} ({})", capped.warning()));
+    }
+    Ok(fit::Placement {
+        warnings: vec![format!(
+            "GPU pod admitted without a placement: {}",
+            refusal.trim_start_matches("GPU pod cannot be placed: ")
+        )],
+        requirement: AffinityRequirement::default(),
+    })
 }
 
 /// Plans Guaranteed QoS and writes the edits into `planned`; the edits and

@@ -322,20 +322,28 @@ impl GroupVerdict<'_> {
 
 /// The kubelet's answer for every group of `fleet`, the model asked once
 /// per distinct set of facts (groups that differ only in informational
-/// labels share them).
+/// labels share them). The facts are looked up by hash, so a fleet of
+/// thousands of distinct shapes costs one model answer each, not a
+/// comparison with every shape before it.
 pub fn verdicts<'f>(
     fleet: &'f Fleet,
     pod: &kubelet::PodDemand,
     assumed_scope: TopologyManagerScope,
 ) -> Vec<GroupVerdict<'f>> {
     let mut verdicts: Vec<GroupVerdict<'f>> = Vec::with_capacity(fleet.groups().len());
+    let mut first_with: FactsIndex = FactsIndex::default();
     for group in fleet.groups() {
         let facts = facts_from_topology(&group.topology, assumed_scope);
         let scope = facts.topology_manager.scope.unwrap_or(assumed_scope);
-        let known = verdicts.iter().find(|v| v.facts == facts);
-        let (answer, admission) = match known {
-            Some(known) => (known.answer.clone(), known.admission.clone()),
-            None => answer(&facts, pod),
+        let (answer, admission) = match first_with.get(&facts) {
+            Some(&known) => (
+                verdicts[known].answer.clone(),
+                verdicts[known].admission.clone(),
+            ),
+            None => {
+                first_with.insert(facts.clone(), verdicts.len());
+                answer(&facts, pod)
+            }
         };
         verdicts.push(GroupVerdict {
             group,
@@ -347,6 +355,16 @@ pub fn verdicts<'f>(
     }
     verdicts
 }
+
+/// Node facts to the index of the first group that has them. A fixed
+/// hasher: the keys come from node labels, which only the cluster's
+/// administrators and the labeler write, and a fixed one needs no
+/// randomness from the Wasm host.
+pub(crate) type FactsIndex = std::collections::HashMap<
+    NodeFacts,
+    usize,
+    std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>,
+>;
 
 /// The model's answer for one node.
 pub fn answer(facts: &NodeFacts, pod: &kubelet::PodDemand) -> (Answer, Option<Admission>) {

@@ -76,6 +76,8 @@ fn node(
         devices: Default::default(),
         machine_numa_nodes: None,
         kubelet_version: Some(KubeletVersion::new(version.0, version.1)),
+        // As the labels publish memory.
+        memory_rounding_mib: u64::from(gpu_topology::NUMA_MEMORY_GRANULARITY_MIB),
     }
 }
 

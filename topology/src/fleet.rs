@@ -9,6 +9,9 @@
 
 use crate::fit::{can_admit, can_host, Alignment, GpuDemand};
 use crate::labels::{LabelError, NodeTopology, TopologyManagerPolicy};
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault};
 
 /// Nodes that publish the same topology.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,7 +40,16 @@ pub struct Offer {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Fleet {
     groups: Vec<NodeGroup>,
+    /// The groups by the hash of their topology: a node finds its group in
+    /// constant time, so a fleet of thousands of distinct shapes is read in
+    /// time linear in its nodes.
+    by_hash: HashMap<u64, Vec<usize>, FixedState>,
 }
+
+/// A fixed hasher: group order and lookups must not depend on a random
+/// seed (the Wasm host need not provide one), and node labels are written
+/// by the cluster's administrators and the labeler only.
+type FixedState = BuildHasherDefault<DefaultHasher>;
 
 impl Fleet {
     pub fn new() -> Self {
@@ -68,10 +80,20 @@ impl Fleet {
 
     /// Counts `nodes` more nodes with `topology`.
     pub fn add_nodes(&mut self, topology: NodeTopology, nodes: u32) {
-        // Linear search: groups are few, and it keeps the order deterministic.
-        match self.groups.iter_mut().find(|g| g.topology == topology) {
-            Some(group) => group.nodes = group.nodes.saturating_add(nodes),
-            None => self.groups.push(NodeGroup { topology, nodes }),
+        let hash = FixedState::default().hash_one(&topology);
+        let candidates = self.by_hash.entry(hash).or_default();
+        match candidates
+            .iter()
+            .find(|&&index| self.groups[index].topology == topology)
+        {
+            Some(&index) => {
+                let group = &mut self.groups[index];
+                group.nodes = group.nodes.saturating_add(nodes);
+            }
+            None => {
+                candidates.push(self.groups.len());
+                self.groups.push(NodeGroup { topology, nodes });
+            }
         }
     }
 

@@ -196,8 +196,12 @@ pub enum LabelKey {
     NumaSockets,
     /// Hardware threads per physical core (SMT): `2` with Hyper-Threading.
     ThreadsPerCore,
-    /// Regular memory (MiB, rounded down) the Memory Manager can allocate on
-    /// each NUMA node: MemTotal less hugepages and reserved memory.
+    /// Regular memory (MiB) the Memory Manager can allocate on each NUMA
+    /// node: MemTotal less hugepages and reserved memory, rounded down to
+    /// whole GiB ([`published_numa_memory_mib`]), so that machines of one
+    /// kind whose firmware keeps a few MiB more or less share a shape.
+    /// Readers take it as at least the value and less than
+    /// [`NUMA_MEMORY_GRANULARITY_MIB`] more.
     NumaMemoryMib,
     /// 2 MiB hugepages the Memory Manager can allocate on each NUMA node.
     NumaHugepages2Mi,
@@ -646,6 +650,20 @@ fn is_uuid(value: &str) -> bool {
             .next()
             .is_some_and(|group| group.len() == len && group.bytes().all(|b| b.is_ascii_hexdigit()))
     }) && groups.next().is_none()
+}
+
+/// The step `numa-memory-mib` is published in: whole GiB. Identical machines
+/// differ by a few MiB of memory (firmware carve-outs, a kernel's own
+/// reservations, a DIMM replaced), and every MiB made each of them a shape
+/// of its own. Labelers before this contract published whole MiB, which
+/// are also within one step of the truth, so readers treat every value
+/// alike: at least what it says, less than one step more.
+pub const NUMA_MEMORY_GRANULARITY_MIB: u32 = 1024;
+
+/// The `numa-memory-mib` entry published for `mib` MiB of allocatable
+/// memory on a NUMA node: rounded down to [`NUMA_MEMORY_GRANULARITY_MIB`].
+pub const fn published_numa_memory_mib(mib: u32) -> u32 {
+    mib - mib % NUMA_MEMORY_GRANULARITY_MIB
 }
 
 /// Most NUMA nodes a per-NUMA list label describes. The kubelet's Topology

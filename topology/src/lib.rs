@@ -36,5 +36,6 @@ pub use labels::{
     LabelKey, LabelPrefix, LabelRole, MemoryManagerPolicy, NodeTopology, ShapeId,
     TopologyManagerPolicy, TopologyManagerScope, ValueKind, DEFAULT_LABEL_PREFIX, MAX_NUMA_NODES,
 };
+pub use labels::{published_numa_memory_mib, NUMA_MEMORY_GRANULARITY_MIB};
 pub use selector::{term_matches, terms_match, Operator, Requirement, Term};
 pub use summary::{FleetSummary, SummaryError, SUMMARY_FORMAT};

@@ -154,6 +154,9 @@ fn node() -> impl Strategy<Value = NodeFacts> {
                 devices,
                 machine_numa_nodes,
                 kubelet_version,
+                // As the labels publish memory: the rounded step's second
+                // answer runs on hostile facts too.
+                memory_rounding_mib: u64::from(gpu_topology::NUMA_MEMORY_GRANULARITY_MIB),
             },
         )
 }

@@ -217,6 +217,8 @@ fn node() -> impl Strategy<Value = NodeFacts> {
                     devices: [(HCA.to_owned(), numas.iter().map(|s| s.hcas).collect())].into(),
                     machine_numa_nodes: None,
                     kubelet_version,
+                    // Exact: the brute-force kubelet knows every MiB.
+                    memory_rounding_mib: 1,
                 }
             },
         )

@@ -133,7 +133,16 @@ pub(super) fn node_facts(
     }
     match facts.memory() {
         Ok(memory) => lists.extend([
-            (LabelKey::NumaMemoryMib, Ok(memory.mib)),
+            // Whole GiB: machines of one kind share a shape however many
+            // MiB their firmware keeps (the contract's rounding).
+            (
+                LabelKey::NumaMemoryMib,
+                Ok(memory
+                    .mib
+                    .into_iter()
+                    .map(gpu_topology::published_numa_memory_mib)
+                    .collect()),
+            ),
             (LabelKey::NumaHugepages2Mi, Ok(memory.hugepages_2mi)),
             (LabelKey::NumaHugepages1Gi, Ok(memory.hugepages_1gi)),
         ]),

@@ -71,7 +71,47 @@ type Step<T> = Result<T, Stop>;
 /// an empty one (see the module documentation for what that means on a busy
 /// node).
 pub fn admit(node: &NodeFacts, pod: &PodDemand) -> Result<Admission, InputError> {
-    admit_with(node, pod, NodeFit::Checked)
+    let admission = admit_with(node, pod, NodeFit::Checked)?;
+    // The labels round each NUMA node's memory down: where the static
+    // Memory Manager pins the pod, its answer at the top of that step must
+    // be the same, else memory the labels do not show decides it.
+    let Some(most) = with_most_memory(node, pod) else {
+        return Ok(admission);
+    };
+    let at_most = admit_with(&most, pod, NodeFit::Checked)?;
+    if at_most.verdict == admission.verdict {
+        return Ok(admission);
+    }
+    Ok(Admission {
+        verdict: Verdict::Unknown(Unknown::Indeterminate(Indeterminate::MemoryRounding)),
+        units: Vec::new(),
+        behind: None,
+        remaining: Remaining::default(),
+    })
+}
+
+/// The node with the most regular memory per NUMA node its labels allow
+/// ([`NodeFacts::memory_rounding_mib`]), when the static Memory Manager may
+/// pin memory of this pod there; `None` when the memory is exact, not
+/// pinned, or not known.
+fn with_most_memory(node: &NodeFacts, pod: &PodDemand) -> Option<NodeFacts> {
+    let step = node
+        .memory_rounding_mib
+        .checked_sub(1)
+        .filter(|&more| more > 0)?;
+    let pinned = node.memory_manager != Some(MemoryManagerPolicy::None)
+        && pod.guaranteed
+        && !pod.pod_level_resources
+        && pod.containers.iter().any(|c| c.memory_bytes > 0);
+    if !pinned {
+        return None;
+    }
+    let mut most = node.clone();
+    for numa in most.numa_nodes.as_mut()? {
+        numa.memory_mib = Some(numa.memory_mib?.saturating_add(step));
+    }
+    most.memory_rounding_mib = 1;
+    Some(most)
 }
 
 /// [`admit`] by the kubelet's managers alone: the node's size against the
@@ -263,7 +303,8 @@ fn cpu_options(node: &NodeFacts) -> Result<CpuOptions, Fact> {
 /// - Memory and hugepages: the NUMA nodes' allocatable amounts, as the
 ///   labels give them (net of hugepages and `reservedMemory`, which the
 ///   static Memory Manager requires to equal `kubeReserved + systemReserved +
-///   evictionHard`), each plus the MiB the labels round down.
+///   evictionHard`), each plus the step the labels round down by
+///   ([`NodeFacts::memory_rounding_mib`]; at least the MiB).
 ///
 /// Pod-level `spec.resources` replace the containers' requests in the
 /// scheduler's sum: CPU and memory are then not checked here.
@@ -324,7 +365,7 @@ fn node_fit(node: &NodeFacts, pod: &PodDemand, fit: NodeFit) -> Step<Option<Unkn
         let total = n.memory_mib?.saturating_sub(n.reserved_memory_mib?);
         Some(
             total
-                .saturating_add(1)
+                .saturating_add(node.memory_rounding_mib.max(1))
                 .saturating_mul(MIB)
                 .saturating_sub(pages),
         )
@@ -1258,6 +1299,7 @@ impl Projection {
             memory_manager: node.memory_manager,
             machine_numa_nodes: node.machine_numa_nodes,
             kubelet_version: node.kubelet_version,
+            memory_rounding_mib: node.memory_rounding_mib,
             devices: self.devices(node),
         }
     }

@@ -24,7 +24,7 @@ pub const HUGE_PAGE_2MI_BYTES: u64 = 2 * MIB;
 pub const HUGE_PAGE_1GI_BYTES: u64 = 1 << 30;
 
 /// The kubelet's Topology Manager settings.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct TopologyManagerConfig {
     pub policy: Option<TopologyManagerPolicy>,
     pub scope: Option<TopologyManagerScope>,
@@ -36,7 +36,7 @@ pub struct TopologyManagerConfig {
 }
 
 /// The kubelet's CPU Manager settings.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct CpuManagerConfig {
     pub policy: Option<CpuManagerPolicy>,
     pub full_pcpus_only: Option<bool>,
@@ -45,7 +45,7 @@ pub struct CpuManagerConfig {
 }
 
 /// Huge pages of one size on one NUMA node.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct HugePages {
     /// Pages the node has (`nr_hugepages`).
     pub pages: u64,
@@ -54,7 +54,7 @@ pub struct HugePages {
 }
 
 /// One NUMA node of the machine.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct NumaNodeFacts {
     /// GPUs the device plugin reports on this NUMA node.
     pub gpus: Option<u32>,
@@ -79,7 +79,7 @@ pub struct NumaNodeFacts {
 }
 
 /// What is known about a node.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct NodeFacts {
     /// GPUs on the node (the `gpus` label): what the scheduler's and the
     /// kubelet's resource fit count when the per-NUMA lists are not known.
@@ -106,6 +106,12 @@ pub struct NodeFacts {
     pub machine_numa_nodes: Option<u32>,
     /// The kubelet's minor version: the managers' rules differ by it.
     pub kubelet_version: Option<KubeletVersion>,
+    /// How much more regular memory each NUMA node may have than
+    /// [`NumaNodeFacts::memory_mib`] says, in MiB, exclusive: the labels
+    /// round it down ([`crate::NUMA_MEMORY_GRANULARITY_MIB`]). 0 or 1: exact
+    /// to the MiB. Where the answer depends on memory inside that step, the
+    /// model says so ([`super::Indeterminate::MemoryRounding`]).
+    pub memory_rounding_mib: u64,
 }
 
 /// Where a container runs in the kubelet's order.

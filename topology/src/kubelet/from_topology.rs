@@ -9,7 +9,10 @@
 //!   in [`NUMA_LISTS`] order; a list of another length (hand-written, or
 //!   from labelers of different versions) is taken as unknown, never cut
 //!   or padded.
-//! - **Memory**: `numa-memory-mib` is already net of hugepages and of the
+//! - **Memory** is published rounded down to whole GiB
+//!   ([`crate::NUMA_MEMORY_GRANULARITY_MIB`]): the facts say so
+//!   ([`NodeFacts::memory_rounding_mib`]) and the model answers for the whole
+//!   step. `numa-memory-mib` is already net of hugepages and of the
 //!   static Memory Manager's `reservedMemory`, and the hugepage counts are
 //!   net of their reservations (what `getDefaultMachineState` in
 //!   `memorymanager/policy_static.go` makes allocatable). They become the
@@ -90,6 +93,7 @@ pub fn facts_from_topology(
         devices: topology.devices.clone(),
         machine_numa_nodes: topology.machine_numa_nodes,
         kubelet_version: topology.kubelet_version,
+        memory_rounding_mib: u64::from(crate::labels::NUMA_MEMORY_GRANULARITY_MIB),
     }
 }
 

@@ -185,6 +185,10 @@ pub enum Indeterminate {
     /// `distribute-cpus-across-numa` reaches the case where the kubelet
     /// loops forever handing out the remainder.
     DistributeLoop { container: usize },
+    /// The static Memory Manager's answer differs within the step the
+    /// labels round each NUMA node's memory down by
+    /// ([`super::NodeFacts::memory_rounding_mib`]).
+    MemoryRounding,
 }
 
 /// Machines the model does not reproduce.

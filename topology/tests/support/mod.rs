@@ -76,6 +76,8 @@ pub fn node(numas: Vec<NumaNodeFacts>, threads_per_core: u32, kubelet: Kubelet) 
         devices: Default::default(),
         machine_numa_nodes: None,
         kubelet_version: None,
+        // Exact to the MiB: the kubelet's own test cases give whole MiB.
+        memory_rounding_mib: 1,
     }
 }
 
