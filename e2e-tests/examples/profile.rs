@@ -55,6 +55,11 @@
 //! 404, the DeviceClass list and the ResourceSlice list; anything else is
 //! refused and fails the run. It prints what it served, and the last answer.
 //!
+//! With `MEMORY_LIMIT_MIB=N`, each instance's linear memory may grow to N
+//! MiB at most, as policy-server's `--policy-memory-limit` caps it (256 by
+//! default): a run that needs more fails. The smallest N that passes is the
+//! peak linear memory of the path, to the MiB.
+//!
 //! With MODULE `native`, the policy's `validate` compiled natively is timed
 //! instead. Alternating runs of several modules and `native`, and taking the
 //! fastest of each, compares them on a machine whose speed drifts (see
@@ -109,15 +114,17 @@ fn main() -> Result<()> {
     };
     let settings = load_settings(&settings)?;
     let payload = validate_payload(&load_request(&request)?, &settings)?;
-    let summary = match std::env::var("SUMMARY_NODES") {
-        Ok(text) => {
+    let summary = match (std::env::var("SUMMARY_NODES"), std::env::var("LIST_NODES")) {
+        (Ok(_), Ok(_)) => bail!("SUMMARY_NODES and LIST_NODES: one host at a time"),
+        (Ok(text), _) | (_, Ok(text)) => {
             let nodes = text
                 .parse()
-                .with_context(|| format!("SUMMARY_NODES {text:?}: a node count"))?;
+                .with_context(|| format!("SUMMARY_NODES or LIST_NODES {text:?}: a node count"))?;
             let fleet = std::env::var("FLEET").unwrap_or_else(|_| "cloud".to_owned());
-            Some(SummaryHost::new(nodes, &fleet)?)
+            let listed = std::env::var_os("LIST_NODES").is_some();
+            Some(SummaryHost::new(nodes, &fleet, listed)?)
         }
-        Err(_) => None,
+        _ => None,
     };
     let dra = match std::env::var("DRA_NODES") {
         Ok(text) => {
@@ -146,9 +153,21 @@ fn main() -> Result<()> {
     let engine = wasmtime::Engine::new(&config).map_err(|e| anyhow!("{e}"))?;
     let bytes =
         std::fs::read(&module).with_context(|| format!("cannot read {}", module.display()))?;
-    let pre = WasmtimeEngineProviderBuilder::new()
+    let mut builder = WasmtimeEngineProviderBuilder::new()
         .engine(engine)
-        .module_bytes(&bytes)
+        .module_bytes(&bytes);
+    if let Ok(text) = std::env::var("MEMORY_LIMIT_MIB") {
+        // As policy-server's --policy-memory-limit (256 MiB by default):
+        // a memory.grow past it fails, and the guest aborts.
+        let mib: usize = text
+            .parse()
+            .with_context(|| format!("MEMORY_LIMIT_MIB {text:?}: MiB"))?;
+        builder = builder.enable_resource_limits(wasmtime_provider::ResourceLimits {
+            max_memory_size: Some(mib << 20),
+            max_table_elements: None,
+        });
+    }
+    let pre = builder
         .build_pre()
         .map_err(|e| anyhow!("cannot compile {}: {e}", module.display()))?;
     let instance = || {
@@ -323,24 +342,29 @@ struct SummaryHost {
     nodes: usize,
     /// The summarizer's ConfigMap, as `get_resource` returns it.
     config_map: Arc<Vec<u8>>,
+    /// With `LIST_NODES`: the Node list `list_resources_all` returns, the
+    /// summary read answered with its 404.
+    list: Option<Arc<Vec<u8>>>,
     served: Arc<AtomicU64>,
     refused: Arc<AtomicU64>,
 }
 
 impl SummaryHost {
-    fn new(nodes: usize, fleet: &str) -> Result<Self> {
+    fn new(nodes: usize, fleet: &str, listed: bool) -> Result<Self> {
         let prefix = LabelPrefix::default();
         // Dated now, so that it is fresh (maxAgeSeconds) for the whole run.
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         let items = fleets::bench_fleet(fleet, nodes, &prefix).with_context(|| {
-            format!("FLEET {fleet:?}: expected cloud, two-socket, gb200 or grace-cloud")
+            format!("FLEET {fleet:?}: expected cloud, two-socket, gb200, grace-cloud or distinct")
         })?;
         let config_map = fleets::summary_config_map(&items, now, &prefix).to_string();
+        let list = listed.then(|| Arc::new(fleets::node_list(items).to_string().into_bytes()));
         Ok(Self {
             nodes,
             config_map: Arc::new(config_map.into_bytes()),
+            list,
             served: Arc::default(),
             refused: Arc::default(),
         })
@@ -349,7 +373,16 @@ impl SummaryHost {
     fn callback(&self) -> Box<HostCallback> {
         let host = self.clone();
         Box::new(move |_, binding, namespace, operation, _| {
-            if (binding, namespace, operation) == ("kubewarden", "kubernetes", "get_resource") {
+            let call = (binding, namespace, operation);
+            if let (Some(list), ("kubewarden", "kubernetes", "list_resources_all")) =
+                (&host.list, call)
+            {
+                host.served.fetch_add(1, Ordering::Relaxed);
+                Ok(list.to_vec())
+            } else if host.list.is_some() && call == ("kubewarden", "kubernetes", "get_resource") {
+                // The summary's 404: the policy falls back to the Node list.
+                Err(fleets::SUMMARY_NOT_FOUND.into())
+            } else if call == ("kubewarden", "kubernetes", "get_resource") {
                 host.served.fetch_add(1, Ordering::Relaxed);
                 Ok(host.config_map.to_vec())
             } else {
@@ -367,11 +400,14 @@ impl SummaryHost {
             self.refused.load(Ordering::Relaxed),
         );
         let answer: Value = serde_json::from_slice(answer).context("the answer is not JSON")?;
+        let (what, bytes) = match &self.list {
+            Some(list) => ("Node list", list.len()),
+            None => ("summary", self.config_map.len()),
+        };
         println!(
-            "summary of {} nodes: {} bytes; host calls: {served} get_resource served, {refused} refused; \
+            "{what} of {} nodes: {bytes} bytes; host calls: {served} served, {refused} refused; \
              last answer: accepted {}, mutated {}, warnings {}",
             self.nodes,
-            self.config_map.len(),
             answer["accepted"],
             !answer["mutated_object"].is_null(),
             answer.get("warnings").unwrap_or(&Value::Null),

@@ -677,12 +677,14 @@ pub const CLOUD_CYCLE: [usize; 20] = [0, 2, 0, 3, 2, 0, 1, 2, 0, 3, 0, 2, 4, 0, 
 /// GB200 trays only (34 NUMA nodes, single-numa-node, kubelet 1.36,
 /// `max-allowable-numa-nodes: 34`); `grace-cloud`, the cloud fleet with
 /// every fifth node a Grace machine (GB200 trays on 1.36 and on 1.35, a
-/// tray whose kubelet keeps the default 8, GH200). `None` for another name.
+/// tray whose kubelet keeps the default 8, GH200); `distinct`, every node a
+/// shape of its own ([`distinct_shapes_fleet`]). `None` for another name.
 pub fn bench_fleet(name: &str, size: usize, prefix: &LabelPrefix) -> Option<Vec<Value>> {
     let v1_36 = KubeletVersion::new(1, 36);
     let one = |machine: Machine| vec![machine];
     let machines = match name {
         "cloud" => return Some(cloud_fleet(size, prefix)),
+        "distinct" => return Some(distinct_shapes_fleet(size, size, prefix)),
         "two-socket" => one(p5(Kubelet::cpu_static(SingleNumaNode, Pod))),
         "gb200" => one(gb200_tray(v1_36, 34)),
         "grace-cloud" => {
@@ -712,6 +714,44 @@ pub fn bench_fleet(name: &str, size: usize, prefix: &LabelPrefix) -> Option<Vec<
             .map(|index| node_item(index, &machines[index % machines.len()], &[], prefix))
             .collect(),
     )
+}
+
+/// An 8-GPU machine whose NUMA nodes have 12 and 14 free CPUs (14 each,
+/// two reserved on NUMA node 0, SMT off), under `single-numa-node` and container scope with
+/// the static CPU Manager, with `jitter` MiB less memory on NUMA node 0 and
+/// more on NUMA node 1 than the others of its type: labeled in exact MiB,
+/// as labelers before the whole-GiB contract (or a hostile hand) did,
+/// every jitter is a shape of its own. A pod of 4 + 2 GPUs that sets no
+/// CPUs gets the default 4 per GPU, which no NUMA node has free for 4
+/// GPUs: the lowering search runs on every shape (issue #35).
+pub fn cramped_hgx(jitter: u32) -> Machine {
+    let mut machine = hgx_a100(Kubelet::cpu_static(SingleNumaNode, Container));
+    machine.topology = topology(
+        &Hardware {
+            numa_gpus: vec![4, 4],
+            numa_cpus: vec![14, 14],
+            numa_sockets: vec![0, 1],
+            threads_per_core: 1,
+            numa_memory_mib: vec![515_000 - jitter, 516_024 + jitter],
+            nvlink_group_max: 8,
+            pcie_switch_group_max: 2,
+            interconnect: Interconnect::NvSwitch,
+        },
+        Kubelet::cpu_static(SingleNumaNode, Container),
+        2,
+    );
+    machine
+}
+
+/// `size` nodes of [`cramped_hgx`], `shapes` distinct ones (node `i` has
+/// jitter `i % shapes`), as Node list items.
+pub fn distinct_shapes_fleet(size: usize, shapes: usize, prefix: &LabelPrefix) -> Vec<Value> {
+    (0..size)
+        .map(|index| {
+            let jitter = u32::try_from(index % shapes.max(1)).unwrap_or(u32::MAX);
+            node_item(index, &cramped_hgx(jitter), &[], prefix)
+        })
+        .collect()
 }
 
 /// A cloud fleet of `size` nodes ([`cloud_machines`]), as Node list items.
@@ -1000,6 +1040,15 @@ pub fn session_files() -> Vec<SessionFile> {
             name: "fleet-summary-hgx-mixed",
             about: "The fleet summary `gpu-topology-labeler summarize` writes for the fleet of hgx-mixed-fleet.yml:\n3 shapes, 5 nodes, and the hand-labeled node counted as malformed. No Node is listed.",
             summary: S::Of(hgx_mixed(), SUMMARY_WRITTEN_AT),
+            list: L::NotAsked,
+        },
+        SessionFile {
+            name: "fleet-summary-distinct-shapes",
+            about: "A fresh fleet summary of 1,000 nodes of one machine type, every one a shape of its own: each\nNUMA node's memory a few MiB off the others', labeled in exact MiB (labelers before the\nwhole-GiB contract). 12 and 14 free CPUs per NUMA node, single-numa-node, container scope.",
+            summary: S::Of(
+                (0..1_000).map(|jitter| nodes(cramped_hgx(jitter), 1)).collect(),
+                SUMMARY_WRITTEN_AT,
+            ),
             list: L::NotAsked,
         },
         SessionFile {

@@ -20,7 +20,18 @@ pub enum Unavailable {
     NodeList(String),
     /// The fleet summary, the only source allowed, is not usable.
     Summary(String),
+    /// The view holds more distinct node shapes than one admission decides
+    /// on ([`MAX_SHAPES`]).
+    TooManyShapes { shapes: usize },
 }
+
+/// The most distinct node shapes (groups of identical labels) one
+/// admission asks the kubelet model about. Each costs a few model answers
+/// per admission (the plan, and a replan after each adjustment), tens of
+/// thousands of instructions each: at this many the answer still comes
+/// well within policy-server's 2 s timeout (BENCHMARKS.md). A fleet past it
+/// is taken as no view, with a warning: the pod is never blocked for it.
+pub const MAX_SHAPES: usize = 10_000;
 
 /// The cluster view as read for one admission.
 #[derive(Debug, Clone, PartialEq, Eq)]

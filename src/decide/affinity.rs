@@ -142,7 +142,7 @@ fn shapes<'a, 'f: 'a>(
     verdicts: impl Iterator<Item = &'a GroupVerdict<'f>>,
 ) -> Option<Vec<ShapeId>> {
     let mut ids: Vec<ShapeId> = verdicts.filter_map(GroupVerdict::shape).collect();
-    ids.sort_unstable();
+    gpu_topology::sort::sort(&mut ids);
     ids.dedup();
     (!ids.is_empty()).then_some(ids)
 }

@@ -79,7 +79,7 @@ pub fn groups_explained(
 ) -> String {
     let mut ranked: Vec<&GroupVerdict> = verdicts.iter().collect();
     // Groups that are no GPU match for the pod at all say the least.
-    ranked.sort_by_key(|v| {
+    gpu_topology::sort::sort_by_key(&mut ranked, |v| {
         (
             matches!(
                 v.answer,
@@ -767,7 +767,7 @@ impl NumaFigures {
     /// The sum of the `k` largest values.
     fn largest(&self, values: &[u64], k: u32) -> u64 {
         let mut sorted = values.to_vec();
-        sorted.sort_unstable_by(|a, b| b.cmp(a));
+        gpu_topology::sort::sort_by(&mut sorted, |a, b| b.cmp(a));
         sorted.iter().take(k as usize).sum()
     }
 

@@ -23,7 +23,7 @@
 //! refused, or `capacity.source: static`): the static limits, or a warning.
 
 use crate::cluster::host::ClusterReader;
-use crate::cluster::{self, ClusterView, Unavailable};
+use crate::cluster::{self, ClusterView, Unavailable, MAX_SHAPES};
 use crate::decide::affinity::AffinityRequirement;
 use crate::decide::capacity;
 use crate::decide::demand::Demand;
@@ -120,6 +120,11 @@ pub fn look(pinned_node: Option<&str>, config: &Config, cluster: &dyn ClusterRea
         })
         .collect();
     let sight = match read.view {
+        Ok(view) if view.fleet.groups().len() > MAX_SHAPES => {
+            Sight::Unavailable(Unavailable::TooManyShapes {
+                shapes: view.fleet.groups().len(),
+            })
+        }
         Ok(view) => Sight::View(Box::new(view)),
         Err(unavailable) => Sight::Unavailable(unavailable),
     };
@@ -139,6 +144,9 @@ pub fn check_without_view(
     match sight {
         Sight::View(_) => Ok(Vec::new()),
         Sight::Static => config.capacity.as_ref().map_or(Ok(Vec::new()), static_check),
+        Sight::Unavailable(Unavailable::TooManyShapes { shapes }) => Ok(vec![format!(
+            "GPU fit not checked: the fleet has {shapes} distinct node shapes, more than the {MAX_SHAPES} one admission decides on. Nodes of one machine type and kubelet configuration share a shape: check that the labeler is current (it publishes numa-memory-mib in whole GiB) and that the kubelet settings are uniform"
+        )]),
         Sight::Unavailable(Unavailable::Summary(problem)) => Ok(vec![format!(
             "GPU fit not checked: {}. Run the fleet summarizer and grant the policy read access to its ConfigMap, or set capacity.source: auto to fall back to the Node list",
             clause(problem)
@@ -409,6 +417,23 @@ pub fn verdicts<'f>(
 ) -> Result<Vec<GroupVerdict<'f>>, String> {
     let pod = model::model_pod(spec, &input.demand.pod)?;
     Ok(model::verdicts(fleet, &pod, config.topology.scope))
+}
+
+/// [`verdicts`] through `memo` ([`model::verdicts_with`]).
+pub(crate) fn verdicts_with<'f>(
+    fleet: &'f Fleet,
+    spec: &serde_json::Value,
+    input: &PodInput,
+    config: &Config,
+    memo: &model::AnswerMemo,
+) -> Result<Vec<GroupVerdict<'f>>, String> {
+    let pod = model::model_pod(spec, &input.demand.pod)?;
+    Ok(model::verdicts_with(
+        fleet,
+        &pod,
+        config.topology.scope,
+        memo,
+    ))
 }
 
 #[cfg(test)]
@@ -733,5 +758,84 @@ mod tests {
         for settings in [json!({}), required("numa"), required("nvlink")] {
             let _ = decide(&spec, &view, &config(settings));
         }
+    }
+}
+
+/// The caps on what one admission decides on (issue #35): past them the
+/// pod is decided without the kubelet model, with a warning that names
+/// the cap, and never refused for it.
+#[cfg(test)]
+mod caps {
+    use crate::cluster::MAX_SHAPES;
+    use crate::decide::testing::{config, hgx, hgx_memory_jitter, view, Remembered};
+    use crate::decide::{evaluate_pod, Verdict, MAX_CONTAINERS};
+    use serde_json::{json, Value};
+
+    fn gpu_pod_with_sidecars(sidecars: usize) -> Value {
+        let mut containers = vec![
+            json!({"name": "train", "resources": {"limits": {"nvidia.com/gpu": "8", "cpu": "16", "memory": "64Gi"}}}),
+        ];
+        containers.extend((0..sidecars).map(|i| {
+            json!({"name": format!("sidecar-{i}"), "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}})
+        }));
+        json!({"spec": {"containers": containers}})
+    }
+
+    /// (groups in the view, containers besides the GPU one, the first
+    /// warning's start)
+    #[rstest::rstest]
+    #[case::more_shapes_than_decided_on(
+        MAX_SHAPES + 1, 0,
+        format!("GPU fit not checked: the fleet has {} distinct node shapes, more than the {MAX_SHAPES}", MAX_SHAPES + 1)
+    )]
+    #[case::more_containers_than_modeled(
+        1, MAX_CONTAINERS,
+        format!("GPU fit not checked against the node shapes: the pod has {} containers, more than the {MAX_CONTAINERS}", MAX_CONTAINERS + 1)
+    )]
+    fn past_a_cap_the_pod_is_admitted_with_a_warning_that_names_it(
+        #[case] shapes: usize,
+        #[case] sidecars: usize,
+        #[case] warning: String,
+    ) {
+        let groups: Vec<(gpu_topology::NodeTopology, u32)> = (0..shapes)
+            .map(|i| (hgx_memory_jitter(u32::try_from(i).unwrap()), 1))
+            .collect();
+        for affinity in ["preferred", "required"] {
+            let config = config(json!({"topology": {"affinity": affinity}}));
+            let decision = evaluate_pod(
+                &gpu_pod_with_sidecars(sidecars),
+                &config,
+                &Remembered(view(groups.clone())),
+            );
+            assert!(
+                matches!(decision.verdict, Verdict::Mutate(_) | Verdict::Accept),
+                "{affinity}: {:?}",
+                decision.verdict
+            );
+            assert!(
+                decision.warnings.iter().any(|w| w.starts_with(&warning)),
+                "{affinity}: {:?}",
+                decision.warnings
+            );
+        }
+    }
+
+    /// At the container cap the model still decides.
+    #[test]
+    fn at_the_container_cap_the_model_decides() {
+        let config = config(json!({}));
+        let decision = evaluate_pod(
+            &gpu_pod_with_sidecars(MAX_CONTAINERS - 1),
+            &config,
+            &Remembered(view(vec![(hgx("single-numa-node"), 2)])),
+        );
+        assert!(
+            !decision
+                .warnings
+                .iter()
+                .any(|w| w.contains("GPU fit not checked")),
+            "{:?}",
+            decision.warnings
+        );
     }
 }

@@ -26,7 +26,7 @@
 //! decided on the configured defaults.
 
 use crate::decide::explain::{kubelets_take_it, nodes};
-use crate::decide::model::{self, FactsIndex, GroupVerdict, Need};
+use crate::decide::model::{self, AnswerMemo, FactsIndex, GroupVerdict, Need};
 use crate::decide::qos::{self, Reason, Resource, Target};
 use crate::decide::PodInput;
 use crate::request::quantity::Quantity;
@@ -78,12 +78,34 @@ impl SearchCapped {
 /// The defaults this pod is planned with instead of the configured ones,
 /// when lowering one lets more nodes take it; `Ok(None)` otherwise, and
 /// `Err` when the search stopped at its cap.
-pub fn lower_defaults(
+pub(crate) fn lower_defaults(
     spec: &Value,
     input: &PodInput,
     config: &Config,
     multiple: u64,
     verdicts: &[GroupVerdict],
+    memo: &AnswerMemo,
+) -> Result<Option<Lowered>, SearchCapped> {
+    lower_defaults_within(
+        spec,
+        input,
+        config,
+        multiple,
+        verdicts,
+        memo,
+        MAX_SEARCH_ANSWERS,
+    )
+}
+
+/// [`lower_defaults`] asking at most `cap` model answers.
+fn lower_defaults_within(
+    spec: &Value,
+    input: &PodInput,
+    config: &Config,
+    multiple: u64,
+    verdicts: &[GroupVerdict],
+    memo: &AnswerMemo,
+    cap: usize,
 ) -> Result<Option<Lowered>, SearchCapped> {
     if config.qos.mode != QosMode::Mutate || !verdicts.iter().any(refused_for_resources) {
         return Ok(None);
@@ -91,9 +113,11 @@ pub fn lower_defaults(
     let Ok(plan) = qos::plan(spec, &input.demand.pod, &config.qos, multiple) else {
         return Ok(None);
     };
-    let search = Search::new(spec, input, config, multiple, verdicts);
+    let search = Search::new(spec, input, config, multiple, verdicts, memo);
+    search.answers_left.set(cap);
     let mut qos = config.qos.clone();
     let mut words = Vec::new();
+    let mut capped = None;
     for resource in Resource::ALL {
         let defaulted = plan.findings.iter().any(|finding| {
             finding.resource == resource
@@ -103,20 +127,37 @@ pub fn lower_defaults(
         if !defaulted {
             continue;
         }
-        if let Some((from, to, taken_before, taken_after)) = search.lower(&qos, resource)? {
-            set_default(&mut qos, resource, to);
-            words.push(format!(
-                "{} lowered from {from} to {to} per GPU for this pod: with {from}, {}; with {to}, {}",
-                setting(resource),
-                kubelets_take_it(taken_before),
-                nodes(taken_after)
-            ));
-        }
+        let found = match search.lower(&qos, resource) {
+            Ok(Some(found)) => found,
+            Ok(None) => continue,
+            Err(stopped) => {
+                capped = Some(stopped);
+                continue;
+            }
+        };
+        let Found { from, to, .. } = found;
+        set_default(&mut qos, resource, to);
+        let covered = found.covered.map_or_else(String::new, |(covered, all)| {
+            format!(
+                " (the search stopped at its cap of {MAX_SEARCH_ANSWERS} kubelet-model answers after the shapes of {covered} of the {all} nodes, the largest first)"
+            )
+        });
+        words.push(format!(
+            "{} lowered from {from} to {to} per GPU for this pod: with {from}, {}; with {to}, {}{covered}",
+            setting(resource),
+            kubelets_take_it(found.before),
+            nodes(found.after)
+        ));
     }
-    Ok((!words.is_empty()).then(|| Lowered {
+    let lowered = (!words.is_empty()).then(|| Lowered {
         qos,
         warning: words.join("; "),
-    }))
+    });
+    match (lowered, capped) {
+        // Nothing lowered, and the search could not cover the fleet.
+        (None, Some(capped)) => Err(capped),
+        (lowered, _) => Ok(lowered),
+    }
 }
 
 /// A refusal fewer CPUs or less memory could lift. Not too few GPUs, a
@@ -160,6 +201,27 @@ fn set_default(qos: &mut QosConfig, resource: Resource, value: Quantity) {
     }
 }
 
+/// A lowered default: from and to, the nodes that take the pod before and
+/// after, and, when the search stopped at its cap before it covered every
+/// group, the nodes it covered and the fleet's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Found {
+    from: Quantity,
+    to: Quantity,
+    before: u32,
+    after: u32,
+    covered: Option<(u32, u32)>,
+}
+
+/// How far the search of one resource got.
+#[derive(Debug, Clone, Copy, Default)]
+struct Coverage {
+    /// The nodes of the groups searched.
+    nodes: u32,
+    /// Whether it stopped at the cap before the last group.
+    partial: bool,
+}
+
 /// The values of one group that take the pod: `low..=high`, in the
 /// search's units.
 #[derive(Debug, Clone, Copy)]
@@ -177,6 +239,9 @@ pub(crate) struct Search<'a, 'f> {
     input: &'a PodInput<'a>,
     multiple: u64,
     verdicts: &'a [GroupVerdict<'f>],
+    /// The admission's model answers: the plans tried whole
+    /// ([`Search::taking`]) are the ones the pipeline then makes.
+    memo: &'a AnswerMemo,
     need: Need,
     /// For each group, the index of the first group with the same facts:
     /// the model is asked once per distinct set.
@@ -196,6 +261,7 @@ impl<'a, 'f> Search<'a, 'f> {
         config: &Config,
         multiple: u64,
         verdicts: &'a [GroupVerdict<'f>],
+        memo: &'a AnswerMemo,
     ) -> Self {
         let mut first: FactsIndex = FactsIndex::default();
         let first_with_facts = verdicts
@@ -208,6 +274,7 @@ impl<'a, 'f> Search<'a, 'f> {
             input,
             multiple,
             verdicts,
+            memo,
             need: Need::for_pod(config),
             first_with_facts,
             answers_left: Cell::new(MAX_SEARCH_ANSWERS),
@@ -240,15 +307,12 @@ impl<'a, 'f> Search<'a, 'f> {
     /// distinct set of facts; these answers are not counted against the cap.
     pub(crate) fn taking(&self, qos: &QosConfig) -> Option<Vec<bool>> {
         let pod = self.model_pod(qos)?;
-        let mut answers: HashMap<usize, model::Answer> = HashMap::new();
         Some(
             (0..self.verdicts.len())
                 .map(|index| {
                     let first = self.first_with_facts[index];
-                    let answer = answers
-                        .entry(first)
-                        .or_insert_with(|| model::answer(&self.verdicts[first].facts, &pod).0);
-                    self.takes_as(index, answer)
+                    let (answer, _) = self.memo.answer(&pod, first, &self.verdicts[first].facts);
+                    self.takes_as(index, &answer)
                 })
                 .collect(),
         )
@@ -269,11 +333,7 @@ impl<'a, 'f> Search<'a, 'f> {
 
     /// The lowered default of `resource` and the nodes taking the pod
     /// before and after, when lowering helps.
-    fn lower(
-        &self,
-        qos: &QosConfig,
-        resource: Resource,
-    ) -> Result<Option<(Quantity, Quantity, u32, u32)>, SearchCapped> {
+    fn lower(&self, qos: &QosConfig, resource: Resource) -> Result<Option<Found>, SearchCapped> {
         let Some(configured) = default_of(qos, resource) else {
             return Ok(None);
         };
@@ -331,11 +391,24 @@ impl<'a, 'f> Search<'a, 'f> {
             answers.insert(first, answer);
             Ok(takes)
         };
+        // The largest groups first: past the cap, the value is chosen
+        // for the most nodes the search could cover.
+        let mut order: Vec<usize> = (0..self.verdicts.len()).collect();
+        gpu_topology::sort::sort_by_key(&mut order, |&index| {
+            std::cmp::Reverse(self.verdicts[index].nodes())
+        });
         let mut intervals: Vec<Taken> = Vec::new();
-        for index in 0..self.verdicts.len() {
-            if let Some(taken) = self.interval(index, top, floor, &takes)? {
-                intervals.push(taken);
+        let mut covered = Coverage::default();
+        for index in order {
+            match self.interval(index, top, floor, &takes) {
+                Ok(taken) => intervals.extend(taken),
+                Err(capped) if intervals.is_empty() => return Err(capped),
+                Err(_) => {
+                    covered.partial = true;
+                    break;
+                }
             }
+            covered.nodes = covered.nodes.saturating_add(self.verdicts[index].nodes());
         }
         let Some(best) = best_value(&intervals) else {
             return Ok(None);
@@ -346,8 +419,17 @@ impl<'a, 'f> Search<'a, 'f> {
             return Ok(None);
         };
         let (before_nodes, after_nodes) = (self.nodes_taking(&before), self.nodes_taking(&after));
-        Ok((after_nodes > before_nodes)
-            .then(|| (configured, value(best), before_nodes, after_nodes)))
+        let fleet = self
+            .verdicts
+            .iter()
+            .fold(0u32, |sum, v| sum.saturating_add(v.nodes()));
+        Ok((after_nodes > before_nodes).then(|| Found {
+            from: configured,
+            to: value(best),
+            before: before_nodes,
+            after: after_nodes,
+            covered: covered.partial.then_some((covered.nodes, fleet)),
+        }))
     }
 
     /// The values of group `index` that take the pod, between `floor` and
@@ -413,8 +495,8 @@ fn best_value(intervals: &[Taken]) -> Option<u64> {
     // ends past it.
     let mut starts: Vec<(u64, u32)> = intervals.iter().map(|t| (t.low, t.nodes)).collect();
     let mut ends: Vec<(u64, u32)> = intervals.iter().map(|t| (t.high, t.nodes)).collect();
-    starts.sort_unstable();
-    ends.sort_unstable();
+    gpu_topology::sort::sort(&mut starts);
+    gpu_topology::sort::sort(&mut ends);
     let (mut started, mut ended) = (starts.iter().peekable(), ends.iter().peekable());
     let mut open: u64 = 0;
     let mut best: Option<(u64, u64)> = None;
@@ -444,7 +526,9 @@ fn best_value(intervals: &[Taken]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::testing::{hgx, node, on_first_plan, HGX, KUBELET};
+    use crate::decide::testing::{
+        four_and_two_gpus, hgx, hgx_memory_jitter, node, on_first_plan, HGX, KUBELET,
+    };
     use gpu_topology::NodeTopology;
     use rstest::rstest;
     use serde_json::json;
@@ -489,7 +573,15 @@ mod tests {
             groups,
             settings,
             |input, config, multiple, verdicts| {
-                lower_defaults(&spec, input, config, multiple, verdicts).expect("within the cap")
+                lower_defaults(
+                    &spec,
+                    input,
+                    config,
+                    multiple,
+                    verdicts,
+                    &AnswerMemo::default(),
+                )
+                .expect("within the cap")
             },
         )
     }
@@ -555,6 +647,109 @@ mod tests {
     ) {
         assert_eq!(kubelets_take_it(count), before);
         assert_eq!(nodes(count), after);
+    }
+
+    /// Issue #35: the search asks the model a bounded number of times per
+    /// distinct shape, so its cost grows linearly with the shapes, not
+    /// with their square. 256Gi per GPU: every shape refuses the 4-GPU
+    /// container and takes it at a quarter of its NUMA node's memory.
+    #[rstest]
+    #[case::ten_shapes(10)]
+    #[case::forty_shapes(40)]
+    #[case::eighty_shapes(80)]
+    fn the_search_asks_the_model_a_bounded_number_of_times_per_shape(#[case] shapes: u32) {
+        // Halving from 2^18 MiB, then two bisections of at most 18 steps.
+        const MOST_PER_SHAPE: usize = 8 + 1 + 18 + 1 + 18;
+        let spec = four_and_two_gpus();
+        let groups = (0..shapes).map(|i| (hgx_memory_jitter(i), 1)).collect();
+        let settings = json!({"qos": {"memoryPerGpu": "256Gi"}});
+        let (lowered, asked) = on_first_plan(
+            &spec,
+            groups,
+            settings,
+            |input, config, multiple, verdicts| {
+                let memo = AnswerMemo::default();
+                let search = Search::new(&spec, input, config, multiple, verdicts, &memo);
+                let lowered = search.lower(&config.qos, Resource::Memory).unwrap();
+                (lowered, MAX_SEARCH_ANSWERS - search.answers_left.get())
+            },
+        );
+        let Found {
+            to,
+            before,
+            after,
+            covered,
+            ..
+        } = lowered.expect("lowered");
+        assert_eq!(covered, None);
+        assert_eq!((before, after), (0, shapes));
+        // The most every shape takes: a quarter of the smallest NUMA node 1.
+        assert_eq!(to.canonical(), format!("{}Mi", 1_031_168 / 4));
+        assert!(asked >= shapes as usize, "{asked}");
+        assert!(
+            asked <= MOST_PER_SHAPE * shapes as usize,
+            "{asked} answers for {shapes} shapes"
+        );
+    }
+
+    /// Past the cap the search stops, having covered the largest shapes
+    /// first, and the warning says how far it got: 300 distinct shapes ask
+    /// more than 4,096 answers.
+    #[test]
+    fn the_search_stops_at_its_cap_and_says_how_far_it_got() {
+        let spec = four_and_two_gpus();
+        let groups = (0..300).map(|i| (hgx_memory_jitter(i), 1)).collect();
+        let lowered = on_first_plan(
+            &spec,
+            groups,
+            json!({"qos": {"memoryPerGpu": "256Gi"}}),
+            |input, config, multiple, verdicts| {
+                lower_defaults(
+                    &spec,
+                    input,
+                    config,
+                    multiple,
+                    verdicts,
+                    &AnswerMemo::default(),
+                )
+                .unwrap()
+            },
+        )
+        .expect("lowered");
+        assert!(
+            lowered.warning.ends_with("with 257792Mi, 300 nodes (the search stopped at its cap of 4096 kubelet-model answers after the shapes of 159 of the 300 nodes, the largest first)"),
+            "{}",
+            lowered.warning
+        );
+    }
+
+    /// A search that finds no value before the cap is an error that names
+    /// it (here a cap of 5 answers over 10 shapes).
+    #[test]
+    fn nothing_found_before_the_cap_is_an_error() {
+        let spec = four_and_two_gpus();
+        let groups = (0..10).map(|i| (hgx_memory_jitter(i), 1)).collect();
+        let capped = on_first_plan(
+            &spec,
+            groups,
+            json!({"qos": {"memoryPerGpu": "256Gi"}}),
+            |input, config, multiple, verdicts| {
+                lower_defaults_within(
+                    &spec,
+                    input,
+                    config,
+                    multiple,
+                    verdicts,
+                    &AnswerMemo::default(),
+                    5,
+                )
+                .unwrap_err()
+            },
+        );
+        assert_eq!(capped, SearchCapped { distinct_facts: 10 });
+        assert!(capped.warning().contains(
+            "stopped at its cap of 4096 kubelet-model answers over 10 distinct node shapes"
+        ));
     }
 
     #[test]

@@ -40,6 +40,13 @@ use qos::{QosPlan, Target};
 use serde_json::Value;
 use std::fmt;
 
+/// The most containers (init, sidecar and app together) of one pod the
+/// kubelet model is asked about: each answer walks them in the kubelet's
+/// order, once per node shape, so the work is their product. Real GPU pods
+/// have a handful; a pod past this gets the count-based affinity and a
+/// warning, never a refusal for it.
+pub const MAX_CONTAINERS: usize = 64;
+
 /// The admission operation the policy mutates on.
 pub const CREATE: &str = "CREATE";
 /// Workloads are also validated when their pod template changes.
@@ -472,11 +479,18 @@ fn plan_stages<'s>(
     qos_problems: QosProblems,
     stages: &mut Stages<'s>,
 ) -> Result<(), String> {
+    let containers = input.demand.pod.containers.len();
     let view = match sight {
-        fit::Sight::View(view) => Some(view),
+        fit::Sight::View(view) if containers <= MAX_CONTAINERS => Some(view),
+        fit::Sight::View(_) => {
+            stages.notes.unchecked = vec![format!(
+                "GPU fit not checked against the node shapes: the pod has {containers} containers, more than the {MAX_CONTAINERS} the kubelet model follows in one admission; the affinity counts GPUs only"
+            )];
+            None
+        }
         _ => None,
     };
-    if view.is_none() {
+    if view.is_none() && stages.notes.unchecked.is_empty() {
         stages.notes.unchecked = fit::check_without_view(&input.demand, sight, config)?;
     }
     let multiple = view.map_or(1, |view| model::cpu_multiple(&view.fleet));
@@ -489,7 +503,11 @@ fn plan_stages<'s>(
         return Ok(());
     };
     let malformed = |problem| format!("GPU pod is malformed: {problem}");
-    stages.verdicts = fit::verdicts(&view.fleet, planned, input, config).map_err(malformed)?;
+    // The plans the pipeline makes are the ones the searches tried: their
+    // answers are asked once.
+    let memo = model::AnswerMemo::default();
+    stages.verdicts =
+        fit::verdicts_with(&view.fleet, planned, input, config, &memo).map_err(malformed)?;
     // Each adjustment plans the pod anew with its QoS configuration, and the
     // verdicts on that plan are the ones the next stage reads. The warnings
     // of the first plan stand: an adjustment's own warning says what changed.
@@ -501,24 +519,26 @@ fn plan_stages<'s>(
             ..config.clone()
         };
         let outcome = write_qos(spec, planned, input, &replanned, multiple, qos_problems)?;
-        let verdicts = fit::verdicts(&view.fleet, planned, input, config).map_err(malformed)?;
+        let verdicts =
+            fit::verdicts_with(&view.fleet, planned, input, config, &memo).map_err(malformed)?;
         Ok::<_, String>((verdicts, outcome.edits))
     };
-    let capped = match lowering::lower_defaults(spec, input, config, multiple, &stages.verdicts) {
-        Ok(Some(lowered)) => {
-            (stages.verdicts, stages.qos_edits) = replan(lowered.qos.clone(), planned)?;
-            qos = lowered.qos;
-            stages.notes.adjustments.push(lowered.warning);
-            None
-        }
-        Ok(None) => None,
-        Err(capped) => {
-            stages.notes.adjustments.push(capped.warning());
-            Some(capped)
-        }
-    };
+    let capped =
+        match lowering::lower_defaults(spec, input, config, multiple, &stages.verdicts, &memo) {
+            Ok(Some(lowered)) => {
+                (stages.verdicts, stages.qos_edits) = replan(lowered.qos.clone(), planned)?;
+                qos = lowered.qos;
+                stages.notes.adjustments.push(lowered.warning);
+                None
+            }
+            Ok(None) => None,
+            Err(capped) => {
+                stages.notes.adjustments.push(capped.warning());
+                Some(capped)
+            }
+        };
     if let Some(rounded) =
-        rounding::round_to_whole_cores(spec, input, config, &qos, multiple, &stages.verdicts)
+        rounding::round_to_whole_cores(spec, input, config, &qos, multiple, &stages.verdicts, &memo)
     {
         (stages.verdicts, stages.qos_edits) = replan(rounded.qos, planned)?;
         stages.notes.adjustments.push(rounded.warning);
@@ -675,4 +695,42 @@ fn not_guaranteed_message(plan: &QosPlan, whole_cpus: bool) -> String {
         listed.join("; "),
         if whole_cpus { whole } else { "" }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::testing::config;
+    use serde_json::json;
+
+    /// Past the search's cap, a pod no node takes with its configured
+    /// defaults: admitted without affinity under `preferred`, refused
+    /// with the cap named under `required`.
+    #[rstest::rstest]
+    #[case::preferred_admits_without_affinity(
+        "preferred",
+        Ok("GPU pod admitted without a placement: it needs 6 GPUs, but no kubelet takes it.")
+    )]
+    #[case::required_refuses_naming_the_cap("required", Err("GPU pod cannot be placed: it needs 6 GPUs, but no kubelet takes it. (qos.cpuPerGpu and qos.memoryPerGpu were not lowered for this pod: the search for lower defaults stopped at its cap of 4096 kubelet-model answers over 300 distinct node shapes; set the containers' cpu and memory, or lower the defaults)"))]
+    fn past_the_cap_a_refusal_is_a_warning_under_preferred_only(
+        #[case] affinity: &str,
+        #[case] expected: Result<&str, &str>,
+    ) {
+        let config = config(json!({"topology": {"affinity": affinity}}));
+        let placement = capped_placement(
+            "GPU pod cannot be placed: it needs 6 GPUs, but no kubelet takes it.".to_owned(),
+            lowering::SearchCapped {
+                distinct_facts: 300,
+            },
+            &config,
+        );
+        match (placement, expected) {
+            (Ok(placement), Ok(warning)) => {
+                assert_eq!(placement.warnings, vec![warning.to_owned()]);
+                assert_eq!(placement.requirement, AffinityRequirement::default());
+            }
+            (Err(message), Err(expected)) => assert_eq!(message, expected),
+            (placement, _) => panic!("{placement:?}"),
+        }
+    }
 }

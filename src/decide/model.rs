@@ -330,6 +330,18 @@ pub fn verdicts<'f>(
     pod: &kubelet::PodDemand,
     assumed_scope: TopologyManagerScope,
 ) -> Vec<GroupVerdict<'f>> {
+    verdicts_with(fleet, pod, assumed_scope, &AnswerMemo::default())
+}
+
+/// [`verdicts`], taking the answers `memo` already holds for this pod
+/// (the lowering search asks the model about the very plans the pipeline
+/// then makes) and keeping the new ones there.
+pub(crate) fn verdicts_with<'f>(
+    fleet: &'f Fleet,
+    pod: &kubelet::PodDemand,
+    assumed_scope: TopologyManagerScope,
+    memo: &AnswerMemo,
+) -> Vec<GroupVerdict<'f>> {
     let mut verdicts: Vec<GroupVerdict<'f>> = Vec::with_capacity(fleet.groups().len());
     let mut first_with: FactsIndex = FactsIndex::default();
     for group in fleet.groups() {
@@ -342,7 +354,7 @@ pub fn verdicts<'f>(
             ),
             None => {
                 first_with.insert(facts.clone(), verdicts.len());
-                answer(&facts, pod)
+                memo.answer(pod, verdicts.len(), &facts)
             }
         };
         verdicts.push(GroupVerdict {
@@ -354,6 +366,41 @@ pub fn verdicts<'f>(
         });
     }
     verdicts
+}
+
+/// The model's answers already asked in one admission: by pod (a few plans
+/// at most: the first, and one per adjustment), then by the index of the
+/// first group of the fleet with the facts asked about.
+#[derive(Debug, Default)]
+pub(crate) struct AnswerMemo {
+    pods: std::cell::RefCell<Vec<(kubelet::PodDemand, MemoAnswers)>>,
+}
+
+type MemoAnswers = std::collections::HashMap<usize, (Answer, Option<Admission>)>;
+
+impl AnswerMemo {
+    /// The answer for `pod` on `facts`, the facts of group `first` (the
+    /// first of the fleet with them): kept, or asked and kept.
+    pub(crate) fn answer(
+        &self,
+        pod: &kubelet::PodDemand,
+        first: usize,
+        facts: &NodeFacts,
+    ) -> (Answer, Option<Admission>) {
+        let mut pods = self.pods.borrow_mut();
+        let position = match pods.iter().position(|(known, _)| known == pod) {
+            Some(position) => position,
+            None => {
+                pods.push((pod.clone(), MemoAnswers::default()));
+                pods.len() - 1
+            }
+        };
+        let answers = &mut pods[position].1;
+        answers
+            .entry(first)
+            .or_insert_with(|| answer(facts, pod))
+            .clone()
+    }
 }
 
 /// Node facts to the index of the first group that has them. A fixed

@@ -133,6 +133,15 @@ impl PodRecord {
             Sight::Unavailable(Unavailable::NodeList(reason) | Unavailable::Summary(reason)) => {
                 (ViewRecord::Unavailable { reason }, Vec::new())
             }
+            Sight::Unavailable(Unavailable::TooManyShapes { shapes }) => (
+                ViewRecord::Unavailable {
+                    reason: format!(
+                        "{shapes} distinct node shapes, more than the {} one admission decides on",
+                        crate::cluster::MAX_SHAPES
+                    ),
+                },
+                Vec::new(),
+            ),
             Sight::View(view) => {
                 let nodes = view.fleet.groups().iter().map(|group| group.nodes).sum();
                 let record = if view.from_node_list {

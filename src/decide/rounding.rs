@@ -24,7 +24,7 @@
 use crate::decide::explain::kubelets_take_it;
 use crate::decide::lowering::Search;
 use crate::decide::model::Need;
-use crate::decide::model::{Answer, GroupVerdict};
+use crate::decide::model::{Answer, AnswerMemo, GroupVerdict};
 use crate::decide::qos::{self, Reason};
 use crate::decide::PodInput;
 use crate::settings::{Config, QosConfig, QosMode};
@@ -43,13 +43,14 @@ pub struct Rounded {
 /// node take it; `None` otherwise. `qos` is the configuration the pod was
 /// planned with (the configured one, or defaults [lowered](crate::decide::lowering)
 /// for it), `verdicts` the fleet's answers on that plan.
-pub fn round_to_whole_cores(
+pub(crate) fn round_to_whole_cores(
     spec: &Value,
     input: &PodInput,
     config: &Config,
     qos: &QosConfig,
     multiple: u64,
     verdicts: &[GroupVerdict],
+    memo: &AnswerMemo,
 ) -> Option<Rounded> {
     if config.qos.mode != QosMode::Mutate || !config.qos.round_to_whole_cores || multiple < 2 {
         return None;
@@ -67,7 +68,7 @@ pub fn round_to_whole_cores(
     if may_run_as_written || !verdicts.iter().any(refused_for_whole_cores) {
         return None;
     }
-    let search = Search::new(spec, input, config, multiple, verdicts);
+    let search = Search::new(spec, input, config, multiple, verdicts, memo);
     let rounded_qos = QosConfig {
         round_written_cpus: true,
         ..qos.clone()
@@ -129,7 +130,15 @@ mod tests {
             groups,
             settings,
             |input, config, multiple, verdicts| {
-                round_to_whole_cores(&spec, input, config, &config.qos, multiple, verdicts)
+                round_to_whole_cores(
+                    &spec,
+                    input,
+                    config,
+                    &config.qos,
+                    multiple,
+                    verdicts,
+                    &AnswerMemo::default(),
+                )
             },
         )
     }

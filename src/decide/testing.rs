@@ -1,11 +1,16 @@
 //! Node shapes and pods the decision's unit tests share, written as the
 //! labeler labels nodes (through the contract, with their shape).
 
-use crate::cluster::ClusterView;
+use crate::cluster::host::ClusterReader;
+use crate::cluster::{ClusterRead, ClusterView};
 use crate::decide::model::{self, GroupVerdict};
 use crate::decide::{fit, qos, PodInput};
+use crate::settings::FleetSources;
 use crate::settings::{settings_from_value, Config};
 use gpu_topology::{Fleet, LabelPrefix, NodeTopology};
+use kubewarden_policy_sdk::host_capabilities::kubernetes::{
+    GetResourceRequest, ListAllResourcesRequest,
+};
 use serde_json::{json, Value};
 
 /// The kubelet facts every test shape shares (an empty-ish SMT-2 HGX
@@ -70,6 +75,62 @@ pub(crate) fn view(groups: Vec<(NodeTopology, u32)>) -> ClusterView {
 pub(crate) fn pod(gpus: u32, cpus: u32) -> Value {
     json!({"containers": [{"name": "train", "resources": {"limits": {
         "nvidia.com/gpu": gpus.to_string(), "cpu": cpus.to_string(), "memory": "64Gi"}}}]})
+}
+
+/// A cluster whose view is already read: the pipeline asks it first
+/// ([`ClusterReader::remembered_read`]) and never calls the host.
+pub(crate) struct Remembered(pub ClusterView);
+
+impl ClusterReader for Remembered {
+    fn list_all_resources(&self, _: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+        Err("no host in these tests".to_owned())
+    }
+
+    fn get_resource(&self, _: &GetResourceRequest) -> Result<Vec<u8>, String> {
+        Err("no host in these tests".to_owned())
+    }
+
+    fn remembered_read(
+        &self,
+        _: &FleetSources,
+        _: &LabelPrefix,
+        _: Option<&str>,
+    ) -> Option<ClusterRead> {
+        Some(ClusterRead {
+            view: Ok(self.0.clone()),
+            summary_passed_over: None,
+        })
+    }
+}
+
+/// HGX nodes whose static Memory Manager pins memory under
+/// `single-numa-node` and container scope, `index` MiB less memory on NUMA
+/// node 0 and more on NUMA node 1 than [`HGX`]: each index is a shape of
+/// its own, as exact MiB made of identical machines.
+pub(crate) fn hgx_memory_jitter(index: u32) -> NodeTopology {
+    let labels = format!("{HGX} {KUBELET} topology-manager-policy=single-numa-node")
+        .replace(
+            "topology-manager-scope=pod",
+            "topology-manager-scope=container",
+        )
+        .replace("memory-manager-policy=none", "memory-manager-policy=static")
+        .replace(
+            "numa-memory-mib=1031168.1031168",
+            &format!(
+                "numa-memory-mib={}.{}",
+                1_031_168 - index,
+                1_031_168 + index
+            ),
+        );
+    node(&labels)
+}
+
+/// Two GPU containers, 4 and 2 GPUs, that set no CPU or memory: the
+/// configured defaults decide both.
+pub(crate) fn four_and_two_gpus() -> Value {
+    json!({"containers": [
+        {"name": "a", "resources": {"limits": {"nvidia.com/gpu": "4"}}},
+        {"name": "b", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]})
 }
 
 pub(crate) fn config(settings: Value) -> Config {

@@ -349,7 +349,7 @@ fn edit(
 /// The `object` part of `text` with `edits` applied; insertions at one place
 /// keep their order.
 fn splice(text: &str, object: Span, mut edits: Vec<Edit>) -> Result<String, String> {
-    edits.sort_by_key(|edit| (edit.span.start, edit.span.end));
+    gpu_topology::sort::sort_by_key(&mut edits, |edit| (edit.span.start, edit.span.end));
     let extra: usize = edits.iter().map(|edit| edit.text.len()).sum();
     let mut out = String::with_capacity(object.end.saturating_sub(object.start) + extra);
     let mut copied = object.start;

@@ -435,7 +435,7 @@ pub struct Counted {
 impl Counted {
     /// `devices`, sorted, with identical ones counted once.
     pub fn runs(mut devices: Vec<Device>) -> Vec<Counted> {
-        devices.sort();
+        crate::sort::sort(&mut devices);
         let mut counted: Vec<Counted> = Vec::new();
         for device in devices {
             match counted.last_mut() {

@@ -18,6 +18,7 @@ pub mod kubelet;
 pub mod labels;
 pub mod quantity;
 pub mod selector;
+pub mod sort;
 pub mod summary;
 
 pub use fit::{

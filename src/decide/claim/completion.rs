@@ -235,7 +235,7 @@ pub fn nvlink_completion(
         .filter_map(|name| partition_size(name))
         .filter(|size| *size >= aligned.gpu_devices)
         .collect();
-    sizes.sort_unstable();
+    gpu_topology::sort::sort(&mut sizes);
     sizes.dedup();
     let attribute = sizes.into_iter().find_map(|size| {
         let mut names = devices.iter().map(|device| {

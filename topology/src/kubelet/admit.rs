@@ -79,7 +79,15 @@ pub fn admit(node: &NodeFacts, pod: &PodDemand) -> Result<Admission, InputError>
         return Ok(admission);
     };
     let at_most = admit_with(&most, pod, NodeFit::Checked)?;
-    if at_most.verdict == admission.verdict {
+    // The figures of a refusal differ with the memory; the outcome is what
+    // must not.
+    let same = match (&admission.verdict, &at_most.verdict) {
+        (Verdict::Refuse(_), Verdict::Refuse(_)) | (Verdict::Unknown(_), Verdict::Unknown(_)) => {
+            true
+        }
+        (low, high) => low == high,
+    };
+    if same {
         return Ok(admission);
     }
     Ok(Admission {
@@ -365,7 +373,7 @@ fn node_fit(node: &NodeFacts, pod: &PodDemand, fit: NodeFit) -> Step<Option<Unkn
         let total = n.memory_mib?.saturating_sub(n.reserved_memory_mib?);
         Some(
             total
-                .saturating_add(node.memory_rounding_mib.max(1))
+                .saturating_add(1)
                 .saturating_mul(MIB)
                 .saturating_sub(pages),
         )
@@ -414,9 +422,19 @@ fn node_fit(node: &NodeFacts, pod: &PodDemand, fit: NodeFit) -> Step<Option<Unkn
                 continue;
             }
         };
-        // A reservation rounded up to whole CPUs leaves less than one CPU
-        // more allocatable than `capacity - reserved`.
-        let slack = if reserved > 0 { 999 } else { 0 };
+        let slack = match resource {
+            // The labels round each NUMA node's memory down by less than
+            // a step: the refusal holds only above the most it can be
+            // (the figures stay the published ones).
+            Resource::Memory => node
+                .memory_rounding_mib
+                .saturating_sub(1)
+                .saturating_mul(MIB.saturating_mul(numas.map_or(0, |numas| numas.len() as u64))),
+            // A reservation rounded up to whole CPUs leaves less than one
+            // CPU more allocatable than `capacity - reserved`.
+            _ if reserved > 0 => 999,
+            _ => 0,
+        };
         let most = capacity.saturating_sub(reserved).saturating_add(slack);
         if requested > most {
             return Err(Stop::Refuse(Refusal::NodeTooSmall {
@@ -557,7 +575,7 @@ fn numa_span(node: &NodeFacts, gpus: u32) -> HintReport {
         .and_then(|numas| numas.iter().map(|n| n.gpus).collect());
     let span = match (listed, largest_numa_gpus(node)) {
         (Some(mut counts), _) => {
-            counts.sort_unstable_by(|a, b| b.cmp(a));
+            crate::sort::sort_by(&mut counts, |a, b| b.cmp(a));
             let mut held = 0u64;
             counts
                 .iter()
@@ -1815,6 +1833,52 @@ mod tests {
             pod_level_resources: false,
             devices: Vec::new(),
         }
+    }
+
+    /// Two NUMA nodes of 10 GiB each under the static Memory Manager and
+    /// `single-numa-node`, their memory published rounded down by less
+    /// than `rounding_mib`.
+    fn pinning_memory(rounding_mib: u64) -> NodeFacts {
+        let mut node = node(TopologyManagerPolicy::SingleNumaNode, &[2, 2]);
+        for numa in node.numa_nodes.as_mut().unwrap() {
+            numa.memory_mib = Some(10 << 10);
+            numa.reserved_memory_mib = Some(0);
+            numa.hugepages_2mi = Some(HugePages::default());
+            numa.hugepages_1gi = Some(HugePages::default());
+        }
+        node.memory_manager = Some(MemoryManagerPolicy::Static);
+        node.memory_rounding_mib = rounding_mib;
+        node
+    }
+
+    /// The labels round memory down to whole GiB: a pod that fits the
+    /// published amount is admitted, one that needs more than a GiB over it
+    /// is refused, and one in between is unknown, as the kubelet's answer
+    /// depends on MiB the labels do not show (`memorymanager/policy_static.go`
+    /// pins the container's memory on the NUMA nodes of the merged hint).
+    #[rstest]
+    #[case::within_the_published_memory(1024, 10 << 10, Verdict::Admit { aligned: true })]
+    #[case::inside_the_rounded_step(1024, (10 << 10) + 512, Verdict::Unknown(Unknown::Indeterminate(Indeterminate::MemoryRounding)))]
+    #[case::past_the_rounded_step(1024, 11 << 10, Verdict::Refuse(Refusal::TopologyAffinity { container: Some(0) }))]
+    #[case::exact_labels_refuse_what_is_over(1, (10 << 10) + 512, Verdict::Refuse(Refusal::TopologyAffinity { container: Some(0) }))]
+    fn memory_rounded_down_by_the_labels_is_unknown_only_within_the_step(
+        #[case] rounding_mib: u64,
+        #[case] memory_mib: u64,
+        #[case] expected: Verdict,
+    ) {
+        let pod = PodDemand {
+            containers: vec![ContainerDemand {
+                gpus: Some(2),
+                cpu_millis: 1000,
+                memory_bytes: memory_mib * MIB,
+                ..ContainerDemand::default()
+            }],
+            guaranteed: true,
+            pod_level_resources: false,
+            devices: Vec::new(),
+        };
+        let answer = admit(&pinning_memory(rounding_mib), &pod).unwrap();
+        assert_eq!(answer.verdict, expected);
     }
 
     #[test]

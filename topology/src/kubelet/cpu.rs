@@ -211,7 +211,7 @@ impl NumaCpus {
     }
 
     fn normalize(cores: &mut Vec<(Core, u32)>) {
-        cores.sort();
+        crate::sort::sort(cores);
         let mut merged: Vec<(Core, u32)> = Vec::with_capacity(cores.len());
         for &(core, n) in cores.iter().filter(|(_, n)| *n > 0) {
             match merged.last_mut() {
@@ -429,7 +429,7 @@ impl SocketLayout {
                 None => sockets.push((socket, c)),
             }
         }
-        sockets.sort();
+        crate::sort::sort(&mut sockets);
         let numa_nodes_with_cpus = cpus.iter().filter(|&&c| c > 0).count() as u32;
         let total: u32 = cpus.iter().sum();
         let socket_count = sockets.len() as u32;
@@ -457,7 +457,7 @@ impl SocketLayout {
     /// Sockets of `mask`'s nodes.
     fn sockets_of(&self, mask: NumaMask) -> Vec<u32> {
         let mut sockets: Vec<u32> = mask.nodes().map(|n| self.socket(n)).collect();
-        sockets.sort();
+        crate::sort::sort(&mut sockets);
         sockets.dedup();
         sockets
     }
@@ -728,7 +728,9 @@ impl CpuState {
             .filter(|&n| self.numas.get(n).is_some_and(|c| c.available() > 0))
             .collect();
         let by_available = |nodes: &mut Vec<usize>| {
-            nodes.sort_by_key(|&n| (self.numas.get(n).map_or(0, NumaCpus::available), n));
+            crate::sort::sort_by_key(nodes, |&n| {
+                (self.numas.get(n).map_or(0, NumaCpus::available), n)
+            });
         };
         if layout.numa_first {
             let mut nodes = active;
@@ -773,7 +775,7 @@ impl CpuState {
             .map(|(s, _)| *s)
             .filter(|&s| available(s) > 0)
             .collect();
-        sockets.sort_by_key(|&s| (available(s), s));
+        crate::sort::sort_by_key(&mut sockets, |&s| (available(s), s));
         sockets
     }
 

@@ -151,7 +151,7 @@ impl HintSet {
                     .map(|m| TopologyHint::new(m, false)),
             )
             .collect();
-        masks.sort_by_key(|h| (h.mask.map(NumaMask::bits), !h.preferred));
+        crate::sort::sort_by_key(&mut masks, |h| (h.mask.map(NumaMask::bits), !h.preferred));
         hints.extend(masks);
         hints
     }

@@ -67,7 +67,7 @@ pub fn format_numa_distances(rows: &[Vec<u32>]) -> Option<String> {
             distances.push(distance);
         }
     }
-    distances.sort_unstable();
+    crate::sort::sort(&mut distances);
     distances.dedup();
     if distances.len() > MAX_CLASSES {
         return None;
