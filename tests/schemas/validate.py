@@ -60,6 +60,10 @@ NOT_API_OBJECTS = {
         "a kubelet's config file, read from disk; no API server serves it",
     ("eksctl.io/v1alpha5", "ClusterConfig"):
         "eksctl's input file; no API server serves it",
+    ("node.eks.aws/v1alpha1", "NodeConfig"):
+        "nodeadm's input (EC2 user data, read on the node at boot); no API server serves it",
+    ("machineconfiguration.openshift.io/v1", "KubeletConfig"):
+        "OpenShift's Machine Config Operator CRD, not vendored (docs/guide.md quotes one KubeletConfig)",
     ("karpenter.sh/v1", "NodePool"):
         "Karpenter's CRD, not vendored (examples/autoscaling is checked by tests/autoscaling_examples.rs)",
     ("karpenter.k8s.aws/v1", "EC2NodeClass"):
@@ -75,6 +79,7 @@ NOT_API_OBJECTS = {
 # The CRDs objects are validated against, relative to the repository root.
 CRD_FILES = [
     "tests/schemas/crds/clusteradmissionpolicies.policies.kubewarden.io.yaml",
+    "tests/schemas/crds/policyservers.policies.kubewarden.io.yaml",
     "tests/schemas/crds/securitycontextconstraints.security.openshift.io.yaml",
     "labeler/tests/fixtures/nfd/nodefeature-crd.yaml",
 ]
