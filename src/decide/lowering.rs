@@ -26,15 +26,15 @@
 //! decided on the configured defaults.
 
 use crate::decide::explain::{kubelets_take_it, nodes};
-use crate::decide::model::{self, AnswerMemo, FactsIndex, GroupVerdict, Need};
+use crate::decide::model::{self, AnswerMemo, GroupVerdict, Need};
 use crate::decide::qos::{self, Reason, Resource, Target};
 use crate::decide::PodInput;
 use crate::request::quantity::Quantity;
 use crate::settings::{Config, QosConfig, QosMode};
+use gpu_topology::hashing::{FastMap, FirstEqual};
 use gpu_topology::kubelet::{self, Refusal};
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 
 /// The lowest default per GPU the search tries: one CPU, 1 GiB.
 const CPU_FLOOR_UNITS: u64 = 1;
@@ -252,7 +252,7 @@ pub(crate) struct Search<'a, 'f> {
 
 /// One tried default: the model's pod and its answers so far, by the
 /// first group of each set of facts. `None`: no plan could be made.
-type Tried = Option<(kubelet::PodDemand, HashMap<usize, model::Answer>)>;
+type Tried = Option<(kubelet::PodDemand, FastMap<usize, model::Answer>)>;
 
 impl<'a, 'f> Search<'a, 'f> {
     pub(crate) fn new(
@@ -263,11 +263,17 @@ impl<'a, 'f> Search<'a, 'f> {
         verdicts: &'a [GroupVerdict<'f>],
         memo: &'a AnswerMemo,
     ) -> Self {
-        let mut first: FactsIndex = FactsIndex::default();
+        let mut first = FirstEqual::default();
         let first_with_facts = verdicts
             .iter()
             .enumerate()
-            .map(|(index, verdict)| *first.entry(verdict.facts.clone()).or_insert(index))
+            .map(|(index, verdict)| {
+                first
+                    .find_or_record(&verdict.facts, index, |position| {
+                        verdicts.get(position).map(|v| &v.facts)
+                    })
+                    .unwrap_or(index)
+            })
             .collect();
         Search {
             spec,
@@ -363,7 +369,7 @@ impl<'a, 'f> Search<'a, 'f> {
             return Ok(None);
         };
         // The pods tried, by default: each planned once.
-        let tried: RefCell<HashMap<u64, Tried>> = RefCell::new(HashMap::new());
+        let tried: RefCell<FastMap<u64, Tried>> = RefCell::new(FastMap::default());
         let capped = SearchCapped {
             distinct_facts: self.distinct_facts(),
         };
@@ -373,7 +379,7 @@ impl<'a, 'f> Search<'a, 'f> {
             let mut tried = tried.borrow_mut();
             let entry = tried.entry(units).or_insert_with(|| {
                 self.model_pod(&with(units))
-                    .map(|pod| (pod, HashMap::new()))
+                    .map(|pod| (pod, FastMap::default()))
             });
             let Some((pod, answers)) = entry else {
                 return Ok(false);

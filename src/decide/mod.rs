@@ -503,11 +503,10 @@ fn plan_stages<'s>(
         return Ok(());
     };
     let malformed = |problem| format!("GPU pod is malformed: {problem}");
-    // The plans the pipeline makes are the ones the searches tried: their
-    // answers are asked once.
+    stages.verdicts = fit::verdicts(&view.fleet, planned, input, config).map_err(malformed)?;
+    // The plans the searches below try whole are the ones the pipeline then
+    // makes: their answers are asked once.
     let memo = model::AnswerMemo::default();
-    stages.verdicts =
-        fit::verdicts_with(&view.fleet, planned, input, config, &memo).map_err(malformed)?;
     // Each adjustment plans the pod anew with its QoS configuration, and the
     // verdicts on that plan are the ones the next stage reads. The warnings
     // of the first plan stand: an adjustment's own warning says what changed.

@@ -7,6 +7,7 @@ use crate::decide::demand::PodDemand;
 use crate::request::pod::{containers, resources_value, Container, ContainerKind, Section};
 use crate::request::quantity::Quantity;
 use crate::settings::{AffinityMode, Config};
+use gpu_topology::hashing::{FastMap, FirstEqual};
 use gpu_topology::kubelet::{
     self, admit, facts_from_topology, Admission, ContainerDemand, InputError, NodeFacts, Refusal,
     Unknown, Verdict,
@@ -330,7 +331,7 @@ pub fn verdicts<'f>(
     pod: &kubelet::PodDemand,
     assumed_scope: TopologyManagerScope,
 ) -> Vec<GroupVerdict<'f>> {
-    verdicts_with(fleet, pod, assumed_scope, &AnswerMemo::default())
+    verdicts_through(fleet, pod, assumed_scope, None)
 }
 
 /// [`verdicts`], taking the answers `memo` already holds for this pod
@@ -342,20 +343,30 @@ pub(crate) fn verdicts_with<'f>(
     assumed_scope: TopologyManagerScope,
     memo: &AnswerMemo,
 ) -> Vec<GroupVerdict<'f>> {
+    verdicts_through(fleet, pod, assumed_scope, Some(memo))
+}
+
+/// [`verdicts`], through `memo` where there is one.
+fn verdicts_through<'f>(
+    fleet: &'f Fleet,
+    pod: &kubelet::PodDemand,
+    assumed_scope: TopologyManagerScope,
+    memo: Option<&AnswerMemo>,
+) -> Vec<GroupVerdict<'f>> {
     let mut verdicts: Vec<GroupVerdict<'f>> = Vec::with_capacity(fleet.groups().len());
-    let mut first_with: FactsIndex = FactsIndex::default();
+    let mut first_with = FirstEqual::default();
     for group in fleet.groups() {
         let facts = facts_from_topology(&group.topology, assumed_scope);
         let scope = facts.topology_manager.scope.unwrap_or(assumed_scope);
-        let (answer, admission) = match first_with.get(&facts) {
-            Some(&known) => (
-                verdicts[known].answer.clone(),
-                verdicts[known].admission.clone(),
-            ),
-            None => {
-                first_with.insert(facts.clone(), verdicts.len());
-                memo.answer(pod, verdicts.len(), &facts)
-            }
+        let known = first_with.find_or_record(&facts, verdicts.len(), |position| {
+            verdicts.get(position).map(|v: &GroupVerdict| &v.facts)
+        });
+        let (answer, admission) = match known.and_then(|position| verdicts.get(position)) {
+            Some(known) => (known.answer.clone(), known.admission.clone()),
+            None => match memo {
+                Some(memo) => memo.answer(pod, verdicts.len(), &facts),
+                None => answer(&facts, pod),
+            },
         };
         verdicts.push(GroupVerdict {
             group,
@@ -376,7 +387,7 @@ pub(crate) struct AnswerMemo {
     pods: std::cell::RefCell<Vec<(kubelet::PodDemand, MemoAnswers)>>,
 }
 
-type MemoAnswers = std::collections::HashMap<usize, (Answer, Option<Admission>)>;
+type MemoAnswers = FastMap<usize, (Answer, Option<Admission>)>;
 
 impl AnswerMemo {
     /// The answer for `pod` on `facts`, the facts of group `first` (the
@@ -402,16 +413,6 @@ impl AnswerMemo {
             .clone()
     }
 }
-
-/// Node facts to the index of the first group that has them. A fixed
-/// hasher: the keys come from node labels, which only the cluster's
-/// administrators and the labeler write, and a fixed one needs no
-/// randomness from the Wasm host.
-pub(crate) type FactsIndex = std::collections::HashMap<
-    NodeFacts,
-    usize,
-    std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>,
->;
 
 /// The model's answer for one node.
 pub fn answer(facts: &NodeFacts, pod: &kubelet::PodDemand) -> (Answer, Option<Admission>) {

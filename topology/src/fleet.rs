@@ -8,10 +8,8 @@
 //! by construction.
 
 use crate::fit::{can_admit, can_host, Alignment, GpuDemand};
+use crate::hashing::FirstEqual;
 use crate::labels::{LabelError, NodeTopology, TopologyManagerPolicy};
-use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
-use std::hash::{BuildHasher, BuildHasherDefault};
 
 /// Nodes that publish the same topology.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,13 +41,8 @@ pub struct Fleet {
     /// The groups by the hash of their topology: a node finds its group in
     /// constant time, so a fleet of thousands of distinct shapes is read in
     /// time linear in its nodes.
-    by_hash: HashMap<u64, Vec<usize>, FixedState>,
+    index: FirstEqual,
 }
-
-/// A fixed hasher: group order and lookups must not depend on a random
-/// seed (the Wasm host need not provide one), and node labels are written
-/// by the cluster's administrators and the labeler only.
-type FixedState = BuildHasherDefault<DefaultHasher>;
 
 impl Fleet {
     pub fn new() -> Self {
@@ -80,20 +73,13 @@ impl Fleet {
 
     /// Counts `nodes` more nodes with `topology`.
     pub fn add_nodes(&mut self, topology: NodeTopology, nodes: u32) {
-        let hash = FixedState::default().hash_one(&topology);
-        let candidates = self.by_hash.entry(hash).or_default();
-        match candidates
-            .iter()
-            .find(|&&index| self.groups[index].topology == topology)
-        {
-            Some(&index) => {
-                let group = &mut self.groups[index];
-                group.nodes = group.nodes.saturating_add(nodes);
-            }
-            None => {
-                candidates.push(self.groups.len());
-                self.groups.push(NodeGroup { topology, nodes });
-            }
+        let Fleet { groups, index } = self;
+        let found = index.find_or_record(&topology, groups.len(), |position| {
+            groups.get(position).map(|group| &group.topology)
+        });
+        match found.and_then(|position| groups.get_mut(position)) {
+            Some(group) => group.nodes = group.nodes.saturating_add(nodes),
+            None => groups.push(NodeGroup { topology, nodes }),
         }
     }
 

@@ -13,6 +13,7 @@
 pub mod dra;
 pub mod fit;
 pub mod fleet;
+pub mod hashing;
 pub mod heartbeat;
 pub mod kubelet;
 pub mod labels;
