@@ -698,30 +698,31 @@ mod tests {
         );
     }
 
+    /// The lowering of the 4+2-GPU pod at 256Gi per GPU over `shapes`
+    /// distinct shapes, asking the model at most `cap` times.
+    fn lowered_within(shapes: u32, cap: usize) -> Result<Option<Lowered>, SearchCapped> {
+        let spec = four_and_two_gpus();
+        let groups = (0..shapes).map(|i| (hgx_memory_jitter(i), 1)).collect();
+        let settings = json!({"qos": {"memoryPerGpu": "256Gi"}});
+        on_first_plan(
+            &spec,
+            groups,
+            settings,
+            |input, config, multiple, verdicts| {
+                let memo = AnswerMemo::default();
+                lower_defaults_within(&spec, input, config, multiple, verdicts, &memo, cap)
+            },
+        )
+    }
+
     /// Past the cap the search stops, having covered the largest shapes
     /// first, and the warning says how far it got: 300 distinct shapes ask
     /// more than 4,096 answers.
     #[test]
     fn the_search_stops_at_its_cap_and_says_how_far_it_got() {
-        let spec = four_and_two_gpus();
-        let groups = (0..300).map(|i| (hgx_memory_jitter(i), 1)).collect();
-        let lowered = on_first_plan(
-            &spec,
-            groups,
-            json!({"qos": {"memoryPerGpu": "256Gi"}}),
-            |input, config, multiple, verdicts| {
-                lower_defaults(
-                    &spec,
-                    input,
-                    config,
-                    multiple,
-                    verdicts,
-                    &AnswerMemo::default(),
-                )
-                .unwrap()
-            },
-        )
-        .expect("lowered");
+        let lowered = lowered_within(300, MAX_SEARCH_ANSWERS)
+            .unwrap()
+            .expect("lowered");
         assert!(
             lowered.warning.ends_with("with 257792Mi, 300 nodes (the search stopped at its cap of 4096 kubelet-model answers after the shapes of 159 of the 300 nodes, the largest first)"),
             "{}",
@@ -733,25 +734,7 @@ mod tests {
     /// it (here a cap of 5 answers over 10 shapes).
     #[test]
     fn nothing_found_before_the_cap_is_an_error() {
-        let spec = four_and_two_gpus();
-        let groups = (0..10).map(|i| (hgx_memory_jitter(i), 1)).collect();
-        let capped = on_first_plan(
-            &spec,
-            groups,
-            json!({"qos": {"memoryPerGpu": "256Gi"}}),
-            |input, config, multiple, verdicts| {
-                lower_defaults_within(
-                    &spec,
-                    input,
-                    config,
-                    multiple,
-                    verdicts,
-                    &AnswerMemo::default(),
-                    5,
-                )
-                .unwrap_err()
-            },
-        );
+        let capped = lowered_within(10, 5).unwrap_err();
         assert_eq!(capped, SearchCapped { distinct_facts: 10 });
         assert!(capped.warning().contains(
             "stopped at its cap of 4096 kubelet-model answers over 10 distinct node shapes"
