@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-30}
 SANITIZER=${FUZZ_SANITIZER:-address}
-POLICY_TARGETS="validate validate_structured validate_settings json_scan node_list fleet_summary"
+POLICY_TARGETS="validate validate_structured validate_settings json_scan node_list fleet_summary fleet_decision"
 LABELER_TARGETS="nvidia_smi rocm_smi kubelet_config sysfs_tree"
 TARGETS=${FUZZ_TARGETS:-$POLICY_TARGETS $LABELER_TARGETS}
 # Inputs slower than this are hangs; bigger than this are not what hosts send.

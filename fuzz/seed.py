@@ -29,6 +29,36 @@ FRAGMENTS = [
 ]
 
 
+def fleet_decision_seeds():
+    """The fleet target's seeds: a pod byte, a settings byte, then records
+    of (kind, jitter high, jitter low, nodes - 1) (policy_oracles.rs
+    `check_fleet_decision`)."""
+    def record(kind, base, nodes):
+        return bytes([kind, (base >> 8) & 255, base & 255, nodes - 1])
+
+    def records(kind, count):
+        return b"".join(record(kind, i * 256, 256) for i in range(count))
+
+    return {
+        # 1,024 distinct shapes, the 4+2-GPU pod whose defaults are lowered
+        "distinct-shapes-1024-node-list": bytes([0, 0]) + records(0, 4),
+        "distinct-shapes-1024-summary": bytes([0, 2]) + records(1, 4),
+        "distinct-shapes-1024-required-container-scope": bytes([0, 3]) + records(0, 4),
+        # past the cap of 10,000 distinct shapes
+        "over-the-shape-cap-node-list": bytes([0, 0]) + records(1, 40),
+        "over-the-shape-cap-required": bytes([2, 1]) + records(0, 40),
+        # 64 NUMA nodes, every node a shape of its own
+        "sixty-four-numa-nodes": bytes([4, 0]) + record(3, 0, 256) + record(3, 256, 256),
+        "sixty-four-numa-nodes-8-gpus": bytes([1, 1]) + record(3, 0, 100),
+        # each hostile value beside valid nodes
+        "hostile-values": bytes([0, 0]) + b"".join(record(4, h << 8, 10) for h in range(8))
+        + record(0, 0, 21),
+        "restricted-and-init-containers": bytes([3, 0]) + record(2, 0, 256) + record(2, 256, 256)
+        + record(5, 0, 11),
+        "no-gpu-nodes": bytes([0, 1]) + record(5, 0, 256),
+    }
+
+
 def requests():
     paths = sorted((ROOT / "tests/fixtures").glob("*.json")) + \
         sorted((ROOT / "e2e-tests/scenarios/requests").glob("*.json"))
@@ -72,6 +102,8 @@ def main(out):
         write(out / "node_list", name, b"\x01" + payload.encode())
     for name, payload in session_payloads("KubernetesGetResource"):
         write(out / "fleet_summary", name + ".json", payload)
+    for name, data in fleet_decision_seeds().items():
+        write(out / "fleet_decision", name, data)
     fixtures_dir = ROOT / "labeler/tests/fixtures"
     for path in sorted((fixtures_dir / "topology").glob("*.txt")):
         target = "rocm_smi" if "rocm" in path.name else "nvidia_smi"

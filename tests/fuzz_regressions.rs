@@ -26,6 +26,7 @@ fn repo_root() -> &'static Path {
 #[case::json_scan("json_scan", 10)]
 #[case::node_list("node_list", 5)]
 #[case::fleet_summary("fleet_summary", 2)]
+#[case::fleet_decision("fleet_decision", 5)]
 fn every_committed_input_is_answered(#[case] target: &str, #[case] at_least: usize) {
     let requests = policy_oracles::fixture_requests(repo_root());
     let inputs = committed_inputs(repo_root(), target);
@@ -41,6 +42,7 @@ fn every_committed_input_is_answered(#[case] target: &str, #[case] at_least: usi
         "json_scan" => replay(&inputs, at_least, policy_oracles::check_json_scan),
         "node_list" => replay(&inputs, at_least, policy_oracles::check_node_list),
         "fleet_summary" => replay(&inputs, at_least, policy_oracles::check_fleet_summary),
+        "fleet_decision" => replay(&inputs, at_least, policy_oracles::check_fleet_decision),
         _ => unreachable!("no target {target}"),
     }
 }

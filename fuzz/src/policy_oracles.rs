@@ -7,11 +7,17 @@
 //! The rules are independent of the policy's own code where they can be:
 //! serde_json is the reference for what JSON is and what it holds.
 
-use gpu_topology::{FleetSummary, LabelPrefix};
-use gpu_topology_policy::cluster::{fleet_summary, nodes};
+use gpu_topology::{Fleet, FleetSummary, LabelPrefix, NodeTopology};
+use gpu_topology_policy::cluster::host::ClusterReader;
+use gpu_topology_policy::cluster::{fleet_summary, nodes, MAX_SHAPES};
+use gpu_topology_policy::decide::{evaluate_pod, Verdict};
 use gpu_topology_policy::request::json_scan::{self, Scanner, MAX_DEPTH};
 use gpu_topology_policy::request::pod_text::PodText;
 use gpu_topology_policy::request::{GroupVersionKind, Payload};
+use gpu_topology_policy::settings::parse_settings;
+use kubewarden_policy_sdk::host_capabilities::kubernetes::{
+    GetResourceRequest, ListAllResourcesRequest,
+};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -373,4 +379,219 @@ pub fn check_fleet_summary(data: &[u8]) {
     let written = summary.to_data();
     let again = FleetSummary::from_data(written.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     assert_eq!(again.as_ref(), Ok(&summary), "the summary round-trip");
+}
+
+/// The label values (without the prefix) every generated HGX node starts
+/// from: 8 GPUs, 4 + 4 on two NUMA nodes of 56 CPUs, SMT-2, static CPU
+/// Manager (as `src/decide/testing.rs` writes them).
+const HGX_LABELS: &str = "gpus=8 gpus-per-numa-max=4 nvlink-group-max=8 numa-gpus=4.4 numa-cpus=56.56 numa-reserved-cpus=2.0 numa-reserved-cores=1.0 numa-sockets=0.1 numa-hugepages-2mi=0.0 numa-hugepages-1gi=0.0 threads-per-core=2 cpu-manager-policy=static topology-manager-prefer-closest-numa-nodes=false topology-manager-max-allowable-numa-nodes=8 cpu-manager-full-pcpus-only=false cpu-manager-distribute-cpus-across-numa=false cpu-manager-align-by-socket=false";
+/// A machine of 64 NUMA nodes (the most a kubelet's uint64 masks hold):
+/// 2 GPUs on each of the first 4, 16 CPUs on every one.
+const SIXTY_FOUR_NUMA_LABELS: &str = "gpus=8 gpus-per-numa-max=2 nvlink-group-max=8 numa-gpus=2.2.2.2.0_60 numa-cpus=16_64 numa-reserved-cpus=0_64 numa-sockets=0_32.1_32 numa-hugepages-2mi=0_64 numa-hugepages-1gi=0_64 machine-numa-nodes=64 threads-per-core=1 cpu-manager-policy=static topology-manager-policy=single-numa-node topology-manager-scope=pod memory-manager-policy=none topology-manager-prefer-closest-numa-nodes=true topology-manager-max-allowable-numa-nodes=64 cpu-manager-full-pcpus-only=false cpu-manager-distribute-cpus-across-numa=false cpu-manager-align-by-socket=false kubelet-version=1.36";
+/// Hostile values a node may carry in place of one of its facts.
+const HOSTILE_LABELS: [&str; 8] = [
+    "numa-cpus=8_1000",
+    "machine-numa-nodes=1000",
+    "numa-memory-mib=18446744073709551615.1",
+    "gpus=4294967295",
+    "numa-gpus=4294967295.4294967295",
+    "topology-manager-max-allowable-numa-nodes=4294967295",
+    "numa-cpus=0.0",
+    "numa-distances=zzzz",
+];
+/// The pods the fleet target decides on: each makes the decision search,
+/// replan or cap in its own way.
+const FLEET_PODS: [&str; 5] = [
+    // Defaults lowered per shape: the search over distinct shapes.
+    r#"{"spec": {"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": "4"}}}, {"name": "b", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}}"#,
+    r#"{"spec": {"containers": [{"name": "train", "resources": {"limits": {"nvidia.com/gpu": "8", "cpu": "100", "memory": "512Gi"}}}]}}"#,
+    r#"{"spec": {"containers": [{"name": "serve", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}}"#,
+    r#"{"spec": {"initContainers": [{"name": "fetch", "resources": {"limits": {"cpu": "2", "memory": "1Gi"}}}], "containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": "1"}}}, {"name": "b", "resources": {"limits": {"nvidia.com/gpu": "1"}}}, {"name": "c", "resources": {"limits": {"nvidia.com/gpu": "2", "cpu": "20", "memory": "100Gi"}}}]}}"#,
+    r#"{"spec": {"containers": [{"name": "shard", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}"#,
+];
+/// The settings the fleet target reads the fleet with: the Node list or
+/// the fleet summary, preferred or required affinity, both scopes.
+const FLEET_SETTINGS: [&str; 4] = [
+    r#"{"capacity": {"source": "nodes"}}"#,
+    r#"{"capacity": {"source": "nodes"}, "topology": {"affinity": "required"}}"#,
+    r#"{"capacity": {"source": "summary"}}"#,
+    r#"{"capacity": {"source": "nodes"}, "topology": {"affinity": "required", "scope": "container"}}"#,
+];
+/// At most this many nodes per input: past the policy's cap of distinct
+/// shapes ([`gpu_topology_policy::cluster::MAX_SHAPES`]), so the target
+/// reaches it.
+pub const MAX_FUZZ_NODES: usize = 12_000;
+/// Each record of the fleet target's input: a kind, two jitter bytes, and
+/// how many nodes (less one) it makes.
+const NODE_RECORD: usize = 4;
+
+/// One generated node's labels under the default prefix: valid ones with
+/// their shape, as the labeler writes them; hostile ones as they are.
+fn fleet_node_labels(record: &[u8], index: u32) -> Map<String, Value> {
+    let (kind, jitter) = (
+        record[0],
+        u32::from(u16::from_be_bytes([record[1], record[2]])),
+    );
+    let j = jitter + index;
+    let text = match kind % 6 {
+        // Exact MiB of memory, as labelers before whole GiB published it.
+        0 => format!("{HGX_LABELS} topology-manager-policy=single-numa-node topology-manager-scope=container memory-manager-policy=static numa-memory-mib={}.{}", 1_031_168 - j, 1_031_168 + j),
+        1 => format!("{HGX_LABELS} topology-manager-policy=best-effort topology-manager-scope=pod memory-manager-policy=none numa-memory-mib={}.1031168", 1_031_168 - j),
+        2 => format!("{HGX_LABELS} topology-manager-policy=restricted topology-manager-scope=pod memory-manager-policy=static numa-memory-mib={}.{}", 1_031_168 - (j % 64) * 1024, 1_031_168 + j / 64),
+        3 => format!("{SIXTY_FOUR_NUMA_LABELS} numa-memory-mib={}_64", 65_536 + j),
+        4 => {
+            let hostile = HOSTILE_LABELS[record[1] as usize % HOSTILE_LABELS.len()];
+            format!("{HGX_LABELS} topology-manager-policy=single-numa-node topology-manager-scope=pod memory-manager-policy=none numa-memory-mib={}.1031168 {hostile}", 1_031_168 - j)
+        }
+        // No labels of the contract: not a GPU node.
+        _ => String::new(),
+    };
+    let prefix = LabelPrefix::default();
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for (name, value) in text
+        .split_whitespace()
+        .filter_map(|pair| pair.split_once('='))
+    {
+        let key = format!("{prefix}/{name}");
+        match pairs.iter_mut().find(|(k, _)| *k == key) {
+            Some(pair) => pair.1 = value.to_owned(),
+            None => pairs.push((key, value.to_owned())),
+        }
+    }
+    let read =
+        NodeTopology::from_labels(&prefix, pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let labels = match read {
+        Ok(topology) => topology
+            .with_shape()
+            .to_labels(&prefix)
+            .into_iter()
+            .collect(),
+        Err(_) => pairs,
+    };
+    labels
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect()
+}
+
+/// The fleet target's input as a fleet: its Node list items, in order.
+pub fn fleet_nodes(records: &[u8]) -> Vec<Value> {
+    let mut items = Vec::new();
+    for record in records.chunks_exact(NODE_RECORD) {
+        for index in 0..=u32::from(record[3]) {
+            if items.len() == MAX_FUZZ_NODES {
+                return items;
+            }
+            let name = format!("gpu-node-{}", items.len());
+            let labels = fleet_node_labels(record, index);
+            items.push(serde_json::json!({"metadata": {"name": name, "labels": labels}}));
+        }
+    }
+    items
+}
+
+/// The cluster the fleet target's pod is decided against: its Node list,
+/// and the fleet summary the summarizer would write of it.
+struct GeneratedCluster {
+    node_list: Vec<u8>,
+    summary: Vec<u8>,
+}
+
+impl GeneratedCluster {
+    fn new(items: Vec<Value>) -> Self {
+        let prefix = LabelPrefix::default();
+        let mut fleet = Fleet::new();
+        let mut malformed = 0;
+        for item in &items {
+            let labels = item["metadata"]["labels"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)));
+            if fleet
+                .add_read(NodeTopology::from_labels(&prefix, labels))
+                .is_err()
+            {
+                malformed += 1;
+            }
+        }
+        let generated_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        let data = FleetSummary {
+            fleet,
+            malformed,
+            generated_at,
+        }
+        .to_data();
+        let summary = serde_json::json!({"metadata": {"name": "gpu-topology-fleet"}, "data": data});
+        let node_list = serde_json::json!({"kind": "NodeList", "items": items});
+        GeneratedCluster {
+            node_list: serde_json::to_vec(&node_list).unwrap_or_default(),
+            summary: serde_json::to_vec(&summary).unwrap_or_default(),
+        }
+    }
+}
+
+impl ClusterReader for GeneratedCluster {
+    fn list_all_resources(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+        match request.kind.as_str() {
+            "Node" => Ok(self.node_list.clone()),
+            _ => Ok(br#"{"items": []}"#.to_vec()),
+        }
+    }
+
+    fn get_resource(&self, request: &GetResourceRequest) -> Result<Vec<u8>, String> {
+        match request.kind.as_str() {
+            "ConfigMap" => Ok(self.summary.clone()),
+            kind => Err(format!("no {kind} {} here", request.name)),
+        }
+    }
+}
+
+/// The fleet target: byte 0 picks a pod, byte 1 the settings, and each
+/// following 4 bytes make up to 256 nodes, most of them each a shape of
+/// its own (exact MiB of memory, 64 NUMA nodes, hostile values), up to
+/// [`MAX_FUZZ_NODES`]. The pod is answered; a rejection says why; past the
+/// cap of distinct shapes the answer says so and does not refuse on
+/// shapes; a mutated pod, decided again on the same fleet, is admitted
+/// unchanged.
+pub fn check_fleet_decision(data: &[u8]) {
+    let [pod, settings, records @ ..] = data else {
+        return;
+    };
+    let pod: Value = serde_json::from_str(FLEET_PODS[usize::from(*pod) % FLEET_PODS.len()])
+        .expect("the fleet pods are JSON");
+    let settings = FLEET_SETTINGS[usize::from(*settings) % FLEET_SETTINGS.len()];
+    let config = parse_settings(settings.as_bytes())
+        .and_then(|settings| settings.config())
+        .expect("the fleet settings are valid");
+    let items = fleet_nodes(records);
+    let cluster = GeneratedCluster::new(items);
+    let decision = evaluate_pod(&pod, &config, &cluster);
+    let past_shape_cap = format!("more than the {MAX_SHAPES} one admission decides on");
+    match &decision.verdict {
+        Verdict::Reject(message) => {
+            assert!(!message.trim().is_empty(), "a rejection without a reason");
+            assert!(
+                !message.contains(&past_shape_cap),
+                "refused for the shape cap: {message}"
+            );
+        }
+        Verdict::Accept => {}
+        Verdict::Mutate(mutated) => {
+            assert!(mutated["spec"].is_object(), "the mutated pod has no spec");
+            if decision.warnings.iter().any(|w| w.contains("cap")) {
+                // A capped search decides on other figures than a pod that
+                // sets them: a second pass may steer it differently.
+                return;
+            }
+            let again = evaluate_pod(mutated, &config, &cluster);
+            assert!(
+                again.verdict == Verdict::Accept,
+                "a second pass changed the mutated pod: {:?}\nfirst: {mutated}",
+                again.verdict
+            );
+        }
+    }
 }
