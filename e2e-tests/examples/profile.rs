@@ -46,7 +46,8 @@
 //! the host calls served and refused (it fails if the policy asked for
 //! anything but the summary) and the last answer's verdict and warnings.
 //! `FLEET` names another fleet ([`fleets::bench_fleet`]: `cloud`, the
-//! default; `two-socket`; `gb200`; `grace-cloud`).
+//! default; `two-socket`; `gb200`; `grace-cloud`; `distinct`; `many-numa`;
+//! `numa-1000`).
 //!
 //! With `DRA_NODES=N` set (Wasm only), the host serves a claim's reads for
 //! the DRA fleet of N nodes (`e2e_tests::dra_fleets::bench_fleet`): the
@@ -357,7 +358,7 @@ impl SummaryHost {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         let items = fleets::bench_fleet(fleet, nodes, &prefix).with_context(|| {
-            format!("FLEET {fleet:?}: expected cloud, two-socket, gb200, grace-cloud or distinct")
+            format!("FLEET {fleet:?}: expected cloud, two-socket, gb200, grace-cloud, distinct, many-numa or numa-1000")
         })?;
         let config_map = fleets::summary_config_map(&items, now, &prefix).to_string();
         let list = listed.then(|| Arc::new(fleets::node_list(items).to_string().into_bytes()));

@@ -678,13 +678,18 @@ pub const CLOUD_CYCLE: [usize; 20] = [0, 2, 0, 3, 2, 0, 1, 2, 0, 3, 0, 2, 4, 0, 
 /// `max-allowable-numa-nodes: 34`); `grace-cloud`, the cloud fleet with
 /// every fifth node a Grace machine (GB200 trays on 1.36 and on 1.35, a
 /// tray whose kubelet keeps the default 8, GH200); `distinct`, every node a
-/// shape of its own ([`distinct_shapes_fleet`]). `None` for another name.
+/// shape of its own ([`distinct_shapes_fleet`]); `many-numa`, every node a
+/// GB200 tray of its own shape ([`many_numa_nodes_fleet`]); `numa-1000`,
+/// trays whose labels claim 1,000 NUMA nodes ([`thousand_numa_nodes_fleet`]).
+/// `None` for another name.
 pub fn bench_fleet(name: &str, size: usize, prefix: &LabelPrefix) -> Option<Vec<Value>> {
     let v1_36 = KubeletVersion::new(1, 36);
     let one = |machine: Machine| vec![machine];
     let machines = match name {
         "cloud" => return Some(cloud_fleet(size, prefix)),
         "distinct" => return Some(distinct_shapes_fleet(size, size, prefix)),
+        "many-numa" => return Some(many_numa_nodes_fleet(size, prefix)),
+        "numa-1000" => return Some(thousand_numa_nodes_fleet(size, prefix)),
         "two-socket" => one(p5(Kubelet::cpu_static(SingleNumaNode, Pod))),
         "gb200" => one(gb200_tray(v1_36, 34)),
         "grace-cloud" => {
@@ -751,6 +756,40 @@ pub fn distinct_shapes_fleet(size: usize, shapes: usize, prefix: &LabelPrefix) -
             let jitter = u32::try_from(index % shapes.max(1)).unwrap_or(u32::MAX);
             node_item(index, &cramped_hgx(jitter), &[], prefix)
         })
+        .collect()
+}
+
+/// `size` GB200 trays (34 NUMA nodes, kubelet 1.36, `max-allowable-numa-nodes:
+/// 34`), each a shape of its own: node `i` has `i` MiB less memory on its
+/// first NUMA node, as exact MiB of identical machines would publish it.
+/// The most NUMA nodes the kubelet model takes per shape, times as many
+/// shapes as nodes (issue #35).
+pub fn many_numa_nodes_fleet(size: usize, prefix: &LabelPrefix) -> Vec<Value> {
+    let tray = gb200_tray(KubeletVersion::new(1, 36), 34);
+    (0..size)
+        .map(|index| {
+            let mut machine = tray.clone();
+            let jitter = u32::try_from(index).unwrap_or(u32::MAX);
+            if let Some(memory) = machine.topology.numa_memory_mib.as_mut() {
+                memory[0] = memory[0].saturating_sub(jitter);
+            }
+            machine.topology = machine.topology.with_shape();
+            node_item(index, &machine, &[], prefix)
+        })
+        .collect()
+}
+
+/// `size` GB200 trays whose labels claim 1,000 NUMA nodes
+/// (`machine-numa-nodes` and `max-allowable-numa-nodes`), more than the
+/// 64 a kubelet's NUMA masks hold: hostile or broken labels, which the
+/// model answers as unknown without walking them.
+pub fn thousand_numa_nodes_fleet(size: usize, prefix: &LabelPrefix) -> Vec<Value> {
+    let mut machine = gb200_tray(KubeletVersion::new(1, 36), 34);
+    machine.topology.machine_numa_nodes = Some(1_000);
+    machine.topology.max_allowable_numa_nodes = Some(1_000);
+    machine.topology = machine.topology.with_shape();
+    (0..size)
+        .map(|index| node_item(index, &machine, &[], prefix))
         .collect()
 }
 
