@@ -63,6 +63,7 @@ fn ci_entry_point_installs_its_tools_and_runs_make_test() {
         "wasm32-wasip1",
         "rustfmt",
         "clippy",
+        "(binaryen)",
         "(jq)",
         "(bats)",
         "python3-venv",
@@ -97,6 +98,7 @@ fn release_is_gated_on_ci_and_signs_what_it_publishes() {
     assert_eq!(policy["permissions"]["id-token"].as_str(), Some("write"));
     let scripts = all_scripts(&release);
     for step in [
+        "install -y --no-install-recommends binaryen",
         "make annotated-policy.wasm",
         "kwctl push",
         "cosign sign --yes \"${immutable_ref}\"",
