@@ -201,7 +201,7 @@ fn rejected_with_the_best_offers(
     Some("GPU fit not checked: no node publishes gpu-topology.io labels")
 )]
 #[case::host_error_without_static_capacity("training-pod-init-and-sidecar", preferred(), "host-error",
-    Some("GPU fit not checked: the cluster view (Node labels) is unavailable: Cannot list v1/Node resources"))]
+    Some("GPU fit not checked: the cluster view (Node labels) is unavailable: the API server is unreachable (host: Cannot list v1/Node resources"))]
 #[case::host_error_falls_back_to_static_capacity("training-pod-init-and-sidecar", json!({"capacity": {"maxGpusPerNode": 8}}), "host-error",
     Some("GPU fit checked against the static capacity settings: the cluster view (Node labels) is unavailable"))]
 fn accepted(
@@ -258,7 +258,7 @@ fn a_refusing_shape_is_left_out_by_its_shape() {
 
 /// (settings, accepted, warning fragment): a host that refuses access.
 #[rstest]
-#[case::auto_without_static_skips("{}", true, "GPU fit not checked: the cluster view (Node labels) is unavailable: Policy has not been granted access")]
+#[case::auto_without_static_skips("{}", true, "GPU fit not checked: the cluster view (Node labels) is unavailable: access denied (host: Policy has not been granted access")]
 #[case::cluster_skips(
     r#"{"capacity": {"source": "cluster"}}"#,
     true,
@@ -280,7 +280,7 @@ fn a_refusing_shape_is_left_out_by_its_shape() {
 #[case::nodes_ignore_static_limits(
     r#"{"capacity": {"source": "nodes", "maxGpusPerNode": 4, "singleNumaNode": true}}"#,
     true,
-    "GPU fit not checked: the cluster view (Node labels) is unavailable: Policy has not been granted access"
+    "GPU fit not checked: the cluster view (Node labels) is unavailable: access denied (host: Policy has not been granted access"
 )]
 fn host_refused(#[case] settings: &str, #[case] accepted: bool, #[case] warning: &str) {
     let decision = decide(
@@ -496,13 +496,13 @@ impl ClusterReader for Cluster {
 #[rstest]
 #[case::fresh_summary(Ok(summary_config_map(30)), &["summary"], None)]
 #[case::absent(Err(NOT_FOUND.to_owned()), &["summary", "nodes"],
-    Some("GPU fit read from the Node list: the fleet summary ConfigMap kube-system/gpu-topology-fleet is unavailable: ApiError: configmaps \"gpu-topology-fleet\" not found: NotFound; deploy the fleet summarizer: the Node list costs about 44 µs per labeled node per admission"))]
+    Some("GPU fit read from the Node list: the fleet summary ConfigMap kube-system/gpu-topology-fleet is unavailable: not found (HTTP 404) (host: ApiError: configmaps \"gpu-topology-fleet\" not found: NotFound); deploy the fleet summarizer: the Node list costs about 44 µs per labeled node per admission"))]
 #[case::stale(Ok(summary_config_map(301)), &["summary", "nodes"],
     Some("the fleet summary ConfigMap kube-system/gpu-topology-fleet is 301 s old, more than capacity.fleetSummary.maxAgeSeconds (300)"))]
 #[case::unreadable(Ok(b"{\"data\": {\"format\": \"v0\"}}".to_vec()), &["summary", "nodes"],
     Some("the fleet summary ConfigMap kube-system/gpu-topology-fleet is unreadable"))]
 #[case::refused(Err("Policy has not been granted access to Kubernetes v1/ConfigMap resources.".to_owned()), &["summary", "nodes"],
-    Some("is unavailable: Policy has not been granted access to Kubernetes v1/ConfigMap resources; deploy the fleet summarizer"))]
+    Some("is unavailable: access denied (host: Policy has not been granted access to Kubernetes v1/ConfigMap resources.); deploy the fleet summarizer"))]
 fn the_summary_is_read_by_default(
     #[case] summary: Result<Vec<u8>, String>,
     #[case] asked: &[&str],

@@ -232,15 +232,15 @@ fn the_scanner_reads_data_segments_and_prefers_the_longer_name() {
     assert!(data_segments(&module[..module.len() - 1]).is_err());
 }
 
-/// How many characters of a host error a warning quotes (src/cluster/host.rs,
-/// `HOST_ERROR_MAX_CHARS`).
-const HOST_ERROR_MAX_CHARS: usize = 200;
+/// How many characters of a host error's text a warning keeps, its end
+/// (src/cluster/host.rs, `HOST_ERROR_TAIL_CHARS`).
+const HOST_ERROR_TAIL_CHARS: usize = 120;
 
 /// A host error reaches a warning or message as one bounded line (issue
 /// #26): on every scenario whose session answers an error, through the
 /// built module, no answer has a line break, none quotes a line of the
 /// error after its first, and none quotes more of a longer first line than
-/// the bound.
+/// its last characters, within the bound, after an ellipsis.
 #[test]
 fn host_errors_reach_answers_as_one_bounded_line() {
     use e2e_tests::session::Response;
@@ -298,22 +298,39 @@ fn host_errors_reach_answers_as_one_bounded_line() {
                     scenario.name
                 );
             }
-            if first.chars().count() > HOST_ERROR_MAX_CHARS {
-                long += 1;
-                // The guest may put words before the host's (wapc-guest's
-                // `Host error: `): the quote is found by its start, and
-                // must end in the ellipsis within the bound.
+            let chars = first.chars().count();
+            if chars > HOST_ERROR_TAIL_CHARS {
+                // The line's start is past the tail: no answer quotes it.
                 let start: String = first.chars().take(40).collect();
-                let quoted = answers
-                    .iter()
-                    .find_map(|answer| answer.find(&start).map(|at| &answer[at..]))
-                    .unwrap_or_else(|| {
-                        panic!("{}: no answer quotes {start:?}: {answers:?}", scenario.name)
-                    });
-                let cut = quoted.find('…').map(|at| quoted[..at].chars().count());
                 assert!(
-                    cut.is_some_and(|chars| chars < HOST_ERROR_MAX_CHARS),
-                    "{}: the first line of a long host error is not cut within {HOST_ERROR_MAX_CHARS} characters: {quoted:?}",
+                    answers.iter().all(|answer| !answer.contains(&start)),
+                    "{}: an answer quotes the start of a long host error: {answers:?}",
+                    scenario.name
+                );
+                // The status sits at the end of the line: a quote is found
+                // by the line's last characters, and must start with the
+                // ellipsis within the bound. (A rejection may quote none.)
+                let end: String = first.chars().skip(chars - 40).collect();
+                let Some((answer, at)) = answers
+                    .iter()
+                    .find_map(|answer| answer.find(&end).map(|at| (answer, at + end.len())))
+                else {
+                    continue;
+                };
+                long += 1;
+                let quoted = answer[..at]
+                    .rfind('…')
+                    .map(|from| &answer[from..at])
+                    .unwrap_or_else(|| {
+                        panic!(
+                            "{}: the long host error is quoted whole: {answer:?}",
+                            scenario.name
+                        )
+                    });
+                assert!(
+                    quoted.chars().count() <= HOST_ERROR_TAIL_CHARS
+                        && first.ends_with(quoted.trim_start_matches('…').trim_start()),
+                    "{}: a long host error is not quoted by its last {HOST_ERROR_TAIL_CHARS} characters: {quoted:?}",
                     scenario.name
                 );
             }

@@ -30,14 +30,19 @@ const HOST_REFUSALS: [&str; 2] = [
     " Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported",
 ];
 
-/// The answer with the host's refusals taken out.
+/// What the policy says such a refusal means, before it quotes the host
+/// (`host::quote_host_error`); natively there are no words to read.
+const ACCESS_DENIED: &str = "access denied (host: Host error:";
+
+/// The answer with the host's refusals, and what the policy read in them,
+/// taken out.
 fn without_host_refusals(answer: Option<Vec<u8>>) -> Option<String> {
     let text = String::from_utf8(answer?).expect("answers are UTF-8");
-    Some(
-        HOST_REFUSALS
-            .iter()
-            .fold(text, |text, refusal| text.replace(refusal, "")),
-    )
+    Some(HOST_REFUSALS.iter().fold(text, |text, refusal| {
+        text.replace(&format!("{ACCESS_DENIED}{refusal}.)"), "Host error:")
+            .replace(&format!("{ACCESS_DENIED}{refusal})"), "Host error:")
+            .replace(refusal, "")
+    }))
 }
 
 fn instance() -> Policy {

@@ -361,9 +361,9 @@ mod tests {
 
     #[rstest]
     #[case::refused(Err("Policy has not been granted access to Kubernetes v1/ConfigMap resources.".into()), Some(WRITTEN_AT),
-        "the fleet summary ConfigMap kube-system/gpu-topology-fleet is unavailable: Policy has not been granted access to Kubernetes v1/ConfigMap resources")]
+        "the fleet summary ConfigMap kube-system/gpu-topology-fleet is unavailable: access denied (host: Policy has not been granted access to Kubernetes v1/ConfigMap resources.)")]
     #[case::refused_with_a_backtrace(Err("Cannot get v1/ConfigMap kube-system/gpu-topology-fleet: not found.\n\nStack backtrace:\n   0: anyhow::error::<impl anyhow::Error>::msg\n".into()), Some(WRITTEN_AT),
-        "the fleet summary ConfigMap kube-system/gpu-topology-fleet is unavailable: Cannot get v1/ConfigMap kube-system/gpu-topology-fleet: not found")]
+        "the fleet summary ConfigMap kube-system/gpu-topology-fleet is unavailable: not found (HTTP 404) (host: Cannot get v1/ConfigMap kube-system/gpu-topology-fleet: not found.)")]
     #[case::stale(Ok(config_map(&summary())), Some(WRITTEN_AT + 301),
         "is 301 s old, more than capacity.fleetSummary.maxAgeSeconds (300): is the summarizer running?")]
     #[case::no_clock(Ok(config_map(&summary())), None, "cannot be dated: the clock is unavailable")]

@@ -62,25 +62,114 @@ impl ClusterReader for KubewardenHost {
     }
 }
 
-/// The most characters of a host error that a warning quotes: room for the
-/// API server's reasons (`configmaps "gpu-topology-fleet" is forbidden: User
-/// "system:serviceaccount:kubewarden:policy-server-default" cannot get
-/// resource ...`), and short enough that the policy's advice after it is
-/// still read.
-pub const HOST_ERROR_MAX_CHARS: usize = 200;
+/// The most characters of a host error's own text that a warning keeps: its
+/// end, where the API server's status sits (`reason: "NotFound", code:
+/// 404 })`), after what the error means in the policy's words.
+pub const HOST_ERROR_TAIL_CHARS: usize = 120;
 
 /// What a warning says of an empty host error.
 const NO_REASON: &str = "the host gave no reason";
 
-/// A host capability's error as a warning quotes it: its first line that is
-/// not blank, control characters as spaces, cut to [`HOST_ERROR_MAX_CHARS`]
-/// characters (the last one an ellipsis) on a character boundary.
+/// What a host capability's error means, read from the API status the host
+/// passes on (kube-rs's `ErrorResponse { ..., reason, code }`) or, without
+/// one, from the transport's words. The host's own wording differs between
+/// kwctl, policy-server and versions ("Callback evaluation failure: ..."
+/// before the same error); the meaning does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostErrorKind {
+    /// HTTP 404: the object is not there.
+    NotFound,
+    /// HTTP 403, or Kubewarden's refusal of a resource the policy's
+    /// `contextAwareResources` do not grant.
+    Forbidden,
+    /// HTTP 401: the host's own credentials were refused.
+    Unauthorized,
+    /// HTTP 408 or 504, or a timeout on the way.
+    TimedOut,
+    /// The API server could not be reached (refused, reset, DNS).
+    Unreachable,
+    /// Another HTTP 5xx: the API server failed.
+    ServerError(u16),
+}
+
+impl HostErrorKind {
+    /// The meaning of `line` (a host error's first line), when it can be read.
+    pub fn of(line: &str) -> Option<Self> {
+        if let Some(code) = status_code(line) {
+            return match code {
+                404 => Some(Self::NotFound),
+                403 => Some(Self::Forbidden),
+                401 => Some(Self::Unauthorized),
+                408 | 504 => Some(Self::TimedOut),
+                500..=599 => Some(Self::ServerError(code)),
+                _ => None,
+            };
+        }
+        let lower = line.to_ascii_lowercase();
+        let any = |words: &[&str]| words.iter().any(|w| lower.contains(w));
+        if any(&["has not been granted access", "is forbidden"]) {
+            Some(Self::Forbidden)
+        } else if any(&["timed out", "timeout", "deadline has elapsed"]) {
+            Some(Self::TimedOut)
+        } else if any(&[
+            "connection refused",
+            "error trying to connect",
+            "connection reset",
+            "dns error",
+            "no route to host",
+            "network is unreachable",
+        ]) {
+            Some(Self::Unreachable)
+        } else if any(&[" not found", "notfound"]) {
+            Some(Self::NotFound)
+        } else {
+            None
+        }
+    }
+
+    /// The meaning in the policy's words.
+    fn words(self) -> String {
+        match self {
+            Self::NotFound => "not found (HTTP 404)".to_owned(),
+            Self::Forbidden => "access denied".to_owned(),
+            Self::Unauthorized => "the host's credentials were refused (HTTP 401)".to_owned(),
+            Self::TimedOut => "the request timed out".to_owned(),
+            Self::Unreachable => "the API server is unreachable".to_owned(),
+            Self::ServerError(code) => format!("the API server failed (HTTP {code})"),
+        }
+    }
+}
+
+/// The HTTP status an error quotes as kube-rs writes it (`code: 404`) or
+/// as JSON (`"code":404`), the last one when several.
+fn status_code(line: &str) -> Option<u16> {
+    ["code: ", "\"code\":"]
+        .iter()
+        .filter_map(|key| {
+            let at = line.rfind(key)? + key.len();
+            let digits: String = line[at..]
+                .trim_start()
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits
+                .parse::<u16>()
+                .ok()
+                .filter(|code| (100..600).contains(code))
+        })
+        .next()
+}
+
+/// A host capability's error as a warning quotes it: what it means
+/// ([`HostErrorKind`]), then at most the last [`HOST_ERROR_TAIL_CHARS`]
+/// characters of its first line that is not blank, control characters as
+/// spaces, an ellipsis first where it is cut (on a character boundary).
 ///
 /// kwctl and policy-server hand the policy the host's error text, and under
 /// `RUST_BACKTRACE=1` an anyhow error's text goes on with `Caused by:` and a
 /// `Stack backtrace:` of dozens of lines. Quoted whole, it would push the
 /// policy's advice off the end of a warning, and bloat every admission
-/// response; its first line is the reason.
+/// response; its first line is the reason, and its end holds the status.
 pub fn quote_host_error(error: &str) -> String {
     let line = error
         .split(['\n', '\r'])
@@ -88,16 +177,22 @@ pub fn quote_host_error(error: &str) -> String {
         .find(|line| !line.is_empty())
         .unwrap_or(NO_REASON);
     let printable = |c: char| if c.is_control() { ' ' } else { c };
-    if line.chars().nth(HOST_ERROR_MAX_CHARS).is_none() {
-        return line.chars().map(printable).collect();
+    let chars = line.chars().count();
+    let tail: String = if chars <= HOST_ERROR_TAIL_CHARS {
+        line.chars().map(printable).collect()
+    } else {
+        std::iter::once('…')
+            .chain(
+                line.chars()
+                    .skip(chars - (HOST_ERROR_TAIL_CHARS - 1))
+                    .map(printable),
+            )
+            .collect()
+    };
+    match HostErrorKind::of(line) {
+        Some(kind) => format!("{} (host: {})", kind.words(), tail.trim()),
+        None => tail,
     }
-    let mut quoted: String = line
-        .chars()
-        .take(HOST_ERROR_MAX_CHARS - 1)
-        .map(printable)
-        .collect();
-    quoted.push('…');
-    quoted
 }
 
 /// Room for a request's JSON: both requests the policy makes fit.
@@ -178,35 +273,84 @@ mod tests {
     /// error's `{:?}`, with its causes and backtrace.
     const BACKTRACE_ERROR: &str = "Cannot list v1/Node resources: error trying to connect: tcp connect error: Connection refused (os error 111)\n\nCaused by:\n    0: error trying to connect\n    1: Connection refused (os error 111)\n\nStack backtrace:\n   0: anyhow::error::<impl anyhow::Error>::msg\n             at /cargo/registry/src/anyhow-1.0.86/src/error.rs:83:36\n   1: policy_evaluator::runtimes::callback::host_callback\n";
 
+    /// The 404 of a missing summary as kube-rs words it.
+    const NOT_FOUND: &str = r#"ApiError: configmaps "gpu-topology-fleet" not found: NotFound (ErrorResponse { status: "Failure", message: "configmaps \"gpu-topology-fleet\" not found", reason: "NotFound", code: 404 })"#;
+
     #[rstest]
-    #[case::one_line(
-        "Policy has not been granted access to Kubernetes v1/ConfigMap resources.",
-        "Policy has not been granted access to Kubernetes v1/ConfigMap resources."
+    #[case::not_found_as_the_harness_words_it(NOT_FOUND, Some(HostErrorKind::NotFound))]
+    #[case::not_found_as_kwctl_words_it(
+        &format!("Callback evaluation failure: {NOT_FOUND}"), Some(HostErrorKind::NotFound))]
+    #[case::status_as_json(
+        r#"{"kind":"Status","reason":"Forbidden","code":403}"#,
+        Some(HostErrorKind::Forbidden)
     )]
+    #[case::rbac_forbidden(r#"configmaps "x" is forbidden: User "system:serviceaccount:kubewarden:policy-server-default" cannot get resource"#, Some(HostErrorKind::Forbidden))]
+    #[case::not_granted(
+        "Policy has not been granted access to Kubernetes v1/ConfigMap resources.",
+        Some(HostErrorKind::Forbidden)
+    )]
+    #[case::unauthorized(
+        "Unauthorized (ErrorResponse { reason: \"Unauthorized\", code: 401 })",
+        Some(HostErrorKind::Unauthorized)
+    )]
+    #[case::connection_refused(BACKTRACE_ERROR, Some(HostErrorKind::Unreachable))]
+    #[case::timeout(
+        "Cannot list v1/Node resources: operation timed out",
+        Some(HostErrorKind::TimedOut)
+    )]
+    #[case::gateway_timeout(
+        "ErrorResponse { reason: \"Timeout\", code: 504 }",
+        Some(HostErrorKind::TimedOut)
+    )]
+    #[case::server_error(
+        "ErrorResponse { reason: \"InternalError\", code: 503 }",
+        Some(HostErrorKind::ServerError(503))
+    )]
+    #[case::other_status("ErrorResponse { reason: \"Conflict\", code: 409 }", None)]
+    #[case::unknown_words("something else went wrong", None)]
+    fn host_errors_are_read_for_their_meaning(
+        #[case] line: &str,
+        #[case] kind: Option<HostErrorKind>,
+    ) {
+        assert_eq!(HostErrorKind::of(line), kind);
+    }
+
+    #[rstest]
+    #[case::meaning_then_the_tail(NOT_FOUND,
+        r#"not found (HTTP 404) (host: …rResponse { status: "Failure", message: "configmaps \"gpu-topology-fleet\" not found", reason: "NotFound", code: 404 }))"#)]
+    #[case::kwctl_prefix_changes_nothing_said(&format!("Callback evaluation failure: {NOT_FOUND}"),
+        r#"not found (HTTP 404) (host: …rResponse { status: "Failure", message: "configmaps \"gpu-topology-fleet\" not found", reason: "NotFound", code: 404 }))"#)]
+    #[case::not_granted("Policy has not been granted access to Kubernetes v1/ConfigMap resources.",
+        "access denied (host: Policy has not been granted access to Kubernetes v1/ConfigMap resources.)")]
     #[case::anyhow_backtrace(BACKTRACE_ERROR,
-        "Cannot list v1/Node resources: error trying to connect: tcp connect error: Connection refused (os error 111)")]
-    #[case::leading_blank_lines("\n  \r\n  nodes is forbidden  \nmore", "nodes is forbidden")]
-    #[case::carriage_return("refused\rStack backtrace:", "refused")]
+        "the API server is unreachable (host: Cannot list v1/Node resources: error trying to connect: tcp connect error: Connection refused (os error 111))")]
+    #[case::unknown_words_are_quoted_alone("something else", "something else")]
+    #[case::leading_blank_lines("\n  \r\n  nodes went away  \nmore", "nodes went away")]
+    #[case::carriage_return("gone\rStack backtrace:", "gone")]
     #[case::control_characters("a\tb\u{1b}[31mc", "a b [31mc")]
     #[case::empty("", NO_REASON)]
     #[case::blank("\n \n", NO_REASON)]
-    fn host_errors_are_quoted_by_their_first_line(#[case] error: &str, #[case] quoted: &str) {
+    fn host_errors_are_quoted_by_meaning_and_tail(#[case] error: &str, #[case] quoted: &str) {
         assert_eq!(quote_host_error(error), quoted);
     }
 
-    /// (error, characters quoted): cut on a character boundary, the last
-    /// quoted character an ellipsis, whatever the bytes per character.
+    /// (error, characters of the tail): cut on a character boundary, the
+    /// first kept character an ellipsis, whatever the bytes per character.
     #[rstest]
-    #[case::at_the_limit("x".repeat(HOST_ERROR_MAX_CHARS), HOST_ERROR_MAX_CHARS, false)]
-    #[case::one_over("x".repeat(HOST_ERROR_MAX_CHARS + 1), HOST_ERROR_MAX_CHARS, true)]
-    #[case::multibyte("µs ".repeat(HOST_ERROR_MAX_CHARS), HOST_ERROR_MAX_CHARS, true)]
-    #[case::four_byte_characters("🙂".repeat(3 * HOST_ERROR_MAX_CHARS), HOST_ERROR_MAX_CHARS, true)]
-    fn long_host_errors_are_cut(#[case] error: String, #[case] chars: usize, #[case] cut: bool) {
+    #[case::at_the_limit("x".repeat(HOST_ERROR_TAIL_CHARS), HOST_ERROR_TAIL_CHARS, false)]
+    #[case::one_over("x".repeat(HOST_ERROR_TAIL_CHARS + 1), HOST_ERROR_TAIL_CHARS, true)]
+    #[case::multibyte("µs ".repeat(HOST_ERROR_TAIL_CHARS), HOST_ERROR_TAIL_CHARS, true)]
+    #[case::four_byte_characters("🙂".repeat(3 * HOST_ERROR_TAIL_CHARS), HOST_ERROR_TAIL_CHARS, true)]
+    fn long_host_errors_keep_their_tail(
+        #[case] error: String,
+        #[case] chars: usize,
+        #[case] cut: bool,
+    ) {
         let quoted = quote_host_error(&error);
-        assert_eq!(quoted.chars().count(), chars);
-        assert_eq!(quoted.ends_with('…'), cut);
-        let kept = quoted.trim_end_matches('…');
-        assert!(error.starts_with(kept.trim_end()), "{quoted:?}");
+        assert_eq!(quoted.chars().count(), chars, "{quoted:?}");
+        assert_eq!(quoted.starts_with('…'), cut);
+        let kept = quoted.trim_start_matches('…');
+        assert!(error.trim_end().ends_with(kept.trim()), "{quoted:?}");
     }
 
     fn masks(masks: &[&str]) -> Option<BTreeSet<String>> {

@@ -564,14 +564,15 @@ mod tests {
         }
     }
 
-    /// The reason is the host's first line (`host::quote_host_error`).
+    /// The reason is what the host's first line means, then that line
+    /// (`host::quote_host_error`).
     #[rstest]
     #[case::not_granted(
         "Policy has not been granted access to Kubernetes v1/Node resources",
-        "Policy has not been granted access to Kubernetes v1/Node resources"
+        "access denied (host: Policy has not been granted access to Kubernetes v1/Node resources)"
     )]
     #[case::with_a_backtrace("Cannot list v1/Node resources: Connection refused (os error 111)\n\nStack backtrace:\n   0: anyhow::error::<impl anyhow::Error>::msg\n",
-        "Cannot list v1/Node resources: Connection refused (os error 111)")]
+        "the API server is unreachable (host: Cannot list v1/Node resources: Connection refused (os error 111))")]
     fn a_refusing_host_is_an_error_naming_the_reason(
         #[case] host_error: &'static str,
         #[case] expected: &str,
