@@ -66,6 +66,16 @@ pub struct SearchCapped {
 }
 
 impl SearchCapped {
+    /// The clause that names `resource`'s default as not lowered, at the
+    /// cap, after another one was.
+    fn not_lowered(&self, resource: Resource) -> String {
+        format!(
+            "{} was not lowered for this pod: the search stopped at its cap of {MAX_SEARCH_ANSWERS} kubelet-model answers over {} distinct node shapes",
+            setting(resource),
+            self.distinct_facts
+        )
+    }
+
     /// The warning that names the cap and what to do.
     pub fn warning(&self) -> String {
         format!(
@@ -131,7 +141,7 @@ fn lower_defaults_within(
             Ok(Some(found)) => found,
             Ok(None) => continue,
             Err(stopped) => {
-                capped = Some(stopped);
+                capped = Some((resource, stopped));
                 continue;
             }
         };
@@ -149,15 +159,18 @@ fn lower_defaults_within(
             nodes(found.after)
         ));
     }
-    let lowered = (!words.is_empty()).then(|| Lowered {
+    match capped {
+        // Nothing lowered, and the search could not cover the fleet.
+        Some((_, capped)) if words.is_empty() => return Err(capped),
+        // One default lowered, the other's search stopped at the cap: say
+        // so, or the pod's author reads the other default as the best.
+        Some((resource, capped)) => words.push(capped.not_lowered(resource)),
+        None => {}
+    }
+    Ok((!words.is_empty()).then(|| Lowered {
         qos,
         warning: words.join("; "),
-    });
-    match (lowered, capped) {
-        // Nothing lowered, and the search could not cover the fleet.
-        (None, Some(capped)) => Err(capped),
-        (lowered, _) => Ok(lowered),
-    }
+    }))
 }
 
 /// A refusal fewer CPUs or less memory could lift. Not too few GPUs, a
@@ -739,6 +752,47 @@ mod tests {
         assert!(capped.warning().contains(
             "stopped at its cap of 4096 kubelet-model answers over 10 distinct node shapes"
         ));
+    }
+
+    /// CPUs lowered, then the memory search stopped at the cap: the
+    /// warning says both. 16 CPUs per GPU: 10 HGX nodes under
+    /// `single-numa-node` and container scope without a Memory Manager
+    /// take the 4-GPU container at 14; 256Gi per GPU: 10 distinct
+    /// static-memory shapes need the memory search, which the smallest cap
+    /// that lets the CPUs be lowered leaves short of answers.
+    #[test]
+    fn a_memory_search_capped_after_cpus_were_lowered_is_named() {
+        let spec = four_and_two_gpus();
+        let mut groups: Vec<_> = (0..10).map(|i| (hgx_memory_jitter(i), 1)).collect();
+        let cpus_only = format!("{HGX} {KUBELET} topology-manager-policy=single-numa-node")
+            .replace(
+                "topology-manager-scope=pod",
+                "topology-manager-scope=container",
+            );
+        groups.push((node(&cpus_only), 10));
+        let settings = json!({"qos": {"cpuPerGpu": "16", "memoryPerGpu": "256Gi"}});
+        let warning = (1..=600)
+            .find_map(|cap| {
+                let lowered = on_first_plan(
+                    &spec,
+                    groups.clone(),
+                    settings.clone(),
+                    |input, config, multiple, verdicts| {
+                        let memo = AnswerMemo::default();
+                        lower_defaults_within(&spec, input, config, multiple, verdicts, &memo, cap)
+                    },
+                );
+                lowered.ok().flatten().map(|lowered| lowered.warning)
+            })
+            .expect("the CPUs are lowered under some cap");
+        assert!(
+            warning.starts_with("qos.cpuPerGpu lowered from 16 to "),
+            "{warning}"
+        );
+        assert!(
+            warning.ends_with("; qos.memoryPerGpu was not lowered for this pod: the search stopped at its cap of 4096 kubelet-model answers over 11 distinct node shapes"),
+            "{warning}"
+        );
     }
 
     #[test]
