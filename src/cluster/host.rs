@@ -14,6 +14,7 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListAllResourcesRequest,
 };
 use std::collections::BTreeSet;
+use std::fmt;
 
 /// Reads the cluster: the Kubewarden host in Wasm, recordings in native tests.
 pub trait ClusterReader {
@@ -126,16 +127,18 @@ impl HostErrorKind {
             None
         }
     }
+}
 
-    /// The meaning in the policy's words.
-    fn words(self) -> String {
+/// The meaning in the policy's words.
+impl fmt::Display for HostErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::NotFound => "not found (HTTP 404)".to_owned(),
-            Self::Forbidden => "access denied".to_owned(),
-            Self::Unauthorized => "the host's credentials were refused (HTTP 401)".to_owned(),
-            Self::TimedOut => "the request timed out".to_owned(),
-            Self::Unreachable => "the API server is unreachable".to_owned(),
-            Self::ServerError(code) => format!("the API server failed (HTTP {code})"),
+            Self::NotFound => f.write_str("not found (HTTP 404)"),
+            Self::Forbidden => f.write_str("access denied"),
+            Self::Unauthorized => f.write_str("the host's credentials were refused (HTTP 401)"),
+            Self::TimedOut => f.write_str("the request timed out"),
+            Self::Unreachable => f.write_str("the API server is unreachable"),
+            Self::ServerError(code) => write!(f, "the API server failed (HTTP {code})"),
         }
     }
 }
@@ -190,7 +193,7 @@ pub fn quote_host_error(error: &str) -> String {
             .collect()
     };
     match HostErrorKind::of(line) {
-        Some(kind) => format!("{} (host: {})", kind.words(), tail.trim()),
+        Some(kind) => format!("{kind} (host: {})", tail.trim()),
         None => tail,
     }
 }
