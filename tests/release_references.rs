@@ -2,10 +2,11 @@
 //! files that name the fleet summary agree on where it is:
 //!
 //! - every `ghcr.io/gpu-topology-policy/...` reference in the repository is
-//!   one of the two artifacts the release workflow pushes, tagged with the
+//!   one of the three artifacts the release workflow pushes, tagged with the
 //!   crates' version (Cargo.toml's `workspace.package.version`): the module
 //!   `gpu-topology-policy:vX.Y.Z` (`kwctl push` to the metadata's ociUrl at
-//!   the git tag) and the labeler image `gpu-topology-labeler:X.Y.Z`;
+//!   the git tag), the labeler image `gpu-topology-labeler:X.Y.Z` and the
+//!   tool's image `gpu-topology:X.Y.Z` (examples/cli/audit-cronjob.yaml);
 //! - the release workflow refuses a git tag that is not `v` + that version,
 //!   and the policy metadata says the same version;
 //! - the summary ConfigMap's namespace and name are the same in the
@@ -71,6 +72,7 @@ fn every_published_artifact_reference_carries_the_crates_version() {
             "" => continue,
             "gpu-topology-policy" => format!("v{VERSION}"),
             "gpu-topology-labeler" => VERSION.to_owned(),
+            "gpu-topology" => VERSION.to_owned(),
             // The repository's own URL (github.com/gpu-topology-policy/...)
             // does not match OWNER; anything else under ghcr.io is an
             // artifact no release publishes.
@@ -94,8 +96,13 @@ fn every_published_artifact_reference_carries_the_crates_version() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-    // The references the quick start and the labeler manifests need exist.
-    for artifact in ["gpu-topology-policy", "gpu-topology-labeler"] {
+    // The references the quick start, the labeler manifests and the audit
+    // CronJob need exist.
+    for artifact in [
+        "gpu-topology-policy",
+        "gpu-topology-labeler",
+        "gpu-topology",
+    ] {
         assert!(
             references
                 .iter()
@@ -103,6 +110,26 @@ fn every_published_artifact_reference_carries_the_crates_version() {
             "no tagged reference to {artifact}"
         );
     }
+}
+
+/// The tool's image is referenced, tagged with the crates' version, where it
+/// runs: the audit CronJob's container (the line scan above also sees it,
+/// but not that it is the container's image).
+#[test]
+fn the_audit_cronjob_runs_the_released_tool_image() {
+    let docs = load_all("examples/cli/audit-cronjob.yaml");
+    let cronjob = docs
+        .iter()
+        .find(|d| d["kind"] == "CronJob")
+        .expect("examples/cli/audit-cronjob.yaml: a CronJob");
+    let containers = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+        .as_sequence()
+        .unwrap();
+    assert_eq!(containers.len(), 1);
+    assert_eq!(
+        containers[0]["image"].as_str(),
+        Some(format!("{OWNER}gpu-topology:{VERSION}").as_str())
+    );
 }
 
 fn load(file: &str) -> Value {
@@ -139,6 +166,7 @@ fn policy_metadata_and_release_workflow_take_the_crates_version() {
         "cargo metadata",
         "gpu-topology-policy",
         "gpu-topology-labeler",
+        "gpu-topology-cli",
         "policy-metadata.yml",
         "GITHUB_REF_NAME",
     ] {
