@@ -456,6 +456,7 @@ fn summary_config_map(age: u64) -> Vec<u8> {
         fleet: view.fleet,
         malformed: 0,
         generated_at: now - age,
+        heartbeats: None,
     };
     json!({"kind": "ConfigMap", "data": summary.to_data()})
         .to_string()

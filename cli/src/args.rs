@@ -56,8 +56,18 @@ pub enum Output {
     Table,
     Json,
     Yaml,
-    /// PolicyReport objects (wgpolicyk8s.io/v1alpha2); audit only.
+    /// Policy reports for `kubectl apply`: OpenReports `Report` objects, or
+    /// wgpolicyk8s.io `PolicyReport` objects (see --report-api); audit only.
     Policyreport,
+}
+
+/// The API of the policy reports `audit -o policyreport` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportApi {
+    /// `openreports.io/v1alpha1` `Report` (CRD reports.openreports.io).
+    Openreports,
+    /// `wgpolicyk8s.io/v1alpha2` `PolicyReport` (CRD policyreports.wgpolicyk8s.io).
+    Wgpolicyk8s,
 }
 
 #[derive(Debug, Args)]
@@ -108,6 +118,10 @@ pub struct AuditArgs {
     /// Judge the labels' age at this time (RFC 3339; default: now), e.g. for a dump taken earlier.
     #[arg(long, value_name = "TIME")]
     pub at: Option<jiff::Timestamp>,
+    /// The API of -o policyreport's reports (default: live, the one the cluster serves,
+    /// OpenReports first; from files, openreports).
+    #[arg(long, value_enum, value_name = "API")]
+    pub report_api: Option<ReportApi>,
 }
 
 /// A positive duration as jiff reads it (`90m`, `1h 30m`, `5400s`).
@@ -136,6 +150,36 @@ mod tests {
             audit.stale_after.as_secs(),
             gpu_topology::DEFAULT_STALE_AFTER_SECONDS
         );
+    }
+
+    #[rstest]
+    #[case::not_given(&[], Ok(None))]
+    #[case::openreports(&["--report-api", "openreports"], Ok(Some(ReportApi::Openreports)))]
+    #[case::wgpolicyk8s(&["--report-api", "wgpolicyk8s"], Ok(Some(ReportApi::Wgpolicyk8s)))]
+    #[case::with_output(&["-o", "policyreport", "--report-api=wgpolicyk8s"], Ok(Some(ReportApi::Wgpolicyk8s)))]
+    #[case::unknown_api(&["--report-api", "policyreport"], Err("[possible values: openreports, wgpolicyk8s]"))]
+    #[case::the_api_version_is_no_value(&["--report-api", "openreports.io/v1alpha1"], Err("invalid value 'openreports.io/v1alpha1' for '--report-api <API>'"))]
+    fn the_report_api_is_one_of_two(
+        #[case] flags: &[&str],
+        #[case] expected: Result<Option<ReportApi>, &str>,
+    ) {
+        let args = std::iter::once("gpu-topology")
+            .chain(std::iter::once("audit"))
+            .chain(flags.iter().copied());
+        match (Cli::try_parse_from(args), expected) {
+            (Ok(cli), Ok(api)) => {
+                let Command::Audit(audit) = cli.command else {
+                    panic!("not audit");
+                };
+                assert_eq!(audit.report_api, api);
+            }
+            (Err(error), Err(words)) => {
+                assert_eq!(error.kind(), clap::error::ErrorKind::InvalidValue);
+                let text = error.to_string();
+                assert!(text.contains(words), "{words:?} not in {text}");
+            }
+            (got, expected) => panic!("got {got:?}, expected {expected:?}"),
+        }
     }
 
     #[rstest]

@@ -3,10 +3,11 @@
 //! `single-numa-node` and `restricted` now), a BestEffort GPU pod, a
 //! Guaranteed pod with fractional CPUs, a node whose labeler stopped, a node
 //! without labels and a pending pod. The checks are asserted one by one; the
-//! table and the JSON report are golden outputs; the PolicyReports are
-//! checked field by field and against the CRD's schema.
+//! table, the JSON report and the policy reports of both APIs are golden
+//! outputs; the policy reports are also checked field by field and against
+//! their CRD's schema (OpenReports `Report`, wgpolicyk8s.io `PolicyReport`).
 
-use gpu_topology_cli::args::Output;
+use gpu_topology_cli::args::{Output, ReportApi};
 use gpu_topology_cli::audit::checks::{Judge, Outcome, PodAudit};
 use gpu_topology_cli::audit::{audit_all, nodes, pods, render};
 use gpu_topology_cli::fleet::files::FileCluster;
@@ -139,7 +140,14 @@ fn labels_turn_stale_after_the_threshold(#[case] age: u64, #[case] outcome: Outc
 
 #[test]
 fn the_table_is_golden() {
-    let table = render(&audits(), Output::Table, JUDGED_AT, STALE_AFTER).unwrap();
+    let table = render(
+        &audits(),
+        Output::Table,
+        ReportApi::Openreports,
+        JUDGED_AT,
+        STALE_AFTER,
+    )
+    .unwrap();
     insta::assert_snapshot!(
         "audit_table",
         anstream::adapter::strip_str(&table).to_string()
@@ -148,7 +156,14 @@ fn the_table_is_golden() {
 
 #[test]
 fn the_json_report_is_golden() {
-    let report = render(&audits(), Output::Json, JUDGED_AT, STALE_AFTER).unwrap();
+    let report = render(
+        &audits(),
+        Output::Json,
+        ReportApi::Openreports,
+        JUDGED_AT,
+        STALE_AFTER,
+    )
+    .unwrap();
     let value: Value = serde_json::from_str(&report).unwrap();
     assert_eq!(value["apiVersion"], "gpu-topology.io/v1alpha1");
     assert_eq!(value["kind"], "AuditReport");
@@ -158,40 +173,88 @@ fn the_json_report_is_golden() {
 
 #[test]
 fn yaml_says_what_json_says() {
-    let json: Value =
-        serde_json::from_str(&render(&audits(), Output::Json, JUDGED_AT, STALE_AFTER).unwrap())
-            .unwrap();
-    let yaml = render(&audits(), Output::Yaml, JUDGED_AT, STALE_AFTER).unwrap();
+    let json: Value = serde_json::from_str(
+        &render(
+            &audits(),
+            Output::Json,
+            ReportApi::Openreports,
+            JUDGED_AT,
+            STALE_AFTER,
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let yaml = render(
+        &audits(),
+        Output::Yaml,
+        ReportApi::Openreports,
+        JUDGED_AT,
+        STALE_AFTER,
+    )
+    .unwrap();
     let documents = parse_text("audit.yaml", &yaml).unwrap();
     assert_eq!(documents.len(), 1);
     assert_eq!(documents[0].object, json);
 }
 
-fn policy_reports() -> Vec<Value> {
-    let text = render(&audits(), Output::Policyreport, JUDGED_AT, STALE_AFTER).unwrap();
-    parse_text("policyreport.yaml", &text)
+fn policy_report_text(api: ReportApi) -> String {
+    render(&audits(), Output::Policyreport, api, JUDGED_AT, STALE_AFTER).unwrap()
+}
+
+fn policy_reports(api: ReportApi) -> Vec<Value> {
+    parse_text("policyreport.yaml", &policy_report_text(api))
         .unwrap()
         .into_iter()
         .map(|document| document.object)
         .collect()
 }
 
-#[test]
-fn one_policy_report_per_namespace() {
-    let reports = policy_reports();
+#[rstest]
+#[case::openreports(ReportApi::Openreports)]
+#[case::wgpolicyk8s(ReportApi::Wgpolicyk8s)]
+fn the_policy_reports_are_golden(#[case] api: ReportApi) {
+    let name = format!("policyreport_{api:?}").to_lowercase();
+    insta::assert_snapshot!(name, policy_report_text(api));
+}
+
+/// (API, apiVersion, kind, the report-level `source`: OpenReports has the
+/// field, wgpolicyk8s.io/v1alpha2 does not).
+#[rstest]
+#[case::openreports(
+    ReportApi::Openreports,
+    "openreports.io/v1alpha1",
+    "Report",
+    Some("gpu-topology")
+)]
+#[case::wgpolicyk8s(
+    ReportApi::Wgpolicyk8s,
+    "wgpolicyk8s.io/v1alpha2",
+    "PolicyReport",
+    None
+)]
+fn one_policy_report_per_namespace(
+    #[case] api: ReportApi,
+    #[case] api_version: &str,
+    #[case] kind: &str,
+    #[case] source: Option<&str>,
+) {
+    let reports = policy_reports(api);
     let namespaces: Vec<&str> = reports
         .iter()
         .map(|report| report["metadata"]["namespace"].as_str().unwrap())
         .collect();
     assert_eq!(namespaces, ["ml", "research"]);
     for report in &reports {
-        assert_eq!(report["apiVersion"], "wgpolicyk8s.io/v1alpha2");
-        assert_eq!(report["kind"], "PolicyReport");
+        assert_eq!(report["apiVersion"], api_version);
+        assert_eq!(report["kind"], kind);
+        assert_eq!(report.get("source").and_then(Value::as_str), source);
         assert_eq!(report["metadata"]["name"], "gpu-topology-audit");
         assert_eq!(
             report["metadata"]["labels"],
             json!({"app.kubernetes.io/managed-by": "gpu-topology"})
         );
+        // One report per namespace, its pods named per result: no scope.
+        assert!(report.get("scope").is_none(), "{report}");
     }
     // research holds the pending pod alone: its QoS passes, scheduling is skipped.
     assert_eq!(
@@ -206,8 +269,22 @@ fn one_policy_report_per_namespace() {
 }
 
 #[test]
-fn a_failed_check_is_a_result_field_by_field() {
-    let reports = policy_reports();
+fn both_apis_hold_the_same_results_and_summaries() {
+    let open = policy_reports(ReportApi::Openreports);
+    let wg = policy_reports(ReportApi::Wgpolicyk8s);
+    assert_eq!(open.len(), wg.len());
+    for (open, wg) in open.iter().zip(&wg) {
+        assert_eq!(open["metadata"], wg["metadata"]);
+        assert_eq!(open["summary"], wg["summary"]);
+        assert_eq!(open["results"], wg["results"]);
+    }
+}
+
+#[rstest]
+#[case::openreports(ReportApi::Openreports)]
+#[case::wgpolicyk8s(ReportApi::Wgpolicyk8s)]
+fn a_failed_check_is_a_result_field_by_field(#[case] api: ReportApi) {
+    let reports = policy_reports(api);
     let results = reports[0]["results"].as_array().unwrap();
     let refused = results
         .iter()
@@ -294,26 +371,65 @@ fn schema_errors(schema: &Value, value: &Value, at: &str, errors: &mut Vec<Strin
     }
 }
 
-#[test]
-fn every_policy_report_fits_the_crd_schema() {
-    let text = std::fs::read_to_string(fixture("policyreport-v1alpha2-schema.yaml")).unwrap();
+/// The openAPIV3Schema of a CRD, from its fixture.
+fn crd_schema(fixture_name: &str) -> Value {
+    let text = std::fs::read_to_string(fixture(fixture_name)).unwrap();
     let schema = parse_text("schema", &format!("kind: Schema\n{text}")).unwrap();
     let mut schema = schema[0].object.clone();
     schema.as_object_mut().unwrap().remove("kind");
-    let mut errors = Vec::new();
-    for report in policy_reports() {
-        schema_errors(&schema, &report, "report", &mut errors);
+    schema
+}
+
+const OPENREPORTS_SCHEMA: &str = "openreports-v1alpha1-schema.yaml";
+const WGPOLICYK8S_SCHEMA: &str = "policyreport-v1alpha2-schema.yaml";
+
+/// (the API written, the CRD schema it is checked against, the errors the
+/// API server would find in each report): each API's reports fit their
+/// CRD, and an OpenReports Report is no v1alpha2 PolicyReport (its
+/// report-level `source` is unknown there), so the choice of API matters.
+#[rstest]
+#[case::openreports_against_reports_openreports_io(ReportApi::Openreports, OPENREPORTS_SCHEMA, &[])]
+#[case::wgpolicyk8s_against_policyreports_wgpolicyk8s_io(ReportApi::Wgpolicyk8s, WGPOLICYK8S_SCHEMA, &[])]
+#[case::openreports_against_the_v1alpha2_schema(ReportApi::Openreports, WGPOLICYK8S_SCHEMA, &["report.source: unknown field"])]
+#[case::wgpolicyk8s_against_the_openreports_schema(ReportApi::Wgpolicyk8s, OPENREPORTS_SCHEMA, &[])]
+fn every_policy_report_fits_its_crd_schema(
+    #[case] api: ReportApi,
+    #[case] schema_fixture: &str,
+    #[case] each_report_s_errors: &[&str],
+) {
+    let schema = crd_schema(schema_fixture);
+    let reports = policy_reports(api);
+    for report in &reports {
+        let mut errors = Vec::new();
+        schema_errors(&schema, report, "report", &mut errors);
+        assert_eq!(errors, each_report_s_errors, "{}", report["metadata"]);
     }
-    assert_eq!(errors, Vec::<String>::new());
-    // The checker finds what it should.
+}
+
+/// The checker finds what it should in either schema: a result outside
+/// the enum, an unknown field, a missing required field, a wrong type.
+#[rstest]
+#[case::openreports(OPENREPORTS_SCHEMA)]
+#[case::wgpolicyk8s(WGPOLICYK8S_SCHEMA)]
+fn the_schema_checker_finds_what_the_api_server_would(#[case] schema_fixture: &str) {
+    let schema = crd_schema(schema_fixture);
     let mut wrong = Vec::new();
     schema_errors(
         &schema,
-        &json!({"results": [{"result": "bad", "resource": 1}]}),
+        &json!({"results": [{"result": "bad", "resource": 1, "timestamp": {"seconds": "1", "nanos": 0}}]}),
         "r",
         &mut wrong,
     );
-    assert_eq!(wrong.len(), 3, "{wrong:?}");
+    let mut expected = [
+        "r.results[0]: \"policy\" is required",
+        "r.results[0].resource: unknown field",
+        "r.results[0].result: \"bad\" not in [String(\"pass\"), String(\"fail\"), String(\"warn\"), String(\"error\"), String(\"skip\")]",
+        "r.results[0].timestamp.seconds: not a integer: \"1\"",
+    ];
+    // In the order of the map's keys, whichever that is.
+    wrong.sort();
+    expected.sort();
+    assert_eq!(wrong, expected);
 }
 
 fn binary() -> Command {
@@ -363,7 +479,34 @@ fn no_finding_exits_0() {
     assert_eq!(report["summary"]["podsWithFindings"], 0);
 }
 
+/// From files alone, `-o policyreport` writes OpenReports unless
+/// `--report-api` says otherwise; nothing asks a cluster, nothing warns.
 #[rstest]
+#[case::openreports_by_default(&[], "apiVersion: openreports.io/v1alpha1\nkind: Report\n")]
+#[case::openreports_asked_for(&["--report-api", "openreports"], "apiVersion: openreports.io/v1alpha1\nkind: Report\n")]
+#[case::wgpolicyk8s_asked_for(&["--report-api", "wgpolicyk8s"], "apiVersion: wgpolicyk8s.io/v1alpha2\nkind: PolicyReport\n")]
+fn offline_policy_reports_are_openreports_unless_asked(#[case] flags: &[&str], #[case] head: &str) {
+    let (pods, nodes) = (fixture("healthy-pods.json"), fixture("nodes.json"));
+    let mut args = vec![
+        "audit",
+        "--pods",
+        pods.to_str().unwrap(),
+        "--nodes",
+        nodes.to_str().unwrap(),
+        "--at",
+        "2026-12-01T12:00:00Z",
+        "-o",
+        "policyreport",
+    ];
+    args.extend(flags);
+    let (code, stdout, stderr) = run(&args);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stderr, "");
+    assert!(stdout.starts_with(&format!("---\n{head}")), "{stdout}");
+}
+
+#[rstest]
+#[case::unknown_report_api(&["--pods", "PODS", "--nodes", "NODES", "--report-api", "policyreport"], "[possible values: openreports, wgpolicyk8s]")]
 #[case::missing_pods_file(&["--pods", "/nonexistent/pods.json", "--nodes", "NODES"], "/nonexistent/pods.json")]
 #[case::not_pods(&["--pods", "NODES", "--nodes", "NODES"], "not a Pod")]
 #[case::bad_duration(&["--pods", "PODS", "--nodes", "NODES", "--stale-after", "soon"], "soon")]

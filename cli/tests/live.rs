@@ -1,6 +1,8 @@
 //! Live mode against a scripted API server on loopback: the Nodes read page
 //! by page and pruned to the policy's field masks, the summary read, and a
-//! refused read or a missing summary giving the policy's own warnings.
+//! refused read or a missing summary giving the policy's own warnings, and
+//! `audit -o policyreport` writing the policy-report API the API server's
+//! discovery says it serves (OpenReports first).
 
 use fake_kube_api::{kubeconfig, requests, scripted, Log, Reply, Step};
 use gpu_topology::LabelPrefix;
@@ -338,7 +340,7 @@ fn a_missing_kubeconfig_is_named() {
 fn read_cluster_through_live_names_the_refusal() {
     let server = Server::start(vec![version(), refused(403, NODES_FORBIDDEN)]);
     let live = LiveCluster::connect(&server.credentials("read-cluster")).unwrap();
-    let problem = read_cluster(&live, &LabelPrefix::default(), None).unwrap_err();
+    let problem = read_cluster(&live, &LabelPrefix::default(), None, None).unwrap_err();
     // Quoted as the policy quotes host errors: what it means, then the
     // last 120 characters of policy-server's words.
     let said = as_policy_server_says(403, NODES_FORBIDDEN);
@@ -508,16 +510,101 @@ fn explain_reads_the_cluster_live() {
     assert!(sent[3].query.contains("continue=page-2-token"));
 }
 
-#[test]
-fn audit_reads_the_cluster_live() {
-    let server = Server::start(vec![
+/// API discovery of `group_version` listing `resources`, as the API server
+/// answers `GET /apis/<group>/<version>` once their CRDs are installed.
+fn discovery(group_version: &str, resources: &[(&str, &str, bool)]) -> Step {
+    let resources: Vec<Value> = resources
+        .iter()
+        .map(|(name, kind, namespaced)| {
+            json!({"name": name, "singularName": "", "namespaced": namespaced, "kind": kind,
+                   "verbs": ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]})
+        })
+        .collect();
+    Reply::json(&json!({"kind": "APIResourceList", "apiVersion": "v1",
+                        "groupVersion": group_version, "resources": resources}))
+    .into()
+}
+
+fn openreports_served() -> Step {
+    discovery(
+        "openreports.io/v1alpha1",
+        &[
+            ("clusterreports", "ClusterReport", false),
+            ("reports", "Report", true),
+        ],
+    )
+}
+
+fn wgpolicyk8s_served() -> Step {
+    discovery(
+        "wgpolicyk8s.io/v1alpha2",
+        &[
+            ("clusterpolicyreports", "ClusterPolicyReport", false),
+            ("policyreports", "PolicyReport", true),
+        ],
+    )
+}
+
+/// What the API server answers for a group/version nobody serves.
+fn not_served() -> Step {
+    Reply {
+        status: 404,
+        body: Some("404 page not found\n".to_owned()),
+    }
+    .with_header("content-type", "text/plain; charset=utf-8")
+}
+
+const OPENREPORTS: &str = "/apis/openreports.io/v1alpha1";
+const WGPOLICYK8S: &str = "/apis/wgpolicyk8s.io/v1alpha2";
+const ASK_OPENREPORTS_THEN_WGPOLICYK8S: &[&str] = &[OPENREPORTS, WGPOLICYK8S];
+/// What stdout starts with: policy reports of each API.
+const REPORTS: &str = "---\napiVersion: openreports.io/v1alpha1\nkind: Report\n";
+const POLICY_REPORTS: &str = "---\napiVersion: wgpolicyk8s.io/v1alpha2\nkind: PolicyReport\n";
+
+/// (audit's arguments, the discovery answers after the reads, what stdout
+/// starts with, words standard error holds about the report API (none:
+/// it says nothing of it), the discovery paths asked): live, without
+/// `--report-api`, the API server's discovery decides, OpenReports first.
+#[rstest]
+#[case::openreports_served(&["-o", "policyreport"], vec![openreports_served()],
+    REPORTS, &[], &[OPENREPORTS])]
+#[case::only_wgpolicyk8s_served(&["-o", "policyreport"], vec![not_served(), wgpolicyk8s_served()],
+    POLICY_REPORTS, &[], ASK_OPENREPORTS_THEN_WGPOLICYK8S)]
+#[case::openreports_group_without_namespaced_reports(&["-o", "policyreport"],
+    vec![discovery("openreports.io/v1alpha1", &[("clusterreports", "ClusterReport", false)]), wgpolicyk8s_served()],
+    POLICY_REPORTS, &[], ASK_OPENREPORTS_THEN_WGPOLICYK8S)]
+#[case::neither_served_defaults_to_openreports_naming_its_crd(&["-o", "policyreport"], vec![not_served(), not_served()],
+    REPORTS, &["gpu-topology: found no policy-report API served", "once the reports.openreports.io CRD is installed"],
+    ASK_OPENREPORTS_THEN_WGPOLICYK8S)]
+#[case::discovery_refused(&["-o", "policyreport"], vec![refused(403, "forbidden: User \"x\" cannot get path \"/apis/openreports.io/v1alpha1\""), not_served()],
+    REPORTS, &["cannot tell whether the API server serves openreports.io/v1alpha1 (reports.openreports.io): the API server http://127.0.0.1:", "answered 403 to /apis/openreports.io/v1alpha1: forbidden: User", "once the reports.openreports.io CRD is installed"],
+    ASK_OPENREPORTS_THEN_WGPOLICYK8S)]
+#[case::wgpolicyk8s_asked_for(&["-o", "policyreport", "--report-api", "wgpolicyk8s"], vec![],
+    POLICY_REPORTS, &[], &[])]
+#[case::openreports_asked_for(&["-o", "policyreport", "--report-api", "openreports"], vec![],
+    REPORTS, &[], &[])]
+#[case::no_policy_reports_no_discovery(&["-o", "yaml"], vec![],
+    "apiVersion: gpu-topology.io/v1alpha1\nkind: AuditReport\n", &[], &[])]
+fn audit_reads_the_cluster_live_and_writes_the_report_api_it_serves(
+    #[case] args: &[&str],
+    #[case] discovery_answers: Vec<Step>,
+    #[case] stdout_head: &str,
+    #[case] words: &[&str],
+    #[case] asked: &[&str],
+) {
+    let mut steps = vec![
         version(),
         list(vec![live_pod("a", "gpu-a-1")], None),
         Reply::json(&fixture("nodes-page-1.json")).into(),
         Reply::json(&fixture("nodes-page-2.json")).into(),
         refused(404, "the server could not find the requested resource"),
-    ]);
-    let output = run_binary(&server, "audit", &["audit", "-o", "policyreport"]);
+    ];
+    steps.extend(discovery_answers);
+    let server = Server::start(steps);
+    let args: Vec<&str> = std::iter::once("audit")
+        .chain(args.iter().copied())
+        .collect();
+    let output = run_binary(&server, "audit", &args);
     let stderr = String::from_utf8_lossy(&output.stderr);
     // gpu-a-1 publishes no heartbeat and no kubelet facts: nothing fails,
     // some checks are skipped.
@@ -527,10 +614,25 @@ fn audit_reads_the_cluster_live() {
         "{stderr}"
     );
     let text = String::from_utf8_lossy(&output.stdout);
-    assert!(text.contains("kind: PolicyReport"), "{text}");
+    assert!(text.starts_with(stdout_head), "{text}");
     assert!(text.contains("name: a"), "{text}");
+    for word in words {
+        assert!(stderr.contains(word), "{word:?} not in {stderr}");
+    }
+    if words.is_empty() {
+        assert!(
+            !stderr.contains("policy-report API") && !stderr.contains("cannot tell"),
+            "{stderr}"
+        );
+    }
     let sent = server.finish();
     assert_eq!(sent[1].path, "/api/v1/pods");
     assert_eq!(sent[2].path, "/api/v1/nodes");
     assert_eq!(sent[4].path, "/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures");
+    let discovered: Vec<&str> = sent[5..]
+        .iter()
+        .map(|request| request.path.as_str())
+        .collect();
+    assert_eq!(discovered, asked);
+    assert!(sent[5..].iter().all(|request| request.method == "GET"));
 }

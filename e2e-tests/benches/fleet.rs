@@ -91,6 +91,7 @@ fn fleet_summary(list: &[u8], generated_at: u64) -> FleetSummary {
         fleet: view.fleet,
         malformed: view.malformed,
         generated_at,
+        heartbeats: None,
     }
 }
 

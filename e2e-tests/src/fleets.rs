@@ -23,6 +23,7 @@ use gpu_topology::{
     CpuManagerPolicy, Fleet, FleetSummary, Interconnect, KubeletVersion, LabelKey, LabelPrefix,
     MemoryManagerPolicy, NodeTopology, TopologyManagerPolicy, TopologyManagerScope,
 };
+use gpu_topology_labeler::summarize::SummaryBuilder;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
@@ -411,6 +412,16 @@ pub fn gb200_tray(version: KubeletVersion, max_allowable: u32) -> Machine {
     }
 }
 
+/// A GB200 tray as a labeler without the kubernetes sink and without
+/// `--kubelet-version` labels it (the nodefeature sink of the recommended
+/// deployment): no `kubelet-version` label, the shape digested without it.
+pub fn gb200_tray_unversioned(max_allowable: u32) -> Machine {
+    let mut tray = gb200_tray(KubeletVersion::new(1, 36), max_allowable);
+    tray.topology.kubelet_version = None;
+    tray.topology = tray.topology.with_shape();
+    tray
+}
+
 /// A GH200 Grace Hopper superchip: 72 Grace CPUs and the H100's PCI
 /// function on NUMA node 0, its 96 GB of HBM as CPU-less NUMA node 1, and
 /// nodes 2 to 8 reserved for MIG (neither CPUs nor memory): 9 NUMA nodes.
@@ -499,6 +510,12 @@ pub struct Nodes {
     pub count: usize,
     /// Labels set by hand over the labeler's (e.g. a malformed value).
     pub overrides: Vec<(&'static str, &'static str)>,
+    /// The Node's `status.nodeInfo.kubeletVersion` (`v1.36.2`), which the
+    /// policy reads beside the labels; `None` leaves the status out.
+    pub reported_kubelet: Option<&'static str>,
+    /// The kubernetes sink's heartbeat annotation (`<prefix>/published`);
+    /// `None`: no heartbeat (another sink).
+    pub heartbeat: Option<&'static str>,
 }
 
 pub fn nodes(machine: Machine, count: usize) -> Nodes {
@@ -506,6 +523,25 @@ pub fn nodes(machine: Machine, count: usize) -> Nodes {
         machine,
         count,
         overrides: Vec::new(),
+        reported_kubelet: None,
+        heartbeat: None,
+    }
+}
+
+/// `count` nodes of `machine` whose labeler last confirmed their labels at
+/// `heartbeat` (RFC 3339).
+pub fn confirmed(machine: Machine, count: usize, heartbeat: &'static str) -> Nodes {
+    Nodes {
+        heartbeat: Some(heartbeat),
+        ..nodes(machine, count)
+    }
+}
+
+/// `count` nodes of `machine` whose Nodes report kubelet `version`.
+pub fn reporting(machine: Machine, count: usize, version: &'static str) -> Nodes {
+    Nodes {
+        reported_kubelet: Some(version),
+        ..nodes(machine, count)
     }
 }
 
@@ -610,11 +646,14 @@ fn hostname(index: usize, machine: &Machine) -> String {
     }
 }
 
-/// Node `index` of the list, as the masked listing returns it (labels, name).
+/// Node `index` of the list, as the masked listing returns it (labels,
+/// name, and the kubelet version where the group reports one).
 pub fn node_item(
     index: usize,
     machine: &Machine,
     overrides: &[(&str, &str)],
+    reported_kubelet: Option<&str>,
+    heartbeat: Option<&str>,
     prefix: &LabelPrefix,
 ) -> Value {
     let name = hostname(index, machine);
@@ -628,7 +667,14 @@ pub fn node_item(
     for (key, value) in overrides {
         labels.insert((*key).to_owned(), json!(value));
     }
-    json!({"metadata": {"name": name, "labels": labels}})
+    let mut node = json!({"metadata": {"name": name, "labels": labels}});
+    if let Some(heartbeat) = heartbeat {
+        node["metadata"]["annotations"] = json!({ prefix.heartbeat_key(): heartbeat });
+    }
+    if let Some(version) = reported_kubelet {
+        node["status"] = json!({"nodeInfo": {"kubeletVersion": version}});
+    }
+    node
 }
 
 /// The Node list items of `groups`, in order.
@@ -637,7 +683,16 @@ pub fn node_items(groups: &[Nodes], prefix: &LabelPrefix) -> Vec<Value> {
         .iter()
         .flat_map(|group| std::iter::repeat_n(group, group.count))
         .enumerate()
-        .map(|(index, group)| node_item(index, &group.machine, &group.overrides, prefix))
+        .map(|(index, group)| {
+            node_item(
+                index,
+                &group.machine,
+                &group.overrides,
+                group.reported_kubelet,
+                group.heartbeat,
+                prefix,
+            )
+        })
         .collect()
 }
 
@@ -707,7 +762,7 @@ pub fn bench_fleet(name: &str, size: usize, prefix: &LabelPrefix) -> Option<Vec<
                     } else {
                         &cloud[CLOUD_CYCLE[index % CLOUD_CYCLE.len()]]
                     };
-                    node_item(index, machine, &[], prefix)
+                    node_item(index, machine, &[], None, None, prefix)
                 })
                 .collect();
             return Some(items);
@@ -716,7 +771,16 @@ pub fn bench_fleet(name: &str, size: usize, prefix: &LabelPrefix) -> Option<Vec<
     };
     Some(
         (0..size)
-            .map(|index| node_item(index, &machines[index % machines.len()], &[], prefix))
+            .map(|index| {
+                node_item(
+                    index,
+                    &machines[index % machines.len()],
+                    &[],
+                    None,
+                    None,
+                    prefix,
+                )
+            })
             .collect(),
     )
 }
@@ -754,7 +818,7 @@ pub fn distinct_shapes_fleet(size: usize, shapes: usize, prefix: &LabelPrefix) -
     (0..size)
         .map(|index| {
             let jitter = u32::try_from(index % shapes.max(1)).unwrap_or(u32::MAX);
-            node_item(index, &cramped_hgx(jitter), &[], prefix)
+            node_item(index, &cramped_hgx(jitter), &[], None, None, prefix)
         })
         .collect()
 }
@@ -774,7 +838,7 @@ pub fn many_numa_nodes_fleet(size: usize, prefix: &LabelPrefix) -> Vec<Value> {
                 memory[0] = memory[0].saturating_sub(jitter);
             }
             machine.topology = machine.topology.with_shape();
-            node_item(index, &machine, &[], prefix)
+            node_item(index, &machine, &[], None, None, prefix)
         })
         .collect()
 }
@@ -789,7 +853,7 @@ pub fn thousand_numa_nodes_fleet(size: usize, prefix: &LabelPrefix) -> Vec<Value
     machine.topology.max_allowable_numa_nodes = Some(1_000);
     machine.topology = machine.topology.with_shape();
     (0..size)
-        .map(|index| node_item(index, &machine, &[], prefix))
+        .map(|index| node_item(index, &machine, &[], None, None, prefix))
         .collect()
 }
 
@@ -802,42 +866,55 @@ pub fn cloud_fleet(size: usize, prefix: &LabelPrefix) -> Vec<Value> {
                 i,
                 &machines[CLOUD_CYCLE[i % CLOUD_CYCLE.len()]],
                 &[],
+                None,
+                None,
                 prefix,
             )
         })
         .collect()
 }
 
-/// What the summarizer makes of the listed nodes: the fleet by the rule it
-/// shares with the policy ([`Fleet::add_read`]), malformed nodes counted.
-pub fn summarize(items: &[Value], prefix: &LabelPrefix) -> (Fleet, u32) {
-    let mut fleet = Fleet::new();
-    let mut malformed = 0u32;
+/// What the summarizer makes of the listed nodes: its own builder, fed
+/// each node's labels and reported kubelet version as its Node Table rows
+/// give them, malformed nodes counted.
+pub fn summary_of(items: &[Value], prefix: &LabelPrefix, generated_at: u64) -> FleetSummary {
+    let mut builder = SummaryBuilder::new(prefix.clone());
     for item in items {
+        let name = item
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let labels = item
             .pointer("/metadata/labels")
             .and_then(Value::as_object)
             .into_iter()
             .flatten()
             .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)));
-        if fleet
-            .add_read(NodeTopology::from_labels(prefix, labels))
-            .is_err()
-        {
-            malformed += 1;
+        let reported = item
+            .pointer("/status/nodeInfo/kubeletVersion")
+            .and_then(Value::as_str)
+            .and_then(KubeletVersion::parse_node_info);
+        builder.add_reported(name, labels, reported);
+        let heartbeat = item
+            .pointer("/metadata/annotations")
+            .and_then(|annotations| annotations.get(prefix.heartbeat_key()))
+            .and_then(Value::as_str);
+        if let Some(heartbeat) = heartbeat {
+            builder.add_heartbeat(name, heartbeat);
         }
     }
-    (fleet, malformed)
+    builder.finish(generated_at).summary
+}
+
+/// The fleet [`summary_of`] `items` holds, and its malformed nodes.
+pub fn summarize(items: &[Value], prefix: &LabelPrefix) -> (Fleet, u32) {
+    let summary = summary_of(items, prefix, 0);
+    (summary.fleet, summary.malformed)
 }
 
 /// The summarizer's ConfigMap for the nodes `items`, written at `generated_at`.
 pub fn summary_config_map(items: &[Value], generated_at: u64, prefix: &LabelPrefix) -> Value {
-    let (fleet, malformed) = summarize(items, prefix);
-    let summary = FleetSummary {
-        fleet,
-        malformed,
-        generated_at,
-    };
+    let summary = summary_of(items, prefix, generated_at);
     json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -875,6 +952,8 @@ pub fn list_request(prefix: &LabelPrefix) -> HostRequest {
         field_masks: Some(BTreeSet::from([
             "metadata.labels".to_owned(),
             "metadata.name".to_owned(),
+            "status.nodeInfo.kubeletVersion".to_owned(),
+            "metadata.annotations".to_owned(),
         ])),
     }
 }
@@ -1309,6 +1388,42 @@ pub fn session_files() -> Vec<SessionFile> {
                 nodes(gb200_tray(KubeletVersion::new(1, 35), 34), 2),
                 nodes(gb200_tray(KubeletVersion::new(1, 36), 34), 2),
             ]),
+        },
+        SessionFile {
+            name: "hgx-stale-labeler-fleet",
+            about: "4 p5 (HGX H100) on single-numa-node, labeled by the kubernetes sink: the heartbeats of 3 are\ndated 2099 (fresh whenever the session is replayed: a heartbeat ahead of the clock is taken as\nfresh), that of ip-10-0-0-3.ec2.internal 2025-11-01 (its labeler stopped). No fleet summary\n(404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![
+                confirmed(p5(Kubelet::cpu_static(SingleNumaNode, Pod)), 3, "2099-12-03T11:55:00Z"),
+                confirmed(p5(Kubelet::cpu_static(SingleNumaNode, Pod)), 1, "2025-11-01T00:00:00Z"),
+            ]),
+        },
+        SessionFile {
+            name: "fleet-summary-stale-labeler",
+            about: "The fleet summary the summarizer writes for the fleet of hgx-stale-labeler-fleet.yml, with the\nlabelers' oldest heartbeats: ip-10-0-0-3.ec2.internal last confirmed on 2025-11-01. No Node is\nlisted.",
+            summary: S::Of(
+                vec![
+                    confirmed(p5(Kubelet::cpu_static(SingleNumaNode, Pod)), 3, "2099-12-03T11:55:00Z"),
+                    confirmed(p5(Kubelet::cpu_static(SingleNumaNode, Pod)), 1, "2025-11-01T00:00:00Z"),
+                ],
+                SUMMARY_WRITTEN_AT,
+            ),
+            list: L::NotAsked,
+        },
+        SessionFile {
+            name: "gb200-reported-versions-fleet",
+            about: "4 GB200 trays (34 NUMA nodes) with max-allowable-numa-nodes 34 and single-numa-node, labeled\nwithout a kubelet-version label (the nodefeature sink, no --kubelet-version), so one shape label:\ntheir Nodes report kubelet v1.36.2 on 2 and v1.35.4 on 2 (a kubelet upgrade half done). No fleet\nsummary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![
+                reporting(gb200_tray_unversioned(34), 2, "v1.36.2"),
+                reporting(gb200_tray_unversioned(34), 2, "v1.35.4"),
+            ]),
+        },
+        SessionFile {
+            name: "gb200-reported-1-36-fleet",
+            about: "3 GB200 trays (34 NUMA nodes) with max-allowable-numa-nodes 34 and single-numa-node, labeled\nwithout a kubelet-version label (the nodefeature sink, no --kubelet-version); their Nodes report\nkubelet v1.36.2. No fleet summary (404).",
+            summary: S::Absent,
+            list: L::Nodes(vec![reporting(gb200_tray_unversioned(34), 3, "v1.36.2")]),
         },
         SessionFile {
             name: "gb200-kubelet-1-35-fleet",

@@ -522,6 +522,7 @@ impl GeneratedCluster {
             fleet,
             malformed,
             generated_at,
+            heartbeats: None,
         }
         .to_data();
         let summary = serde_json::json!({"metadata": {"name": "gpu-topology-fleet"}, "data": data});

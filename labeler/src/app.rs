@@ -1,6 +1,7 @@
 //! Runs discovery and publishing, once or as a daemon.
 
-use crate::discover::{discover, SourceOptions, ToolMemory};
+use crate::discover::{discover, DiscoveryError, SourceKind, SourceOptions, ToolMemory};
+use crate::health::Health;
 use crate::reconcile::{reconcile, Outcome};
 use crate::sinks::api;
 use crate::sinks::kubernetes::KubernetesSink;
@@ -9,17 +10,18 @@ use crate::sinks::nodefeature::{NodeFeatureSink, Target};
 use crate::sinks::retry::RetryPolicy;
 use crate::sinks::stdout::{render_json, render_text};
 use crate::sinks::{Labels, PublishError};
-use crate::sources::SourceError;
 use gpu_topology::{KubeletVersion, LabelPrefix};
 use std::io::Write;
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 /// Process exit codes.
 pub mod exit {
     /// Published (or printed); or the daemon stopped on SIGTERM/SIGINT.
     pub const OK: u8 = 0;
-    /// Invalid flags or configuration (including no Kubernetes credentials for an API sink).
+    /// Invalid flags or configuration (including no Kubernetes credentials for
+    /// an API sink, and a `--metrics-address` that cannot be bound).
     pub const USAGE: u8 = 1;
     /// An explicitly given source (file or directory) is unreadable or malformed; nothing was published.
     pub const DISCOVERY: u8 = 2;
@@ -52,6 +54,18 @@ pub enum SinkConfig {
     },
 }
 
+impl SinkConfig {
+    /// The sink's `--sink` name (the `sink` label of the metrics).
+    pub const fn name(&self) -> &'static str {
+        match self {
+            SinkConfig::Stdout(_) => "stdout",
+            SinkConfig::Nfd { .. } => "nfd",
+            SinkConfig::Kubernetes { .. } => "kubernetes",
+            SinkConfig::NodeFeature { .. } => "nodefeature",
+        }
+    }
+}
+
 /// What the two API sinks (kubernetes, nodefeature) share.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiSettings {
@@ -69,6 +83,9 @@ pub struct Config {
     pub sink: SinkConfig,
     pub once: bool,
     pub interval: Duration,
+    /// Where the daemon serves `/livez`, `/readyz` and `/metrics`
+    /// ([`crate::health`]); none without `--metrics-address`.
+    pub metrics_address: Option<SocketAddr>,
 }
 
 /// A ready sink.
@@ -176,7 +193,7 @@ impl Publisher {
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error(transparent)]
-    Discovery(#[from] SourceError),
+    Discovery(#[from] DiscoveryError),
     #[error(transparent)]
     Publish(#[from] PublishError),
     #[error("waiting for signals: {0}")]
@@ -193,6 +210,16 @@ impl RunError {
     }
 }
 
+/// One discovery's labels.
+#[derive(Debug)]
+pub struct Discovered {
+    pub labels: Labels,
+    pub outcome: Outcome,
+    /// The default sources that failed (each logged as a warning; their
+    /// labels are left out).
+    pub failed: Vec<SourceKind>,
+}
+
 /// Discovers the sources and reconciles them into labels, logging why any
 /// label is left out. `memory` carries the live tools' last good reports
 /// from round to round. `node_kubelet_version`, the version the Node
@@ -201,7 +228,7 @@ pub async fn labels(
     config: &Config,
     memory: &mut ToolMemory,
     node_kubelet_version: Option<KubeletVersion>,
-) -> Result<(Labels, Outcome), SourceError> {
+) -> Result<Discovered, DiscoveryError> {
     let discovery = discover(&config.sources, memory).await?;
     let mut outcome = reconcile(&discovery.inputs);
     if let Some(version) = node_kubelet_version {
@@ -210,13 +237,21 @@ pub async fn labels(
     for warning in discovery.warnings.iter().chain(&outcome.warnings) {
         tracing::warn!("{warning}");
     }
-    Ok((outcome.topology.to_labels(&config.prefix), outcome))
+    Ok(Discovered {
+        labels: outcome.topology.to_labels(&config.prefix),
+        outcome,
+        failed: discovery.failed,
+    })
 }
 
 /// Discovers and publishes once; a second time when the apply's answer
 /// tells a kubelet version the labels lack.
 pub async fn run_once(config: &Config, publisher: &mut Publisher) -> Result<(), RunError> {
-    let (labels, mut outcome) = labels(config, &mut ToolMemory::default(), None).await?;
+    let Discovered {
+        labels,
+        mut outcome,
+        ..
+    } = labels(config, &mut ToolMemory::default(), None).await?;
     publisher.publish(&labels, &outcome).await?;
     tracing::info!(count = labels.len(), "labels published");
     if let Some(version) = publisher
@@ -235,15 +270,21 @@ pub async fn run_once(config: &Config, publisher: &mut Publisher) -> Result<(), 
 /// NFD file needs refreshing, or the Node's labels or the NodeFeature are due
 /// to be applied again), until SIGTERM or SIGINT. Failures are logged and
 /// retried on the next round; the last published labels stay in place.
-pub async fn run_daemon(config: &Config, publisher: &mut Publisher) -> Result<(), RunError> {
+/// Each round's outcome goes to `health` (the endpoint of `--metrics-address`).
+pub async fn run_daemon(
+    config: &Config,
+    publisher: &mut Publisher,
+    health: &Health,
+) -> Result<(), RunError> {
     let mut shutdown = std::pin::pin!(shutdown_signal().map_err(RunError::Signals)?);
+    let _running = health.running();
     let mut published: Option<Labels> = None;
     let mut memory = ToolMemory::default();
     loop {
         tokio::select! {
             biased;
             () = &mut shutdown => break,
-            () = round(config, publisher, &mut published, &mut memory) => {}
+            () = round(config, publisher, &mut published, &mut memory, health) => {}
         }
         tokio::select! {
             biased;
@@ -260,24 +301,37 @@ async fn round(
     publisher: &mut Publisher,
     published: &mut Option<Labels>,
     memory: &mut ToolMemory,
+    health: &Health,
 ) {
-    let (labels, outcome) = match labels(config, memory, publisher.kubelet_version()).await {
-        Ok(result) => result,
+    let discovered = match labels(config, memory, publisher.kubelet_version()).await {
+        Ok(discovered) => discovered,
         Err(error) => {
+            health.discovery_failed(error.kind);
             tracing::error!(%error, "discovery failed; nothing published this round");
             return;
         }
     };
+    for &source in &discovered.failed {
+        health.source_failed(source);
+    }
+    let Discovered {
+        labels, outcome, ..
+    } = discovered;
     if published.as_ref() == Some(&labels) && !publisher.needs_refresh() {
         tracing::debug!("labels unchanged");
+        health.confirmed(Instant::now());
         return;
     }
     match publisher.publish(&labels, &outcome).await {
         Ok(()) => {
+            health.published(SystemTime::now());
             tracing::info!(count = labels.len(), "labels published");
             *published = Some(labels);
         }
-        Err(error) => tracing::error!(%error, "publishing failed; retrying next round"),
+        Err(error) => {
+            health.publish_failed();
+            tracing::error!(%error, "publishing failed; retrying next round");
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 use crate::app::{ApiSettings, Config, Output, SinkConfig};
 use crate::devices::DeviceConfig;
 use crate::discover::{PathSource, SourceOptions, ToolSource};
+use crate::health::DEFAULT_METRICS_ADDRESS;
 use crate::model::Vendor;
 use crate::reconcile::devices::MigStrategy;
 use crate::reconcile::VendorChoice;
@@ -15,6 +16,7 @@ use crate::summarize::kubernetes::{
 };
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use gpu_topology::{KubeletVersion, LabelPrefix, DEFAULT_LABEL_PREFIX};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -96,6 +98,15 @@ pub struct Cli {
     /// Re-discovery interval in daemon mode (e.g. 90s, 5m)
     #[arg(long, value_parser = parse_duration, default_value = "60s")]
     pub interval: Duration,
+    /// Serve /livez, /readyz and /metrics (Prometheus) over HTTP on IP:PORT, in daemon mode; the flag alone binds 0.0.0.0:8080
+    #[arg(
+        long,
+        value_name = "IP:PORT",
+        num_args = 0..=1,
+        default_missing_value = DEFAULT_METRICS_ADDRESS,
+        value_parser = parse_metrics_address
+    )]
+    pub metrics_address: Option<SocketAddr>,
     /// Kill nvidia-smi/rocm-smi after this long; also the limit of each NVML call
     #[arg(long, value_parser = parse_duration, default_value = "30s")]
     pub command_timeout: Duration,
@@ -171,6 +182,11 @@ pub struct SummarizeArgs {
     /// Kubernetes 1.34 and later) for the policy's claim checks; needs `list` on both
     #[arg(long)]
     pub dra: bool,
+    /// Also read the heartbeats the nodefeature sink writes on the labeler's NodeFeature objects
+    /// (nfd.k8s-sigs.io), so that the policy sees stale labels of those nodes; needs `list` on
+    /// nodefeatures
+    #[arg(long)]
+    pub nodefeature_heartbeats: bool,
     /// Log verbosity (logs go to stderr)
     #[arg(long, value_enum, default_value_t = LogLevel::Info)]
     pub log_level: LogLevel,
@@ -221,6 +237,7 @@ impl SummarizeArgs {
             interval: self.interval,
             once: self.once,
             dra: self.dra,
+            nodefeature_heartbeats: self.nodefeature_heartbeats,
         })
     }
 
@@ -321,6 +338,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(duration)
+}
+
+/// `--metrics-address`: an IP address and a port (`0.0.0.0:8080`,
+/// `[::]:8080`, `127.0.0.1:0` for any free port).
+pub fn parse_metrics_address(text: &str) -> Result<SocketAddr, String> {
+    text.parse().map_err(|_| {
+        format!(
+            "{text:?} is not an IP:PORT address such as 0.0.0.0:8080, [::]:8080 or 127.0.0.1:9100"
+        )
+    })
 }
 
 /// The retries of `--api-attempts`: at least one attempt.
@@ -434,6 +461,12 @@ impl Cli {
     /// Validates the flags; the error is a usage message.
     pub fn into_config(self) -> Result<Config, String> {
         let prefix = LabelPrefix::new(&self.label_prefix).map_err(|e| e.to_string())?;
+        if self.once && self.metrics_address.is_some() {
+            return Err(
+                "--metrics-address serves the daemon's probes and metrics: it has no use with --once"
+                    .to_owned(),
+            );
+        }
         let sink = if self.dry_run {
             Sink::Stdout
         } else {
@@ -527,6 +560,7 @@ impl Cli {
             sink,
             once: self.once,
             interval: self.interval,
+            metrics_address: self.metrics_address,
         })
     }
 }
@@ -588,6 +622,9 @@ mod tests {
     #[case::bad_namespace(&["--sink", "nodefeature", "--node-name", "n1", "--namespace", "GPU_Topology"], "--namespace")]
     #[case::bad_pod_name(&["--sink", "nodefeature", "--node-name", "n1", "--pod-name", "Labeler_1"], "--pod-name")]
     #[case::zero_request_timeout(&["--request-timeout", "0s"], "positive duration")]
+    #[case::metrics_address_with_once(&["--once", "--metrics-address=127.0.0.1:8080"], "no use with --once")]
+    #[case::metrics_address_without_ip(&["--metrics-address", ":8080"], "IP:PORT")]
+    #[case::metrics_address_a_host_name(&["--metrics-address", "localhost:8080"], "IP:PORT")]
     fn invalid_flags_are_usage_errors(#[case] args: &[&str], #[case] expected: &str) {
         let message = config(args).err().unwrap();
         assert!(message.contains(expected), "{message}");
@@ -603,6 +640,20 @@ mod tests {
         argv.extend_from_slice(args);
         let cli = Cli::try_parse_from(argv).unwrap();
         assert_eq!(cli.once_warning().is_some(), warns);
+    }
+
+    #[rstest]
+    #[case::off_by_default(&[], None)]
+    #[case::the_flag_alone(&["--metrics-address"], Some("0.0.0.0:8080"))]
+    #[case::the_flag_alone_before_another(&["--metrics-address", "--sink", "nfd"], Some("0.0.0.0:8080"))]
+    #[case::an_address(&["--metrics-address=127.0.0.1:9100"], Some("127.0.0.1:9100"))]
+    #[case::ipv6_any(&["--metrics-address", "[::]:8080"], Some("[::]:8080"))]
+    fn the_metrics_address_is_opt_in(#[case] args: &[&str], #[case] expected: Option<&str>) {
+        let config = config(args).unwrap();
+        assert_eq!(
+            config.metrics_address,
+            expected.map(|address| address.parse().unwrap())
+        );
     }
 
     #[test]
@@ -707,6 +758,7 @@ mod tests {
                 interval: Duration::from_secs(60),
                 once: false,
                 dra: false,
+                nodefeature_heartbeats: false,
             }
         );
     }

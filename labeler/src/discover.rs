@@ -120,11 +120,79 @@ impl ToolMemory {
     }
 }
 
+/// Which source failed, by a name from a fixed set: the `source` label of
+/// the daemon's `gpu_topology_labeler_discovery_errors_total`
+/// ([`crate::health`]), whatever file or program was configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SourceKind {
+    Sysfs,
+    Nvml,
+    /// `nvidia-smi topo -m` (run, or `--nvidia-smi-topo`).
+    NvidiaSmi,
+    /// `nvidia-smi -L` (run, or `--nvidia-smi-list`).
+    NvidiaSmiList,
+    /// `nvidia-smi -q` (run, or `--nvidia-smi-query`).
+    NvidiaSmiQuery,
+    /// `rocm-smi --showtopo` (run, or `--rocm-smi-topo`).
+    RocmSmi,
+    /// The kubelet config file and its drop-ins.
+    Kubelet,
+}
+
+impl SourceKind {
+    pub const ALL: [SourceKind; 7] = [
+        SourceKind::Sysfs,
+        SourceKind::Nvml,
+        SourceKind::NvidiaSmi,
+        SourceKind::NvidiaSmiList,
+        SourceKind::NvidiaSmiQuery,
+        SourceKind::RocmSmi,
+        SourceKind::Kubelet,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::Sysfs => "sysfs",
+            SourceKind::Nvml => "nvml",
+            SourceKind::NvidiaSmi => "nvidia_smi",
+            SourceKind::NvidiaSmiList => "nvidia_smi_list",
+            SourceKind::NvidiaSmiQuery => "nvidia_smi_query",
+            SourceKind::RocmSmi => "rocm_smi",
+            SourceKind::Kubelet => "kubelet_config",
+        }
+    }
+}
+
+/// A source the operator named explicitly that could not be read or
+/// parsed: nothing is published. Displays as the [`SourceError`] it wraps.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{error}")]
+pub struct DiscoveryError {
+    pub kind: SourceKind,
+    pub error: SourceError,
+}
+
+impl DiscoveryError {
+    fn of(kind: SourceKind) -> impl FnOnce(SourceError) -> Self {
+        move |error| DiscoveryError { kind, error }
+    }
+}
+
 /// The sources' data, and warnings about default sources that failed.
 #[derive(Debug, Clone, Default)]
 pub struct Discovery {
     pub inputs: Inputs,
     pub warnings: Vec<String>,
+    /// The sources whose failure a warning tells, once per warning.
+    pub failed: Vec<SourceKind>,
+}
+
+impl Discovery {
+    /// `kind` failed: `warning` says what that costs.
+    fn failure(&mut self, kind: SourceKind, warning: String) {
+        self.failed.push(kind);
+        self.warnings.push(warning);
+    }
 }
 
 /// Which tool is run (or its recorded output read), and what its output is for.
@@ -199,6 +267,16 @@ impl ToolKind {
         !matches!(self, ToolKind::NvidiaSmiList | ToolKind::NvidiaSmiQuery)
     }
 
+    /// The source this tool is, for the metrics.
+    const fn source(self) -> SourceKind {
+        match self {
+            ToolKind::NvidiaSmi => SourceKind::NvidiaSmi,
+            ToolKind::RocmSmi => SourceKind::RocmSmi,
+            ToolKind::NvidiaSmiList => SourceKind::NvidiaSmiList,
+            ToolKind::NvidiaSmiQuery => SourceKind::NvidiaSmiQuery,
+        }
+    }
+
     /// What a run's output that cannot be used costs, as warnings say it.
     const fn loss(self) -> &'static str {
         match self {
@@ -214,7 +292,7 @@ impl ToolKind {
 pub async fn discover(
     options: &SourceOptions,
     memory: &mut ToolMemory,
-) -> Result<Discovery, SourceError> {
+) -> Result<Discovery, DiscoveryError> {
     let mut discovery = Discovery::default();
     discovery.inputs.vendor = options.vendor;
     discovery.inputs.kubelet_version = options.kubelet_version;
@@ -233,12 +311,15 @@ pub async fn discover(
     .await?;
     discovery.inputs.sysfs = match &options.sysfs {
         PathSource::Disabled => None,
-        PathSource::Explicit(root) => Some(read_sysfs(root)?),
+        PathSource::Explicit(root) => {
+            Some(read_sysfs(root).map_err(DiscoveryError::of(SourceKind::Sysfs))?)
+        }
         PathSource::Default(root) => read_sysfs(root)
             .map_err(|e| {
-                discovery
-                    .warnings
-                    .push(format!("sysfs not read ({e}): its labels are left out"))
+                discovery.failure(
+                    SourceKind::Sysfs,
+                    format!("sysfs not read ({e}): its labels are left out"),
+                )
             })
             .ok(),
     };
@@ -268,7 +349,7 @@ pub async fn discover(
         if let Some(error) = failure {
             let (report, warning) = memory.stand_in(NVML, &error, Instant::now());
             discovery.inputs.tools.extend(report);
-            discovery.warnings.push(warning);
+            discovery.failure(SourceKind::Nvml, warning);
         }
     }
     for (source, kind) in [
@@ -281,13 +362,18 @@ pub async fn discover(
     let drop_ins = options.kubelet_drop_ins.as_deref();
     discovery.inputs.kubelet = match &options.kubelet {
         PathSource::Disabled => None,
-        PathSource::Explicit(path) => Some(read_kubelet(path, drop_ins).await?),
+        PathSource::Explicit(path) => Some(
+            read_kubelet(path, drop_ins)
+                .await
+                .map_err(DiscoveryError::of(SourceKind::Kubelet))?,
+        ),
         PathSource::Default(path) => match read_kubelet(path, drop_ins).await {
             Ok(settings) => Some(settings),
             Err(e) => {
-                discovery.warnings.push(format!(
-                    "kubelet config not read ({e}): kubelet labels are left out"
-                ));
+                discovery.failure(
+                    SourceKind::Kubelet,
+                    format!("kubelet config not read ({e}): kubelet labels are left out"),
+                );
                 None
             }
         },
@@ -305,20 +391,19 @@ async fn read_tool(
     options: &SourceOptions,
     memory: &mut ToolMemory,
     discovery: &mut Discovery,
-) -> Result<(), SourceError> {
+) -> Result<(), DiscoveryError> {
     let output = match source {
         ToolSource::Disabled => None,
         ToolSource::File(path) => {
-            let text = read_text(path)?;
-            let output = kind
-                .parse(&text, false)
-                .map_err(|e| SourceError::new(path.display().to_string(), e))?;
+            let text = read_text(path).map_err(DiscoveryError::of(kind.source()))?;
+            let output = kind.parse(&text, false).map_err(|e| DiscoveryError {
+                kind: kind.source(),
+                error: SourceError::new(path.display().to_string(), e),
+            })?;
             Some(output)
         }
         ToolSource::Command(_) if options.offline() => None,
-        ToolSource::Command(program) => {
-            run_tool(program, kind, options, memory, &mut discovery.warnings).await
-        }
+        ToolSource::Command(program) => run_tool(program, kind, options, memory, discovery).await,
     };
     if let Some(output) = output {
         output.record(&mut discovery.inputs);
@@ -332,7 +417,7 @@ async fn run_tool(
     kind: ToolKind,
     options: &SourceOptions,
     memory: &mut ToolMemory,
-    warnings: &mut Vec<String>,
+    discovery: &mut Discovery,
 ) -> Option<ToolOutput> {
     let output = memory
         .runner
@@ -353,25 +438,27 @@ async fn run_tool(
             // Output that does not parse is no passing failure (a new
             // driver's format): never papered over.
             Err(e) => {
-                warnings.push(format!(
-                    "{} output not used ({e}): {}",
-                    kind.run_name(program),
-                    kind.loss()
-                ));
+                discovery.failure(
+                    kind.source(),
+                    format!(
+                        "{} output not used ({e}): {}",
+                        kind.run_name(program),
+                        kind.loss()
+                    ),
+                );
                 None
             }
         },
         Err(e) if kind.reuses_last_report() => {
             let (report, warning) = memory.stand_in(program, &e.to_string(), Instant::now());
-            warnings.push(warning);
+            discovery.failure(kind.source(), warning);
             report.map(ToolOutput::Topology)
         }
         Err(e) => {
-            warnings.push(format!(
-                "{} failed ({e}): {}",
-                kind.run_name(program),
-                kind.loss()
-            ));
+            discovery.failure(
+                kind.source(),
+                format!("{} failed ({e}): {}", kind.run_name(program), kind.loss()),
+            );
             None
         }
     }

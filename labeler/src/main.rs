@@ -1,6 +1,7 @@
 use clap::Parser;
 use gpu_topology_labeler::app::{exit, run_daemon, run_once, Publisher};
 use gpu_topology_labeler::cli::{Cli, Command, LogLevel, SummarizeArgs};
+use gpu_topology_labeler::health::{self, Health};
 use gpu_topology_labeler::sinks::api;
 use gpu_topology_labeler::summarize::kubernetes::{self as summarizer, Summarizer};
 use std::process::ExitCode;
@@ -46,7 +47,21 @@ fn main() -> ExitCode {
         let result = if config.once {
             run_once(&config, &mut publisher).await
         } else {
-            run_daemon(&config, &mut publisher).await
+            let health = Health::new(config.sink.name(), config.interval);
+            if let Some(address) = config.metrics_address {
+                match tokio::net::TcpListener::bind(address).await {
+                    Ok(listener) => {
+                        let address = listener.local_addr().unwrap_or(address);
+                        tracing::info!(%address, "serving /livez, /readyz and /metrics");
+                        tokio::spawn(health::serve(listener, health.clone()));
+                    }
+                    Err(error) => {
+                        tracing::error!(%error, %address, "cannot listen on --metrics-address");
+                        return exit::USAGE;
+                    }
+                }
+            }
+            run_daemon(&config, &mut publisher, &health).await
         };
         match result {
             Ok(()) => exit::OK,

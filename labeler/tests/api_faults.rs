@@ -21,7 +21,7 @@ use common::fake_api::{
     self, finish, kubeconfig, rate_limited, requests, sink_client, status_body, status_retry_after,
     Reply, Request, Step,
 };
-use common::{labels, scratch_dir, topology_fixtures};
+use common::{isolated, labels, scratch_dir, topology_fixtures};
 use gpu_topology_labeler::app::{exit, RunError};
 use gpu_topology_labeler::sinks::api::DEFAULT_FIELD_MANAGER;
 use gpu_topology_labeler::sinks::kubernetes::KubernetesSink;
@@ -379,18 +379,11 @@ async fn run_once(sink: &str, port: u16, extra: &[&str]) -> std::process::Output
 /// this machine, no downward-API variables of the environment.
 fn labeler_once(sink: &str, kubeconfig: &std::path::Path) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_gpu-topology-labeler"));
-    command
+    isolated(&mut command)
         .args(["--once", "--sink", sink, "--node-name", NODE])
         .args(["--sysfs-root", "none", "--kubelet-config", "none"])
         .args(["--nvidia-smi", "none", "--rocm-smi", "none", "--no-nvml"])
         .env("KUBECONFIG", kubeconfig)
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .env_remove("KUBERNETES_SERVICE_PORT")
-        .env_remove("NODE_NAME")
-        .env_remove("POD_NAME")
-        .env_remove("POD_NAMESPACE")
-        .env_remove("HTTPS_PROXY")
-        .env_remove("https_proxy")
         .kill_on_drop(true);
     command
 }

@@ -477,7 +477,8 @@ fn rendered_manifest(
     #[values(
         reads_the_distributions_kubelet_config,
         selects_nodes_the_cluster_labels_and_its_runtime,
-        keeps_the_bases_rbac_and_labels_the_namespaces_it_creates
+        keeps_the_bases_rbac_and_labels_the_namespaces_it_creates,
+        keeps_the_bases_probes_and_metrics
     )]
     check: fn(&Variant, Vec<Value>),
 ) {
@@ -668,6 +669,39 @@ fn keeps_the_bases_rbac_and_labels_the_namespaces_it_creates(variant: &Variant, 
         }
         assert_eq!(doc["rules"], expected, "{}", doc["metadata"]["name"]);
     }
+}
+
+/// The health endpoint as the base serves it (labeler/tests/examples.rs
+/// checks the base): the same `--metrics-address`, port, probes and scrape
+/// annotations.
+fn keeps_the_bases_probes_and_metrics(variant: &Variant, docs: Vec<Value>) {
+    let base = documents(&read(&repo().join("examples/labeler").join(variant.base)));
+    let template = &daemonset(&docs)["spec"]["template"];
+    let base_template = &daemonset(&base)["spec"]["template"];
+    assert_eq!(
+        template["metadata"]["annotations"],
+        base_template["metadata"]["annotations"]
+    );
+    let container = &template["spec"]["containers"][0];
+    let base_container = &base_template["spec"]["containers"][0];
+    for field in ["ports", "readinessProbe", "livenessProbe"] {
+        assert!(
+            container[field].is_array() || container[field].is_object(),
+            "{field}"
+        );
+        assert_eq!(container[field], base_container[field], "{field}");
+    }
+    let metrics_address = |container: &Value| -> Vec<String> {
+        args(container)
+            .into_iter()
+            .filter(|a| a.starts_with("--metrics-address"))
+            .collect()
+    };
+    assert_eq!(
+        metrics_address(container),
+        ["--metrics-address=0.0.0.0:8080"]
+    );
+    assert_eq!(metrics_address(container), metrics_address(base_container));
 }
 
 /// On OpenShift, the labeler's SCC admits its pod and nothing more: the pod's

@@ -389,6 +389,10 @@ fn fleet_summary_deployment_is_hardened_and_least_privileged(#[case] file: &str)
     if config.dra {
         rules.push(json!({ "apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses", "resourceslices"], "verbs": ["list"] }));
     }
+    // With --nodefeature-heartbeats, the labeler's NodeFeatures: list only.
+    if config.nodefeature_heartbeats {
+        rules.push(json!({ "apiGroups": ["nfd.k8s-sigs.io"], "resources": ["nodefeatures"], "verbs": ["list"] }));
+    }
     assert_eq!(cluster_role["rules"], Value::Array(rules));
     let cluster_binding = only(&docs, "ClusterRoleBinding");
     assert_eq!(cluster_binding["roleRef"]["kind"], "ClusterRole");
@@ -542,4 +546,226 @@ fn no_workload_selects_another_examples_pods() {
             );
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// Health and metrics: the probes, the scrape and the alerts
+
+/// The PodMonitor and the alerts for the Prometheus Operator.
+const POD_MONITOR: &str = "monitoring/podmonitor.yaml";
+const ALERTS: &str = "monitoring/alerts.yaml";
+
+/// The port of the container's `--metrics-address`.
+fn metrics_port(container: &Value) -> u16 {
+    let address = args(container)
+        .into_iter()
+        .find_map(|a| a.strip_prefix("--metrics-address="))
+        .expect("--metrics-address=IP:PORT");
+    gpu_topology_labeler::cli::parse_metrics_address(address)
+        .unwrap()
+        .port()
+}
+
+/// Each DaemonSet serves the endpoint on its pod's IP, names the port
+/// `metrics`, probes it, and says where to scrape it.
+#[rstest]
+#[case::nfd_sink("daemonset-nfd.yaml")]
+#[case::kubernetes_sink("daemonset-kubernetes.yaml")]
+#[case::nodefeature_sink("daemonset-nodefeature.yaml")]
+fn daemonset_serves_probes_and_metrics(#[case] file: &str) {
+    let docs = documents(file);
+    let template = &only(&docs, "DaemonSet")["spec"]["template"];
+    let container = &template["spec"]["containers"][0];
+    let port = metrics_port(container);
+    assert!(
+        args(container).contains(&"--metrics-address=0.0.0.0:8080"),
+        "every interface (the kubelet probes the pod's IP), the default port"
+    );
+    assert_eq!(
+        container["ports"],
+        json!([{"name": "metrics", "containerPort": port, "protocol": "TCP"}]),
+        "one port, no hostPort"
+    );
+    assert_eq!(
+        container["readinessProbe"]["httpGet"],
+        json!({"path": "/readyz", "port": "metrics"})
+    );
+    assert_eq!(
+        container["livenessProbe"]["httpGet"],
+        json!({"path": "/livez", "port": "metrics"})
+    );
+    // A restart only after the loop has not answered for a while: at least
+    // two minutes of failed probes.
+    let liveness = &container["livenessProbe"];
+    let tolerated = liveness["periodSeconds"].as_u64().unwrap()
+        * liveness["failureThreshold"].as_u64().unwrap();
+    assert!(tolerated >= 120, "{liveness}");
+    assert_eq!(
+        template["metadata"]["annotations"],
+        json!({
+            "prometheus.io/scrape": "true",
+            "prometheus.io/port": port.to_string(),
+            "prometheus.io/path": "/metrics",
+        })
+    );
+}
+
+/// The label selector of `selector` matches `labels`.
+fn selects(selector: &Value, labels: &Value) -> bool {
+    let exact = selector["matchLabels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .all(|(key, value)| labels[key] == *value);
+    let expressions = selector["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .all(|expression| {
+            let value = &labels[expression["key"].as_str().unwrap()];
+            let listed = expression["values"].as_array().unwrap().contains(value);
+            match expression["operator"].as_str().unwrap() {
+                "In" => listed,
+                "NotIn" => !listed,
+                other => panic!("operator {other} not modelled"),
+            }
+        });
+    exact && expressions
+}
+
+/// The PodMonitor scrapes the `metrics` port of every labeler DaemonSet's
+/// pods, in their namespaces, and not the summarizer's; its job is the one
+/// the alerts select `up` by.
+#[test]
+fn the_pod_monitor_scrapes_every_labeler_and_no_summarizer() {
+    let monitor = only(&documents(POD_MONITOR), "PodMonitor").clone();
+    let spec = &monitor["spec"];
+    let endpoints = spec["podMetricsEndpoints"].as_array().unwrap();
+    assert_eq!(endpoints.len(), 1);
+    assert_eq!(endpoints[0]["port"], "metrics");
+    assert_eq!(endpoints[0]["path"], "/metrics");
+    let namespaces = spec["namespaceSelector"]["matchNames"].as_array().unwrap();
+    for file in LABELER_MANIFESTS {
+        let docs = documents(file);
+        let daemonset = only(&docs, "DaemonSet");
+        let template = &daemonset["spec"]["template"];
+        assert!(
+            namespaces.contains(&daemonset["metadata"]["namespace"]),
+            "{file}: its namespace is not scraped"
+        );
+        assert!(
+            selects(&spec["selector"], &template["metadata"]["labels"]),
+            "{file}: its pods are not selected"
+        );
+        let job = &template["metadata"]["labels"][spec["jobLabel"].as_str().unwrap()];
+        assert_eq!(
+            *job, "gpu-topology-labeler",
+            "{file}: the job the alerts select"
+        );
+        let ports = template["spec"]["containers"][0]["ports"]
+            .as_array()
+            .unwrap();
+        assert!(ports.iter().any(|p| p["name"] == "metrics"), "{file}");
+    }
+    let summarizer = only(&documents(FLEET_SUMMARY), "Deployment").clone();
+    assert!(!selects(
+        &spec["selector"],
+        &summarizer["spec"]["template"]["metadata"]["labels"]
+    ));
+}
+
+/// The alert rules of alerts.yaml: (name, rule).
+fn alert_rules() -> Vec<(String, Value)> {
+    let rule = only(&documents(ALERTS), "PrometheusRule").clone();
+    rule["spec"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|group| group["rules"].as_array().unwrap().clone())
+        .map(|rule| (rule["alert"].as_str().unwrap().to_owned(), rule))
+        .collect()
+}
+
+fn alert(name: &str) -> Value {
+    alert_rules()
+        .into_iter()
+        .find(|(alert, _)| alert == name)
+        .unwrap_or_else(|| panic!("no alert {name}"))
+        .1
+}
+
+#[test]
+fn every_alert_says_how_bad_and_what_happened() {
+    let names: Vec<String> = alert_rules().into_iter().map(|(name, _)| name).collect();
+    assert_eq!(
+        names,
+        [
+            "GpuTopologyLabelerStale",
+            "GpuTopologyLabelerDown",
+            "GpuTopologyLabelerAbsent",
+            "GpuTopologyLabelerDiscoveryErrors",
+            "GpuTopologyLabelerPublishErrors",
+        ]
+    );
+    for (name, rule) in alert_rules() {
+        assert!(
+            ["warning", "critical"].contains(&rule["labels"]["severity"].as_str().unwrap()),
+            "{name}"
+        );
+        gpu_topology_labeler::cli::parse_duration(rule["for"].as_str().unwrap())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        for annotation in ["summary", "description"] {
+            assert!(rule["annotations"][annotation].is_string(), "{name}");
+        }
+    }
+    // `up` of the job the PodMonitor sets.
+    for name in ["GpuTopologyLabelerDown", "GpuTopologyLabelerAbsent"] {
+        assert!(
+            alert(name)["expr"]
+                .as_str()
+                .unwrap()
+                .contains("up{job=\"gpu-topology-labeler\"}"),
+            "{name}"
+        );
+    }
+}
+
+/// GpuTopologyLabelerStale fires before readers take a stopped labeler's
+/// labels for stale, and never for a healthy one: its threshold exceeds the
+/// longest a healthy labeler goes without publishing (the API sinks'
+/// re-apply, the nfd sink's refresh at half its default expiry, plus a
+/// round), and its threshold plus its `for` stay below the earliest time,
+/// after the last publish, at which `gpu-topology audit` takes the labels
+/// for stale (the heartbeat's stale age, less the heartbeat interval by
+/// which the heartbeat sent may be older than the publish) or NFD drops the
+/// nfd sink's (its default expiry).
+#[test]
+fn the_stale_alert_fires_before_readers_take_the_labels_for_stale() {
+    use gpu_topology::{DEFAULT_STALE_AFTER_SECONDS, HEARTBEAT_INTERVAL_SECONDS};
+    use gpu_topology_labeler::sinks::api::REAPPLY_INTERVAL;
+    let rule = alert("GpuTopologyLabelerStale");
+    let threshold: u64 = rule["expr"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("time() - gpu_topology_labeler_last_publish_timestamp_seconds > ")
+        .expect("time() - gpu_topology_labeler_last_publish_timestamp_seconds > SECONDS")
+        .trim()
+        .parse()
+        .unwrap();
+    let pending = gpu_topology_labeler::cli::parse_duration(rule["for"].as_str().unwrap())
+        .unwrap()
+        .as_secs();
+    let defaults = Cli::try_parse_from(["gpu-topology-labeler"]).unwrap();
+    let round = defaults.interval.as_secs();
+    let longest_quiet = (REAPPLY_INTERVAL.as_secs() as u64).max(defaults.nfd_expiry.as_secs() / 2);
+    assert!(
+        threshold > longest_quiet + round,
+        "{threshold}s: a healthy labeler may go {longest_quiet}s and a round without publishing"
+    );
+    let earliest_stale = (DEFAULT_STALE_AFTER_SECONDS - HEARTBEAT_INTERVAL_SECONDS)
+        .min(defaults.nfd_expiry.as_secs());
+    assert!(
+        threshold + pending < earliest_stale,
+        "{threshold}s + for {pending}s: readers take the labels for stale {earliest_stale}s after the last publish"
+    );
 }

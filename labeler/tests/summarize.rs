@@ -19,7 +19,7 @@ use common::fake_api::{
     Reply, Request, Step,
 };
 use common::scratch_dir;
-use gpu_topology::{Fleet, FleetSummary, LabelPrefix, NodeTopology};
+use gpu_topology::{Fleet, FleetSummary, KubeletVersion, LabelPrefix, NodeTopology};
 use gpu_topology_labeler::sinks::api::DEFAULT_FIELD_MANAGER;
 use gpu_topology_labeler::sinks::retry::RetryPolicy;
 use gpu_topology_labeler::summarize::kubernetes::{
@@ -47,6 +47,13 @@ struct FleetFixture {
 struct FixtureNode {
     name: String,
     labels: BTreeMap<String, String>,
+    /// The Node's `status.nodeInfo.kubeletVersion`; the API server prints
+    /// an empty cell without one.
+    #[serde(default, rename = "kubeletVersion")]
+    kubelet_version: Option<String>,
+    /// The kubernetes sink's heartbeat annotation on the Node.
+    #[serde(default)]
+    heartbeat: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -162,6 +169,7 @@ fn config(attempts: u32) -> SummarizerConfig {
         interval: Duration::from_secs(60),
         once: true,
         dra: false,
+        nodefeature_heartbeats: false,
     }
 }
 
@@ -172,21 +180,28 @@ fn summarizer(port: u16, attempts: u32) -> Summarizer {
     Summarizer::new(sink_client(port, config.request_timeout), &config)
 }
 
-/// A `PartialObjectMetadataList` page as the API server sends it for
-/// `Accept: ...;as=PartialObjectMetadataList`.
+/// A page of the Node Table as the API server sends it for `Accept:
+/// application/json;as=Table;v=v1;g=meta.k8s.io` and
+/// `includeObject=Metadata`: the columns of `printNode`
+/// (`pkg/printers/internalversion/printers.go`), each row's object the
+/// Node's metadata.
 fn node_page(nodes: &[FixtureNode], continue_token: Option<&str>) -> Reply {
-    let items: Vec<Value> = nodes
+    let rows: Vec<Value> = nodes
         .iter()
         .map(|node| {
             json!({
-                "kind": "PartialObjectMetadata",
-                "apiVersion": "meta.k8s.io/v1",
-                "metadata": {
-                    "name": node.name,
-                    "uid": format!("uid-{}", node.name),
-                    "resourceVersion": "4711",
-                    "labels": node.labels,
-                    "annotations": { "node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true" },
+                "cells": [node.name, "Ready", "<none>", "12d", node.kubelet_version.as_deref().unwrap_or(""),
+                          "10.0.0.7", "<none>", "Ubuntu 24.04.1 LTS", "6.8.0-48-generic", "containerd://1.7.22"],
+                "object": {
+                    "kind": "PartialObjectMetadata",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": {
+                        "name": node.name,
+                        "uid": format!("uid-{}", node.name),
+                        "resourceVersion": "4711",
+                        "labels": node.labels,
+                        "annotations": annotations(node),
+                    },
                 },
             })
         })
@@ -196,12 +211,28 @@ fn node_page(nodes: &[FixtureNode], continue_token: Option<&str>) -> Reply {
         metadata["continue"] = json!(token);
         metadata["remainingItemCount"] = json!(1);
     }
+    let column = |name: &str, priority: u32| json!({"name": name, "type": "string", "format": "", "description": "", "priority": priority});
     Reply::json(&json!({
-        "kind": LIST_KIND,
+        "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": metadata,
-        "items": items,
+        "columnDefinitions": [
+            column("Name", 0), column("Status", 0), column("Roles", 0), column("Age", 0), column("Version", 0),
+            column("Internal-IP", 1), column("External-IP", 1), column("OS-Image", 1), column("Kernel-Version", 1),
+            column("Container-Runtime", 1),
+        ],
+        "rows": rows,
     }))
+}
+
+/// A Node's annotations: the ones every node has, and the labeler's
+/// heartbeat where the fixture gives one.
+fn annotations(node: &FixtureNode) -> Value {
+    let mut annotations = json!({ "node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true" });
+    if let Some(heartbeat) = &node.heartbeat {
+        annotations["gpu-topology.io/published"] = json!(heartbeat);
+    }
+    annotations
 }
 
 fn set(items: &[&str]) -> BTreeSet<String> {
@@ -219,13 +250,13 @@ fn assert_node_list(request: &Request, continue_token: Option<&str>) {
     assert_eq!(request.method, "GET");
     assert_eq!(request.path, "/api/v1/nodes");
     let continued = continue_token.map(|t| format!("continue={t}"));
-    let mut expected = set(&[SELECTOR, LIMIT]);
+    let mut expected = set(&[SELECTOR, LIMIT, "includeObject=Metadata"]);
     expected.extend(continued);
     assert_eq!(request.query, expected);
     let accept = request.accept.as_deref().unwrap_or_default();
     assert!(
-        accept.contains("as=PartialObjectMetadataList"),
-        "metadata only: {accept}"
+        accept.starts_with("application/json;as=Table;v=v1;g=meta.k8s.io,"),
+        "a table of metadata: {accept}"
     );
 }
 
@@ -309,6 +340,8 @@ async fn a_large_fleet_is_read_in_pages_of_500() {
             FixtureNode {
                 name: format!("node-{i:04}"),
                 labels,
+                kubelet_version: Some("v1.36.2".to_owned()),
+                heartbeat: None,
             }
         })
         .collect();
@@ -648,6 +681,131 @@ async fn unreadable_node_lists_fail_the_pass(#[case] reply: Reply, #[case] expec
         "{error}"
     );
     assert!(error.to_string().contains(expected), "{error}");
+}
+
+/// Nodes labeled by a labeler without the kubernetes sink carry no
+/// `kubelet-version`: the summary takes each one's from its row's Version
+/// cell, so GB200 trays on 1.35 and 1.36 are two groups, and a node whose
+/// kubelet was upgraded past its label counts as what it runs.
+#[tokio::test]
+async fn the_summary_groups_nodes_by_the_version_their_kubelets_report() {
+    let tray = |name: &str, label: Option<&str>, reported: &str| {
+        let mut labels = BTreeMap::from([("gpu-topology.io/gpus".to_owned(), "4".to_owned())]);
+        if let Some(version) = label {
+            labels.insert(
+                "gpu-topology.io/kubelet-version".to_owned(),
+                version.to_owned(),
+            );
+        }
+        FixtureNode {
+            name: name.to_owned(),
+            labels,
+            kubelet_version: Some(reported.to_owned()),
+            heartbeat: None,
+        }
+    };
+    let nodes = [
+        tray("tray-1", None, "v1.36.2"),
+        tray("tray-2", None, "v1.35.0-eks-4096722"),
+        tray("tray-3", Some("1.35"), "v1.36.0"),
+        tray("tray-4", None, "unknown"),
+    ];
+    let (port, log, server) =
+        fake_api::scripted(vec![node_page(&nodes, None), Reply::status(200)]).await;
+    summarizer(port, 1).pass().await.unwrap();
+    finish(server).await;
+    assert_node_list(&requests(&log)[0], None);
+    let written = assert_summary_apply(&requests(&log)[1]);
+    let versions: Vec<(Option<KubeletVersion>, u32)> = written
+        .fleet
+        .groups()
+        .iter()
+        .map(|group| (group.topology.kubelet_version, group.nodes))
+        .collect();
+    assert_eq!(
+        versions,
+        [
+            (Some(KubeletVersion::new(1, 36)), 2),
+            (Some(KubeletVersion::new(1, 35)), 1),
+            (None, 1),
+        ]
+    );
+}
+
+fn gpu_node(name: &str, heartbeat: Option<&str>) -> FixtureNode {
+    FixtureNode {
+        name: name.to_owned(),
+        labels: BTreeMap::from([("gpu-topology.io/gpus".to_owned(), "8".to_owned())]),
+        kubelet_version: None,
+        heartbeat: heartbeat.map(str::to_owned),
+    }
+}
+
+/// The kubernetes sink's heartbeats are on the Nodes; with
+/// `--nodefeature-heartbeats` the nodefeature sink's are read from the
+/// labeler's NodeFeature objects too. The summary keeps the oldest.
+#[rstest]
+#[case::node_annotations_only(false)]
+#[case::and_nodefeature_objects(true)]
+#[tokio::test]
+async fn the_summary_carries_the_oldest_heartbeats(#[case] nodefeatures: bool) {
+    let nodes = [
+        gpu_node("fresh", Some("2026-12-03T11:00:00Z")),
+        gpu_node("stale", Some("2026-12-01T08:00:00Z")),
+        gpu_node("via-nfd", None),
+        gpu_node("garbled", Some("yesterday")),
+    ];
+    let features = Reply::json(&json!({
+        "kind": "NodeFeatureList",
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+        "metadata": {},
+        "items": [
+            {"metadata": {"name": "gpu-topology-via-nfd", "namespace": "gpu-topology-labeler",
+                "labels": {"nfd.node.kubernetes.io/node-name": "via-nfd", "app.kubernetes.io/name": "gpu-topology-labeler"},
+                "annotations": {"gpu-topology.io/published": "2026-11-30T00:00:00Z"}}},
+            {"metadata": {"name": "gpu-topology-no-node", "annotations": {"gpu-topology.io/published": "2026-11-29T00:00:00Z"}}}
+        ],
+    }));
+    let mut steps = vec![node_page(&nodes, None)];
+    if nodefeatures {
+        steps.push(features);
+    }
+    steps.push(Reply::status(200));
+    let (port, log, server) = fake_api::scripted(steps).await;
+    let config = SummarizerConfig {
+        nodefeature_heartbeats: nodefeatures,
+        ..config(1)
+    };
+    Summarizer::new(sink_client(port, config.request_timeout), &config)
+        .pass()
+        .await
+        .unwrap();
+    finish(server).await;
+    let requests = requests(&log);
+    if nodefeatures {
+        assert_eq!(
+            requests[1].path,
+            "/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures"
+        );
+        assert!(
+            requests[1]
+                .query
+                .contains("labelSelector=app.kubernetes.io%2Fname%3Dgpu-topology-labeler"),
+            "{:?}",
+            requests[1].query
+        );
+    }
+    let written = assert_summary_apply(requests.last().unwrap());
+    let heartbeats = written.heartbeats.expect("the summary has heartbeats");
+    let oldest: Vec<&str> = heartbeats
+        .oldest()
+        .iter()
+        .map(|h| h.node.as_str())
+        .collect();
+    match nodefeatures {
+        true => assert_eq!(oldest, ["via-nfd", "stale", "fresh"]),
+        false => assert_eq!(oldest, ["stale", "fresh"]),
+    }
 }
 
 #[tokio::test]

@@ -50,7 +50,11 @@ pub fn read_summary(
     settings: &FleetSummarySettings,
     clock: impl FnOnce() -> Option<u64>,
 ) -> Result<ClusterView, String> {
-    let (summary, data) = read_fresh(cluster, settings, clock)?;
+    let mut now = None;
+    let (summary, data) = read_fresh(cluster, settings, || {
+        now = clock();
+        now
+    })?;
     let (extended_by_dra, extended_by_dra_problem) = match data.get(DRA_EXTENDED_RESOURCES_KEY) {
         None => (ExtendedResources::default(), None),
         Some(text) => match ExtendedResources::from_summary_text(text) {
@@ -67,6 +71,8 @@ pub fn read_summary(
         from_node_list: false,
         extended_by_dra,
         extended_by_dra_problem,
+        heartbeats: summary.heartbeats,
+        read_at: now,
     })
 }
 
@@ -314,6 +320,7 @@ mod tests {
             fleet,
             malformed: 2,
             generated_at: WRITTEN_AT,
+            heartbeats: None,
         }
     }
 

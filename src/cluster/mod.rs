@@ -73,7 +73,8 @@ pub fn read(
         }
     }
     let view = if sources.node_list {
-        nodes::read_cluster(cluster, prefix, pinned_node).map_err(Unavailable::NodeList)
+        nodes::read_cluster(cluster, prefix, pinned_node, fleet_summary::now())
+            .map_err(Unavailable::NodeList)
     } else {
         Err(Unavailable::NodeList(
             "no cluster source is configured".to_owned(),

@@ -8,21 +8,36 @@
 //! our prefix through the label contract and skips every other label without
 //! allocating; nodes are grouped by identical topology as they are read.
 //! Node names are compared, never kept: only the pinned node's, when asked
-//! for, is looked for.
+//! for, is looked for, and the [`gpu_topology::MAX_OLDEST_HEARTBEATS`] nodes whose
+//! labeler heartbeat (the kubernetes sink's `<prefix>/published`
+//! annotation) is oldest are kept by name. The kubelet version each Node
+//! reports (`status.nodeInfo.kubeletVersion`) is read too, so that no sink
+//! and no labeler flag is needed for the rules that differ by version
+//! ([`NodeTopology::take_reported_kubelet_version`]).
 
 use crate::cluster::host::{quote_host_error, ClusterReader};
 use gpu_topology::dra::ExtendedResources;
-use gpu_topology::{DistanceChunks, Fleet, LabelError, LabelKey, LabelPrefix, NodeTopology};
+use gpu_topology::{
+    parse_heartbeat, DistanceChunks, Fleet, KubeletVersion, LabelError, LabelKey, LabelPrefix,
+    NodeTopology, OldestHeartbeats,
+};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::borrow::Cow;
 use std::fmt;
 
-/// The only parts of a Node the fit needs: its labels, and its name to find
-/// the node a pinned pod names. The host prunes the rest, which keeps the
+/// The only parts of a Node the fit needs: its labels, its name (to find
+/// the node a pinned pod names, and to name a node whose facts are stale),
+/// its annotations (for the labeler's heartbeat) and the version its
+/// kubelet reports. The host prunes the rest, which keeps the
 /// policy-server's cache small on large clusters.
-pub const NODE_FIELD_MASKS: [&str; 2] = ["metadata.labels", "metadata.name"];
+pub const NODE_FIELD_MASKS: [&str; 4] = [
+    "metadata.labels",
+    "metadata.name",
+    "metadata.annotations",
+    "status.nodeInfo.kubeletVersion",
+];
 const NODE_API_VERSION: &str = "v1";
 const NODE_KIND: &str = "Node";
 
@@ -64,10 +79,29 @@ pub struct ClusterView {
     pub extended_by_dra: ExtendedResources,
     /// Why the summary's `draExtendedResources` could not be read.
     pub extended_by_dra_problem: Option<String>,
+    /// The labelers' oldest heartbeats on the nodes read; `None` from a
+    /// fleet summary that does not carry them.
+    pub heartbeats: Option<OldestHeartbeats>,
+    /// When the view was read (Unix seconds), to age the heartbeats by;
+    /// `None` without a clock.
+    pub read_at: Option<u64>,
 }
 
 impl ClusterView {
-    fn add(&mut self, node: NodeResult, is_pinned: bool) {
+    fn add(&mut self, node: NodeRead) {
+        let NodeRead {
+            mut topology,
+            is_pinned,
+            reported_version,
+            heartbeat,
+        } = node;
+        if let (Some((at, name)), Some(heartbeats)) = (heartbeat, &mut self.heartbeats) {
+            heartbeats.offer(at, &name);
+        }
+        if let (Ok(topology), Some(version)) = (&mut topology, reported_version) {
+            topology.take_reported_kubelet_version(version);
+        }
+        let node = topology;
         if is_pinned {
             self.pinned_node = Some(node.clone());
         }
@@ -81,16 +115,19 @@ impl ClusterView {
 
 /// Lists the labeled nodes and reads them, keeping the topology of the node
 /// named `pinned_node` apart; `Err` says why there is no view (host refused
-/// or failed, or an unreadable answer).
+/// or failed, or an unreadable answer). `now` dates the read.
 pub fn read_cluster(
     cluster: &dyn ClusterReader,
     prefix: &LabelPrefix,
     pinned_node: Option<&str>,
+    now: Option<u64>,
 ) -> Result<ClusterView, String> {
     let list = cluster
         .list_all_resources(&node_list_request(prefix))
         .map_err(|error| quote_host_error(&error))?;
-    parse_node_list(&list, prefix, pinned_node)
+    let mut view = parse_node_list(&list, prefix, pinned_node)?;
+    view.read_at = now;
+    Ok(view)
 }
 
 /// Reads a `NodeList` JSON document into a [`ClusterView`], keeping the
@@ -101,9 +138,11 @@ pub fn parse_node_list(
     pinned_node: Option<&str>,
 ) -> Result<ClusterView, String> {
     let mut deserializer = serde_json::Deserializer::from_slice(list);
+    let heartbeat_key = prefix.heartbeat_key();
     let wanted = Wanted {
         prefix,
         pinned_node,
+        heartbeat_key: &heartbeat_key,
     };
     let view = ListSeed { wanted }
         .deserialize(&mut deserializer)
@@ -119,7 +158,11 @@ enum Field {
     Items,
     Metadata,
     Labels,
+    Annotations,
     Name,
+    Status,
+    NodeInfo,
+    KubeletVersion,
     #[serde(other)]
     Other,
 }
@@ -129,6 +172,8 @@ enum Field {
 struct Wanted<'p> {
     prefix: &'p LabelPrefix,
     pinned_node: Option<&'p str>,
+    /// `<prefix>/published`.
+    heartbeat_key: &'p str,
 }
 
 struct ListSeed<'p> {
@@ -150,6 +195,7 @@ impl<'de> Visitor<'de> for ListSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ClusterView, A::Error> {
         let mut view = ClusterView {
             from_node_list: true,
+            heartbeats: Some(OldestHeartbeats::default()),
             ..ClusterView::default()
         };
         while let Some(field) = map.next_key::<Field>()? {
@@ -190,23 +236,27 @@ impl<'de> Visitor<'de> for ItemsSeed<'_, '_> {
             wanted: self.wanted,
             level: Level::Node,
         })? {
-            self.view.add(node.topology, node.is_pinned);
+            self.view.add(node);
         }
         Ok(())
     }
 }
 
-/// Where in a Node the reader is: `items[i]`, its `metadata` or its `labels`.
+/// Where in a Node the reader is: `items[i]`, its `metadata` or its
+/// `labels`, its `status` or its `status.nodeInfo`.
 #[derive(Clone, Copy)]
 enum Level {
     Node,
     Metadata,
     Labels,
+    Status,
+    NodeInfo,
 }
 
 /// One Node, read down to `metadata.labels` (and `metadata.name` when a
-/// pinned node is looked for), skipping everything else. `null` or a
-/// missing part reads as a Node without labels.
+/// pinned node is looked for) and `status.nodeInfo.kubeletVersion`,
+/// skipping everything else. `null` or a missing part reads as a Node
+/// without labels.
 struct ObjectSeed<'p> {
     wanted: Wanted<'p>,
     level: Level,
@@ -214,10 +264,13 @@ struct ObjectSeed<'p> {
 
 type NodeResult = Result<NodeTopology, LabelError>;
 
-/// A Node as read: its topology, and whether it is the pinned node.
+/// A Node as read: its topology, whether it is the pinned node, the
+/// kubelet version it reports, and its labeler heartbeat with its name.
 struct NodeRead {
     topology: NodeResult,
     is_pinned: bool,
+    reported_version: Option<KubeletVersion>,
+    heartbeat: Option<(u64, String)>,
 }
 
 impl Default for NodeRead {
@@ -225,6 +278,8 @@ impl Default for NodeRead {
         NodeRead {
             topology: Ok(NodeTopology::default()),
             is_pinned: false,
+            reported_version: None,
+            heartbeat: None,
         }
     }
 }
@@ -252,17 +307,36 @@ impl<'de> Visitor<'de> for ObjectSeed<'_> {
             let topology = read_labels(self.wanted.prefix, map)?;
             return Ok(NodeRead {
                 topology,
-                is_pinned: false,
+                ..NodeRead::default()
             });
         }
         let mut node = NodeRead::default();
+        // Metadata's name and heartbeat, in either order.
+        let mut name: Option<Cow<'de, str>> = None;
+        let mut heartbeat: Option<u64> = None;
         while let Some(field) = map.next_key::<Field>()? {
             let inner = match (self.level, field, self.wanted.pinned_node) {
                 (Level::Node, Field::Metadata, _) => Level::Metadata,
+                (Level::Node, Field::Status, _) => Level::Status,
+                (Level::Status, Field::NodeInfo, _) => Level::NodeInfo,
                 (Level::Metadata, Field::Labels, _) => Level::Labels,
-                (Level::Metadata, Field::Name, Some(pinned)) => {
-                    let Text(name) = map.next_value::<Text<'de>>()?;
-                    node.is_pinned = name == pinned;
+                (Level::Metadata, Field::Name, pinned) => {
+                    // A name that is no string names no node.
+                    let MaybeText(text) = map.next_value::<MaybeText<'de>>()?;
+                    node.is_pinned = pinned.is_some_and(|pinned| text.as_deref() == Some(pinned));
+                    name = text;
+                    continue;
+                }
+                (Level::Metadata, Field::Annotations, _) => {
+                    let Heartbeat(at) = map.next_value_seed(HeartbeatSeed {
+                        key: self.wanted.heartbeat_key,
+                    })?;
+                    heartbeat = at;
+                    continue;
+                }
+                (Level::NodeInfo, Field::KubeletVersion, _) => {
+                    let ReportedVersion(version) = map.next_value()?;
+                    node.reported_version = version;
                     continue;
                 }
                 _ => {
@@ -274,8 +348,16 @@ impl<'de> Visitor<'de> for ObjectSeed<'_> {
                 wanted: self.wanted,
                 level: inner,
             })?;
-            node.topology = read.topology;
+            match inner {
+                Level::Metadata | Level::Labels => node.topology = read.topology,
+                Level::Node | Level::Status | Level::NodeInfo => {}
+            }
             node.is_pinned |= read.is_pinned;
+            node.reported_version = read.reported_version.or(node.reported_version);
+            node.heartbeat = read.heartbeat.or(node.heartbeat.take());
+        }
+        if let (Some(at), Some(name)) = (heartbeat, name) {
+            node.heartbeat = Some((at, name.into_owned()));
         }
         Ok(node)
     }
@@ -324,6 +406,110 @@ fn read_labels<'de, A: MapAccess<'de>>(
     Ok(problem.map_or(Ok(topology), Err))
 }
 
+/// The heartbeat annotation among a Node's annotations, parsed; a value
+/// that does not parse is no heartbeat (freshness unknown), never a list
+/// that does not read.
+struct Heartbeat(Option<u64>);
+
+struct HeartbeatSeed<'k> {
+    key: &'k str,
+}
+
+impl<'de> DeserializeSeed<'de> for HeartbeatSeed<'_> {
+    type Value = Heartbeat;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Heartbeat, D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for HeartbeatSeed<'_> {
+    type Value = Heartbeat;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a Node's annotations")
+    }
+    fn visit_none<E>(self) -> Result<Heartbeat, E> {
+        Ok(Heartbeat(None))
+    }
+    fn visit_unit<E>(self) -> Result<Heartbeat, E> {
+        Ok(Heartbeat(None))
+    }
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Heartbeat, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Heartbeat, A::Error> {
+        let mut at = None;
+        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
+            if key == self.key {
+                let Text(value) = map.next_value::<Text<'de>>()?;
+                at = parse_heartbeat(&value).ok();
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(Heartbeat(at))
+    }
+}
+
+/// `status.nodeInfo.kubeletVersion` as far as it reads as a kubelet's
+/// version; anything else there (another string, a number, an object) is
+/// no version, never a list that does not read: the labels still count.
+struct ReportedVersion(Option<KubeletVersion>);
+
+impl<'de> Deserialize<'de> for ReportedVersion {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let MaybeText(text) = MaybeText::deserialize(deserializer)?;
+        Ok(ReportedVersion(
+            text.as_deref().and_then(KubeletVersion::parse_node_info),
+        ))
+    }
+}
+
+/// A JSON string, borrowed from the input unless it has escapes; any other
+/// JSON value is read past and gives `None`.
+struct MaybeText<'de>(Option<Cow<'de, str>>);
+
+impl<'de> Deserialize<'de> for MaybeText<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MaybeTextVisitor;
+        impl<'de> Visitor<'de> for MaybeTextVisitor {
+            type Value = MaybeText<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<MaybeText<'de>, E> {
+                Ok(MaybeText(Some(Cow::Borrowed(text))))
+            }
+            fn visit_str<E>(self, text: &str) -> Result<MaybeText<'de>, E> {
+                Ok(MaybeText(Some(Cow::Owned(text.to_owned()))))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<MaybeText<'de>, E> {
+                Ok(MaybeText(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<MaybeText<'de>, E> {
+                Ok(MaybeText(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<MaybeText<'de>, E> {
+                Ok(MaybeText(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<MaybeText<'de>, E> {
+                Ok(MaybeText(None))
+            }
+            fn visit_unit<E>(self) -> Result<MaybeText<'de>, E> {
+                Ok(MaybeText(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<MaybeText<'de>, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(MaybeText(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MaybeText<'de>, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(MaybeText(None))
+            }
+        }
+        deserializer.deserialize_any(MaybeTextVisitor)
+    }
+}
+
 /// A JSON string, borrowed from the input unless it has escapes.
 struct Text<'de>(Cow<'de, str>);
 
@@ -362,7 +548,7 @@ mod tests {
     }
 
     #[test]
-    fn the_request_lists_labeled_nodes_with_labels_and_names_only() {
+    fn the_request_lists_labeled_nodes_with_the_parts_the_fit_reads_only() {
         let request = node_list_request(&LabelPrefix::new("topology.example.com").unwrap());
         assert_eq!(
             serde_json::to_value(&request).unwrap(),
@@ -371,7 +557,7 @@ mod tests {
                 "kind": "Node",
                 "label_selector": "topology.example.com/gpus",
                 "field_selector": null,
-                "field_masks": ["metadata.labels", "metadata.name"]
+                "field_masks": ["metadata.annotations", "metadata.labels", "metadata.name", "status.nodeInfo.kubeletVersion"]
             })
         );
     }
@@ -432,6 +618,86 @@ mod tests {
             assert_eq!(rows[0][..4], [10, 40, 80, 80]);
             assert_eq!(rows[2][33], 255);
         }
+    }
+
+    /// (the node's `kubelet-version` label, its `status.nodeInfo`, the
+    /// version the fleet keeps). The kubelet's own report wins over the
+    /// label, wherever in the object it comes; what does not read as a
+    /// version leaves the label's.
+    #[rstest]
+    #[case::reported_without_a_label(None, r#"{"kubeletVersion": "v1.36.2"}"#, Some((1, 36)))]
+    #[case::reported_by_a_distribution(None, r#"{"kubeletVersion": "v1.35.0-eks-4096722"}"#, Some((1, 35)))]
+    #[case::the_report_wins_over_a_stale_label(Some("1.35"), r#"{"kubeletVersion": "v1.36.0"}"#, Some((1, 36)))]
+    #[case::no_report_keeps_the_label(Some("1.35"), r#"{"osImage": "Ubuntu 24.04"}"#, Some((1, 35)))]
+    #[case::an_unreadable_report_keeps_the_label(Some("1.35"), r#"{"kubeletVersion": "unknown"}"#, Some((1, 35)))]
+    #[case::a_number_is_no_version(None, r#"{"kubeletVersion": 136}"#, None)]
+    #[case::an_object_is_no_version(None, r#"{"kubeletVersion": {"v": "1.36"}}"#, None)]
+    #[case::null_node_info(None, "null", None)]
+    fn the_kubelet_version_comes_from_the_node_status(
+        #[case] label: Option<&str>,
+        #[case] node_info: &str,
+        #[case] expected: Option<(u32, u32)>,
+    ) {
+        let label = label.map_or_else(String::new, |version| {
+            format!(r#", "gpu-topology.io/kubelet-version": "{version}""#)
+        });
+        let metadata =
+            format!(r#""metadata": {{"labels": {{"gpu-topology.io/gpus": "8"{label}}}}}"#);
+        let status = format!(r#""status": {{"nodeInfo": {node_info}}}"#);
+        let expected = expected.map(|(major, minor)| KubeletVersion::new(major, minor));
+        // The status before and after the metadata: JSON keys come in any order.
+        for node in [
+            format!("{{{metadata}, {status}}}"),
+            format!("{{{status}, {metadata}}}"),
+        ] {
+            let view = parse(&format!(r#"{{"items": [{node}]}}"#)).unwrap();
+            assert_eq!(view.malformed, 0, "{node}");
+            assert_eq!(
+                view.fleet.groups()[0].topology.kubelet_version,
+                expected,
+                "{node}"
+            );
+        }
+    }
+
+    /// The kubernetes sink's heartbeat annotation, before or after the
+    /// name; other annotations (of any type) and a value that does not
+    /// parse are no heartbeat. The oldest are kept by name.
+    #[test]
+    fn heartbeats_are_read_with_the_nodes_names() {
+        let list = r#"{"items": [
+            {"metadata": {"name": "fresh", "labels": {"gpu-topology.io/gpus": "8"},
+                "annotations": {"gpu-topology.io/published": "2026-12-03T11:00:00Z", "other": {"x": 1}}}},
+            {"metadata": {"annotations": {"gpu-topology.io/published": "2026-12-01T08:00:00Z"},
+                "labels": {"gpu-topology.io/gpus": "8"}, "name": "stale"}},
+            {"metadata": {"name": "garbled", "labels": {"gpu-topology.io/gpus": "8"},
+                "annotations": {"gpu-topology.io/published": "yesterday"}}},
+            {"metadata": {"name": "none", "labels": {"gpu-topology.io/gpus": "8"}, "annotations": null}},
+            {"metadata": {"labels": {"gpu-topology.io/gpus": "8"},
+                "annotations": {"gpu-topology.io/published": "2026-11-01T00:00:00Z"}}}
+        ]}"#;
+        let view = parse(list).unwrap();
+        assert_eq!(view.fleet.nodes(), 5);
+        let heartbeats = view.heartbeats.unwrap();
+        let oldest: Vec<&str> = heartbeats
+            .oldest()
+            .iter()
+            .map(|h| h.node.as_str())
+            .collect();
+        assert_eq!(
+            oldest,
+            ["stale", "fresh"],
+            "a nameless node cannot be named"
+        );
+    }
+
+    #[test]
+    fn the_pinned_node_keeps_its_reported_version() {
+        let list = r#"{"items": [{"status": {"nodeInfo": {"kubeletVersion": "v1.36.1"}},
+            "metadata": {"name": "gpu-7", "labels": {"gpu-topology.io/gpus": "8"}}}]}"#;
+        let view = parse_node_list(list.as_bytes(), &prefix(), Some("gpu-7")).unwrap();
+        let pinned = view.pinned_node.unwrap().unwrap();
+        assert_eq!(pinned.kubelet_version, Some(KubeletVersion::new(1, 36)));
     }
 
     #[test]
@@ -543,14 +809,11 @@ mod tests {
     }
 
     #[test]
-    fn names_are_read_only_when_a_pinned_node_is_asked_for() {
-        // A name of the wrong type fails only the reader that reads names.
+    fn a_name_of_the_wrong_type_names_no_node() {
         assert!(parse(PINNED_LIST).is_ok());
-        let error = parse_node_list(PINNED_LIST.as_bytes(), &prefix(), Some("a")).unwrap_err();
-        assert!(
-            error.starts_with("the Node list is not readable"),
-            "{error}"
-        );
+        let view = parse_node_list(PINNED_LIST.as_bytes(), &prefix(), Some("a")).unwrap();
+        assert!(view.pinned_node.is_some());
+        assert_eq!(view.fleet.nodes(), 2);
     }
 
     /// A host that answers the Node list with this error.
@@ -577,7 +840,7 @@ mod tests {
         #[case] host_error: &'static str,
         #[case] expected: &str,
     ) {
-        let error = read_cluster(&Refusing(host_error), &prefix(), None).unwrap_err();
+        let error = read_cluster(&Refusing(host_error), &prefix(), None, None).unwrap_err();
         assert_eq!(error, expected);
     }
 }

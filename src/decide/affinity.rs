@@ -29,6 +29,10 @@ pub struct AffinityRequirement {
     /// Terms the scheduler should prefer, each with `weight`.
     pub preferred: Vec<Term>,
     pub weight: i64,
+    /// Nodes every required term leaves out by name (`matchFields`
+    /// `metadata.name NotIn`): nodes whose facts are stale under `required`
+    /// (`fit::place`).
+    pub excluded_nodes: Vec<String>,
 }
 
 impl AffinityRequirement {
@@ -51,6 +55,7 @@ impl AffinityRequirement {
                 required: required_terms(demand, topology.alignment),
                 preferred: Vec::new(),
                 weight,
+                excluded_nodes: Vec::new(),
             },
             AffinityMode::Preferred => {
                 let preferred = match topology.alignment {
@@ -61,6 +66,7 @@ impl AffinityRequirement {
                     required: not_refusing_terms(demand),
                     preferred,
                     weight,
+                    excluded_nodes: Vec::new(),
                 }
             }
         }
@@ -107,6 +113,7 @@ impl AffinityRequirement {
                     required,
                     preferred: Vec::new(),
                     weight,
+                    excluded_nodes: Vec::new(),
                 }
             }
             AffinityMode::Preferred => {
@@ -117,7 +124,7 @@ impl AffinityRequirement {
                 let eligible_all_hosting = verdicts
                     .iter()
                     .filter(|v| !v.answer.refuses())
-                    .all(|v| hosting(&v) && v.shape().is_some());
+                    .all(|v| hosting(&v) && v.selector_shape().is_some());
                 let preferred = match shapes(verdicts.iter().filter(hosting)) {
                     Some(ids) if !eligible_all_hosting => vec![vec![shape_requirement(ids, true)]],
                     _ => Vec::new(),
@@ -126,6 +133,7 @@ impl AffinityRequirement {
                     required,
                     preferred,
                     weight,
+                    excluded_nodes: Vec::new(),
                 }
             }
         }
@@ -136,12 +144,13 @@ impl AffinityRequirement {
     }
 }
 
-/// The shape ids of `verdicts`, sorted and without repeats (so the terms
-/// are the same on every evaluation); `None` when none has one.
+/// The selectable shape ids of `verdicts`
+/// ([`GroupVerdict::selector_shape`]), sorted and without repeats (so the
+/// terms are the same on every evaluation); `None` when none has one.
 fn shapes<'a, 'f: 'a>(
     verdicts: impl Iterator<Item = &'a GroupVerdict<'f>>,
 ) -> Option<Vec<ShapeId>> {
-    let mut ids: Vec<ShapeId> = verdicts.filter_map(GroupVerdict::shape).collect();
+    let mut ids: Vec<ShapeId> = verdicts.filter_map(GroupVerdict::selector_shape).collect();
     gpu_topology::sort::sort(&mut ids);
     ids.dedup();
     (!ids.is_empty()).then_some(ids)
@@ -212,6 +221,9 @@ pub fn merge(
         )?;
         let terms = array_at(selector, "nodeSelectorTerms", path)?;
         and_into_terms(terms, required)?;
+        if !requirement.excluded_nodes.is_empty() {
+            exclude_nodes(terms, &requirement.excluded_nodes, path)?;
+        }
     }
     if !preferred.is_empty() {
         let preferences = array_at(
@@ -284,6 +296,46 @@ fn and_into_terms(terms: &mut Vec<Value>, required: Vec<Vec<Value>>) -> Result<(
         }
     }
     *terms = merged;
+    Ok(())
+}
+
+/// ANDs `metadata.name NotIn names` into every term that selects some
+/// node (an empty term matches none; ANDing into it would widen it). A term
+/// that already holds that very field requirement is left as it is, so a
+/// pod decided again is unchanged.
+fn exclude_nodes(terms: &mut [Value], names: &[String], path: &str) -> Result<(), String> {
+    let requirement = object([
+        ("key", Value::String("metadata.name".to_owned())),
+        ("operator", Value::String("NotIn".to_owned())),
+        (
+            "values",
+            Value::Array(names.iter().cloned().map(Value::String).collect()),
+        ),
+    ]);
+    for (index, term) in terms.iter_mut().enumerate() {
+        let Some(fields) = term.as_object_mut() else {
+            return Err(format!(
+                "{path}.nodeSelectorTerms[{index}] is not an object"
+            ));
+        };
+        if matches_nothing(fields) {
+            continue;
+        }
+        let match_fields = fields
+            .entry("matchFields")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if match_fields.is_null() {
+            *match_fields = Value::Array(Vec::new());
+        }
+        let Some(existing) = match_fields.as_array_mut() else {
+            return Err(format!(
+                "{path}.nodeSelectorTerms[{index}].matchFields is not a list"
+            ));
+        };
+        if !existing.contains(&requirement) {
+            existing.push(requirement.clone());
+        }
+    }
     Ok(())
 }
 
@@ -379,6 +431,41 @@ fn slot<'a>(
 
 #[cfg(test)]
 mod tests {
+
+    /// Nodes left out by name join every term that selects a node, once:
+    /// a pod decided again is unchanged, an empty term stays empty.
+    #[test]
+    fn excluded_nodes_join_every_term_once() {
+        let requirement = AffinityRequirement {
+            required: vec![vec![Requirement::In {
+                key: LabelKey::Shape,
+                values: vec!["00000000000000aa".into()],
+            }]],
+            excluded_nodes: vec!["gpu-7".to_owned(), "gpu-8".to_owned()],
+            ..AffinityRequirement::default()
+        };
+        let mut spec = serde_json::json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["gpu-1", "gpu-7"]}]},
+            {}
+        ]}}}});
+        merge(&mut spec, &requirement, &LabelPrefix::default()).unwrap();
+        let once = spec.clone();
+        merge(&mut spec, &requirement, &LabelPrefix::default()).unwrap();
+        assert_eq!(spec, once, "deciding again changes nothing");
+        let terms = once["affinity"]["nodeAffinity"]
+            ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            .as_array()
+            .unwrap();
+        let not_in = serde_json::json!({"key": "metadata.name", "operator": "NotIn", "values": ["gpu-7", "gpu-8"]});
+        assert_eq!(terms[0]["matchFields"], serde_json::json!([not_in]));
+        assert_eq!(terms[1]["matchFields"][1], not_in);
+        assert_eq!(
+            terms[2],
+            serde_json::json!({}),
+            "an empty term matches nothing"
+        );
+    }
     use super::*;
     use crate::settings::Config;
     use gpu_topology::Alignment;

@@ -294,6 +294,13 @@ pub fn why_and_fix(demand: &Demand, need: Need, verdict: &GroupVerdict) -> (Stri
         (Answer::Admit { aligned: false }, Need::Host(alignment)) => {
             unaligned(facts, units, verdict.scope, alignment)
         }
+        (Answer::Admit { .. }, _) if verdict.shared_shape => (
+            format!(
+                "the kubelet{} admits it, but nodes whose kubelets answer otherwise carry the same shape label, so node affinity cannot select these apart",
+                verdict.topology().kubelet_version.map_or_else(String::new, |v| format!(" ({v})"))
+            ),
+            "Publish the kubelet-version label with the labeler (its kubernetes sink, or --kubelet-version), or finish the kubelet upgrade".to_owned(),
+        ),
         (Answer::Admit { .. }, _) => (
             "the kubelet admits it, but the nodes publish no shape label, so node affinity cannot select them".to_owned(),
             "Upgrade the node labeler there".to_owned(),

@@ -32,7 +32,7 @@ use crate::decide::model::{self, Answer, GroupVerdict, Need};
 use crate::decide::PodInput;
 use crate::request::pod::{Pinned, PinnedBy};
 use crate::settings::{AffinityMode, CapacitySource, Config, UnlabeledNodes};
-use gpu_topology::{Fleet, LabelPrefix};
+use gpu_topology::{Fleet, LabelPrefix, StaleNodes};
 
 /// Whether the pod gets node affinity; `pinned` when it is pinned to a node
 /// (`spec.nodeName`, or required affinity on the node's name).
@@ -230,7 +230,22 @@ pub fn place(
     }
     if applies {
         warnings.extend(shapeless_warning(verdicts, prefix));
+        warnings.extend(shared_shape_warning(verdicts, prefix));
     }
+    let stale = stale_facts(view, config);
+    let excluded = match &stale {
+        Some(stale) if required && applies && stale.complete => {
+            stale.nodes.iter().map(|node| node.node.clone()).collect()
+        }
+        _ => Vec::new(),
+    };
+    if let Some(stale) = &stale {
+        warnings.push(stale_warning(stale, view, config, required && applies));
+    }
+    let requirement = || AffinityRequirement {
+        excluded_nodes: excluded.clone(),
+        ..requirement()
+    };
     if required {
         if let (Some(pinned), true) = (input.pinned, view.from_node_list) {
             if let Err(message) = pinned_node_hosts(pinned, view, verdicts, demand, need, config) {
@@ -293,6 +308,115 @@ fn shapeless_warning(verdicts: &[GroupVerdict], prefix: &LabelPrefix) -> Option<
             if count == 1 { "it" } else { "them" }
         )
     })
+}
+
+/// Groups whose shape label nodes with another answer carry too
+/// ([`GroupVerdict::shared_shape`]): affinity can neither select nor leave
+/// them out. Their kubelet versions are named where they differ, which is
+/// how the labels of one labeler come to share a shape.
+fn shared_shape_warning(verdicts: &[GroupVerdict], prefix: &LabelPrefix) -> Option<String> {
+    let shared: Vec<&GroupVerdict> = verdicts.iter().filter(|v| v.shared_shape).collect();
+    let first = shared.first()?;
+    let count: u32 = shared.iter().map(|v| v.nodes()).sum();
+    let shape = first.shape().map_or_else(String::new, |s| s.to_string());
+    let mut versions: Vec<String> = Vec::new();
+    for version in shared.iter().map(|v| v.topology().kubelet_version) {
+        let words = version.map_or_else(|| "unknown".to_owned(), |v| v.to_string());
+        if !versions.contains(&words) {
+            versions.push(words);
+        }
+    }
+    let why = if versions.len() > 1 {
+        format!(
+            "their Nodes report kubelets {}, whose rules differ for this pod",
+            versions.join(", ")
+        )
+    } else {
+        "their labels differ beyond what the shape label digests".to_owned()
+    };
+    Some(format!(
+        "{} of shape {shape} and others sharing a {prefix}/shape label get different answers from their kubelets ({why}): node affinity can neither select nor exclude them; publish {prefix}/kubelet-version with the labeler (its kubernetes sink, or --kubelet-version) or finish the kubelet upgrade",
+        nodes(count)
+    ))
+}
+
+/// The nodes whose labeler heartbeat is older than
+/// `capacity.staleFactsAfterSeconds` when the view was read; `None` when
+/// none is, or freshness cannot be told (no heartbeats in the source, no
+/// clock, the rule off).
+fn stale_facts<'v>(view: &'v ClusterView, config: &Config) -> Option<StaleNodes<'v>> {
+    let (Some(after), Some(heartbeats), Some(now)) =
+        (config.stale_facts_after, &view.heartbeats, view.read_at)
+    else {
+        return None;
+    };
+    let stale = heartbeats.stale(now, after);
+    (!stale.nodes.is_empty()).then_some(stale)
+}
+
+/// `2 nodes carry facts older than ...`: which, how old, and what the
+/// policy does about them. Under `required` they are treated as unknown:
+/// left out by name ([`AffinityRequirement::excluded_nodes`]), unless more
+/// are stale than the view names, when the labeler is down fleet-wide and
+/// they stay eligible (a labeler outage never blocks pods).
+fn stale_warning(
+    stale: &StaleNodes,
+    view: &ClusterView,
+    config: &Config,
+    required: bool,
+) -> String {
+    const NAMED: usize = 3;
+    let prefix = &config.label_prefix;
+    let now = view.read_at.unwrap_or_default();
+    let count = stale.nodes.len();
+    let mut named: Vec<String> = stale
+        .nodes
+        .iter()
+        .take(NAMED)
+        .map(|node| {
+            format!(
+                "{} {} ago",
+                node.node,
+                age_words(now.saturating_sub(node.at))
+            )
+        })
+        .collect();
+    if count > NAMED {
+        named.push(format!("{} more", count - NAMED));
+    }
+    let one = count == 1 && stale.complete;
+    let (they, carry) = if one {
+        ("it", "carries")
+    } else {
+        ("they", "carry")
+    };
+    let which = match stale.complete {
+        true => nodes(count as u32),
+        false => format!("at least {}", nodes(count as u32)),
+    };
+    let consequence = match (stale.complete, required) {
+        (true, true) => format!(
+            "{they} {} not selected (topology.affinity: required): matchFields metadata.name NotIn",
+            if one { "is" } else { "are" }
+        ),
+        (true, false) => format!("{they} {} eligible with the facts last published", if one { "stays" } else { "stay" }),
+        (false, _) => "too many to keep pods off by name, so they stay eligible with the facts last published: is the labeler deployed?".to_owned(),
+    };
+    format!(
+        "{which} {carry} facts older than capacity.staleFactsAfterSeconds ({} s): the labeler last confirmed them ({prefix}/published) on {}; is the labeler running there? {consequence}",
+        config.stale_facts_after.unwrap_or_default(),
+        named.join(", ")
+    )
+}
+
+/// `3 h 12 min`, `40 min`, `50 s`.
+fn age_words(seconds: u64) -> String {
+    match (seconds / 3600, seconds / 60 % 60) {
+        (0, 0) => format!("{seconds} s"),
+        (0, minutes) => format!("{minutes} min"),
+        (hours, 0) => format!("{hours} h"),
+        (hours, minutes) => format!("{hours} h {minutes} min"),
+    }
 }
 
 /// The groups whose answer is unknown, with why, in one warning.
@@ -458,6 +582,16 @@ mod tests {
         topology.shape.unwrap().to_string()
     }
 
+    /// `topology` under the shape label of `other`: nodes that differ in a
+    /// fact the label does not digest (the kubelet version their Nodes
+    /// report, where the labeler did not publish it).
+    fn sharing(topology: NodeTopology, other: &NodeTopology) -> NodeTopology {
+        NodeTopology {
+            shape: other.shape,
+            ..topology
+        }
+    }
+
     /// The requirement's terms as `key operator values` strings.
     fn rendered(terms: &[gpu_topology::Term]) -> Vec<Vec<String>> {
         terms
@@ -507,6 +641,20 @@ mod tests {
     #[case::preferred_keeps_odd_cpus_off_full_pcpus_only(json!({}), pod(1, 3),
         vec![(hgx_full_pcpus_only("best-effort"), 4), (hgx("best-effort"), 4)],
         vec![vec!["shape NotIn {0}"]], vec![])]
+    // One shape label on nodes the kubelet answers otherwise (a kubelet
+    // version the label does not hold): neither left out nor selected.
+    #[case::preferred_leaves_a_shared_shape_alone(json!({}), pod(8, 32),
+        vec![(hgx("restricted"), 10), (sharing(hgx("best-effort"), &hgx("restricted")), 2), (hgx("single-numa-node"), 3)],
+        vec![vec!["shape NotIn {2}"]], vec![])]
+    #[case::preferred_excludes_a_shape_refused_alike(json!({}), pod(8, 32),
+        vec![(hgx("restricted"), 10), (sharing(hgx("single-numa-node"), &hgx("restricted")), 2), (hgx("best-effort"), 3)],
+        vec![vec!["shape NotIn {0}"]], vec![])]
+    #[case::required_selects_no_shared_shape(required("numa"), pod(4, 16),
+        vec![(hgx("single-numa-node"), 10), (sharing(hgx("none"), &hgx("single-numa-node")), 1), (l4(), 2)],
+        vec![vec!["shape In {2}"]], vec![])]
+    #[case::required_selects_a_shape_hosted_alike(required("numa"), pod(4, 16),
+        vec![(hgx("single-numa-node"), 10), (sharing(hgx("restricted"), &hgx("single-numa-node")), 1)],
+        vec![vec!["shape In {0}"]], vec![])]
     #[case::required_selects_hosting_shapes(required("numa"), pod(4, 16),
         vec![(hgx("single-numa-node"), 10), (hgx("none"), 2)],
         vec![vec!["shape In {0}"]], vec![])]
@@ -579,6 +727,15 @@ mod tests {
         vec![(node(OLD), 4)], Ok("4 nodes publish no gpu-topology.io/shape label"))]
     #[case::required_old_labeler_is_not_selected(required("numa"), pod(4, 8),
         vec![(node(OLD), 4)], Err(vec!["whether the kubelet admits it is unknown"]))]
+    #[case::preferred_shared_shape_is_named(json!({}), pod(8, 32),
+        vec![(hgx("restricted"), 10), (sharing(hgx("best-effort"), &hgx("restricted")), 2)],
+        Ok("12 nodes of shape"))]
+    #[case::preferred_shared_shape_says_why(json!({}), pod(8, 32),
+        vec![(hgx("restricted"), 10), (sharing(hgx("best-effort"), &hgx("restricted")), 2)],
+        Ok("and others sharing a gpu-topology.io/shape label get different answers from their kubelets (their labels differ beyond what the shape label digests): node affinity can neither select nor exclude them"))]
+    #[case::required_shared_shape_is_not_selected(required("numa"), pod(4, 16),
+        vec![(hgx("single-numa-node"), 10), (sharing(hgx("none"), &hgx("single-numa-node")), 1)],
+        Err(vec!["On the 10 nodes of shape", "the kubelet admits it, but nodes whose kubelets answer otherwise carry the same shape label, so node affinity cannot select these apart", "Publish the kubelet-version label with the labeler"]))]
     #[case::too_many_gpus_for_every_node(json!({}), pod(16, 8),
         vec![(hgx("best-effort"), 2), (l4(), 3)],
         Err(vec!["it needs 16 GPUs (container \"train\": 16 nvidia.com/gpu) but the largest labeled GPU node has 8 (2 nodes). Request at most 8 GPUs per pod"]))]
@@ -608,6 +765,74 @@ mod tests {
             }
             (outcome, expected) => panic!("{outcome:?}, expected {expected:?}"),
         }
+    }
+
+    /// `view` with `heartbeats` (node, seconds before `NOW`) read at `NOW`.
+    fn with_heartbeats(mut view: ClusterView, heartbeats: &[(&str, u64)]) -> ClusterView {
+        const NOW: u64 = 1_764_700_000;
+        let mut oldest = gpu_topology::OldestHeartbeats::default();
+        for (node, ago) in heartbeats {
+            oldest.offer(NOW - ago, node);
+        }
+        view.heartbeats = Some(oldest);
+        view.read_at = Some(NOW);
+        view
+    }
+
+    /// (settings, heartbeats, nodes left out by name, fragment of a warning
+    /// or none): a node whose labeler stopped confirming its facts.
+    #[rstest]
+    #[case::fresh_facts_say_nothing(json!({}), vec![("gpu-1", 60), ("gpu-2", 1_900)], vec![], None)]
+    #[case::preferred_warns_and_keeps_it(json!({}), vec![("gpu-1", 60), ("gpu-7", 7_500)], vec![],
+        Some("1 node carries facts older than capacity.staleFactsAfterSeconds (5400 s): the labeler last confirmed them (gpu-topology.io/published) on gpu-7 2 h 5 min ago; is the labeler running there? it stays eligible with the facts last published"))]
+    #[case::required_leaves_them_out_by_name(required("numa"), vec![("gpu-7", 7_500), ("gpu-8", 90_000), ("gpu-1", 60)], vec!["gpu-8", "gpu-7"],
+        Some("2 nodes carry facts older than capacity.staleFactsAfterSeconds (5400 s): the labeler last confirmed them (gpu-topology.io/published) on gpu-8 25 h ago, gpu-7 2 h 5 min ago; is the labeler running there? they are not selected (topology.affinity: required): matchFields metadata.name NotIn"))]
+    #[case::a_longer_age_configured(json!({"topology": {"affinity": "required", "alignment": "numa"}, "capacity": {"staleFactsAfterSeconds": 86_400}}), vec![("gpu-7", 7_500), ("gpu-8", 90_000)], vec!["gpu-8"],
+        Some("1 node carries facts older than capacity.staleFactsAfterSeconds (86400 s)"))]
+    #[case::the_rule_turned_off(json!({"topology": {"affinity": "required", "alignment": "numa"}, "capacity": {"staleFactsAfterSeconds": 0}}), vec![("gpu-8", 90_000)], vec![], None)]
+    fn stale_facts_are_named_and_left_out_under_required(
+        #[case] settings: Value,
+        #[case] heartbeats: Vec<(&str, u64)>,
+        #[case] excluded: Vec<&str>,
+        #[case] warning: Option<&str>,
+    ) {
+        let view = with_heartbeats(view(vec![(hgx("single-numa-node"), 10)]), &heartbeats);
+        let placement = decide(&pod(4, 16), &view, &config(settings)).unwrap();
+        assert_eq!(placement.requirement.excluded_nodes, excluded);
+        let stale: Vec<&String> = placement
+            .warnings
+            .iter()
+            .filter(|w| w.contains("staleFactsAfterSeconds"))
+            .collect();
+        match warning {
+            Some(fragment) => assert!(
+                stale.len() == 1 && stale[0].contains(fragment),
+                "{stale:?} lacks {fragment:?}"
+            ),
+            None => assert!(stale.is_empty(), "{stale:?}"),
+        }
+    }
+
+    /// A labeler down fleet-wide: more nodes are stale than the view names,
+    /// so none is left out (an outage never blocks pods), and it says so.
+    #[test]
+    fn more_stale_nodes_than_named_stay_eligible() {
+        let heartbeats: Vec<(String, u64)> = (0..40)
+            .map(|index| (format!("gpu-{index:02}"), 10_000 + index))
+            .collect();
+        let named: Vec<(&str, u64)> = heartbeats.iter().map(|(n, a)| (n.as_str(), *a)).collect();
+        let view = with_heartbeats(view(vec![(hgx("single-numa-node"), 40)]), &named);
+        let placement = decide(&pod(4, 16), &view, &config(required("numa"))).unwrap();
+        assert!(placement.requirement.excluded_nodes.is_empty());
+        assert!(
+            placement
+                .warnings
+                .iter()
+                .any(|w| w.starts_with("at least 32 nodes carry facts older")
+                    && w.contains("too many to keep pods off by name")),
+            "{:?}",
+            placement.warnings
+        );
     }
 
     // The warnings that count nodes, for 0, 1 and several (issue #23:

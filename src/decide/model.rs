@@ -193,6 +193,17 @@ impl Answer {
     pub fn is_unknown(&self) -> bool {
         matches!(self, Answer::Unknown(_) | Answer::Contradictory(_))
     }
+
+    /// Whether node affinity treats nodes with these two answers alike:
+    /// both admit at the same alignment, both refuse (for whatever
+    /// reason), or both are unknown.
+    pub fn selects_like(&self, other: &Answer) -> bool {
+        match (self, other) {
+            (Answer::Admit { aligned }, Answer::Admit { aligned: other }) => aligned == other,
+            (Answer::Refuse(_), Answer::Refuse(_)) => true,
+            _ => self.is_unknown() && other.is_unknown(),
+        }
+    }
 }
 
 /// What a node must do for the pod, as its affinity will demand.
@@ -226,6 +237,10 @@ pub struct GroupVerdict<'f> {
     pub answer: Answer,
     /// The model's units and hints behind the answer, for messages.
     pub admission: Option<Admission>,
+    /// Its `shape` label is also carried by nodes the kubelet answers
+    /// otherwise ([`mark_shared_shapes`]): node affinity, which selects by
+    /// that label, can neither select nor exclude these nodes.
+    pub shared_shape: bool,
 }
 
 /// A [`GroupVerdict`] without the borrow of its group: what the decision
@@ -237,6 +252,7 @@ pub struct ShapeVerdict {
     pub facts: NodeFacts,
     pub answer: Answer,
     pub admission: Option<Admission>,
+    pub shared_shape: bool,
 }
 
 impl ShapeVerdict {
@@ -248,6 +264,7 @@ impl ShapeVerdict {
             facts: self.facts.clone(),
             answer: self.answer.clone(),
             admission: self.admission.clone(),
+            shared_shape: self.shared_shape,
         }
     }
 }
@@ -260,6 +277,7 @@ impl<'f> GroupVerdict<'f> {
             facts: self.facts,
             answer: self.answer,
             admission: self.admission,
+            shared_shape: self.shared_shape,
         }
     }
 
@@ -268,7 +286,9 @@ impl<'f> GroupVerdict<'f> {
     /// not refused (an unknown answer stays eligible).
     pub fn takes(&self, need: Need, demand: &PodDemand) -> bool {
         match need {
-            Need::Host(alignment) => self.hosts(alignment, demand) && self.shape().is_some(),
+            Need::Host(alignment) => {
+                self.hosts(alignment, demand) && self.selector_shape().is_some()
+            }
             Need::Admit => !self.answer.refuses(),
         }
     }
@@ -285,6 +305,12 @@ impl GroupVerdict<'_> {
 
     pub fn shape(&self) -> Option<ShapeId> {
         self.group.topology.shape
+    }
+
+    /// The shape node affinity can select these nodes by: their `shape`
+    /// label, unless nodes the kubelet answers otherwise carry it too.
+    pub fn selector_shape(&self) -> Option<ShapeId> {
+        self.shape().filter(|_| !self.shared_shape)
     }
 
     /// Whether nodes of the group host the pod as `affinity: required`
@@ -374,9 +400,52 @@ fn verdicts_through<'f>(
             facts,
             answer,
             admission,
+            shared_shape: false,
         });
     }
+    mark_shared_shapes(&mut verdicts);
     verdicts
+}
+
+/// Marks the groups whose `shape` label another group carries with another
+/// answer. A shape label digests the labels the labeler published; the
+/// policy also takes the kubelet version each Node reports
+/// ([`NodeTopology::take_reported_kubelet_version`]), which the label does
+/// not hold where the labeler did not know it. During a kubelet upgrade the
+/// nodes of one shape then run two minor versions, and where the versions'
+/// rules differ (the device hints of 1.36 on a GB200 tray) the kubelet
+/// admits the pod on some and refuses it on others: a selector on the shape
+/// cannot tell them apart, so neither is selected nor excluded. Shapes whose
+/// groups all get answers affinity treats alike ([`Answer::selects_like`])
+/// stay selectable. One pass, the first
+/// group of each shape looked up in a sorted map: O(groups log groups).
+fn mark_shared_shapes(verdicts: &mut [GroupVerdict]) {
+    let mut first_of_shape: std::collections::BTreeMap<ShapeId, usize> = Default::default();
+    let mut shared: Vec<ShapeId> = Vec::new();
+    for (position, verdict) in verdicts.iter().enumerate() {
+        let Some(shape) = verdict.shape() else {
+            continue;
+        };
+        match first_of_shape
+            .get(&shape)
+            .and_then(|first| verdicts.get(*first))
+        {
+            Some(first) if !first.answer.selects_like(&verdict.answer) => shared.push(shape),
+            Some(_) => {}
+            None => {
+                first_of_shape.insert(shape, position);
+            }
+        }
+    }
+    if shared.is_empty() {
+        return;
+    }
+    gpu_topology::sort::sort(&mut shared);
+    for verdict in verdicts.iter_mut() {
+        verdict.shared_shape = verdict
+            .shape()
+            .is_some_and(|shape| shared.binary_search(&shape).is_ok());
+    }
 }
 
 /// The model's answers already asked in one admission: by pod (a few plans

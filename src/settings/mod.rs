@@ -37,7 +37,10 @@ use crate::settings::devices::{
     check_patterns, DeviceResources, DEFAULT_DEVICE_RESOURCES, DEFAULT_MIG_RESOURCES,
 };
 use crate::settings::names::{is_dns_label, is_dns_subdomain, is_extended_resource_name};
-use gpu_topology::{Alignment, LabelPrefix, TopologyManagerScope};
+use gpu_topology::{
+    Alignment, LabelPrefix, TopologyManagerScope, DEFAULT_STALE_AFTER_SECONDS,
+    HEARTBEAT_INTERVAL_SECONDS,
+};
 use kubewarden_policy_sdk::settings::{SettingsValidationResponse, Validatable};
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeSet;
@@ -370,6 +373,9 @@ pub struct CapacitySettings {
     /// `None`: the defaults ([`FleetSummarySettings::default`]).
     pub fleet_summary: Option<FleetSummarySettings>,
     pub unlabeled_nodes: UnlabeledNodes,
+    /// A node whose labeler heartbeat is older than this many seconds has
+    /// stale facts; 0: never. `None`: [`DEFAULT_STALE_AFTER_SECONDS`].
+    pub stale_facts_after_seconds: Option<u64>,
 }
 
 /// The fleet summary ConfigMap, read instead of listing every Node.
@@ -559,6 +565,9 @@ pub struct Config {
     pub unlabeled_nodes: UnlabeledNodes,
     /// The DeviceClasses of GPU claims and of the devices aligned with them.
     pub dra: DraSettings,
+    /// Seconds after which a node's labeler heartbeat makes its facts stale
+    /// (`capacity.staleFactsAfterSeconds`); `None`: never.
+    pub stale_facts_after: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -706,6 +715,15 @@ impl Settings {
                     .map(|c| c.unlabeled_nodes)
                     .unwrap_or_default(),
                 dra: self.dra.clone(),
+                stale_facts_after: match self
+                    .capacity
+                    .as_ref()
+                    .and_then(|c| c.stale_facts_after_seconds)
+                {
+                    Some(0) => None,
+                    Some(seconds) => Some(seconds),
+                    None => Some(DEFAULT_STALE_AFTER_SECONDS),
+                },
             }),
             _ => Err(errors.join("; ")),
         }
@@ -745,6 +763,15 @@ impl Settings {
 }
 
 fn check_capacity(capacity: &CapacitySettings, errors: &mut Vec<String>) {
+    // A labeler confirms unchanged labels once per heartbeat interval: a
+    // shorter age would take every quiet node's facts as stale.
+    if let Some(seconds @ 1..) = capacity.stale_facts_after_seconds {
+        if seconds < HEARTBEAT_INTERVAL_SECONDS {
+            errors.push(format!(
+                "capacity.staleFactsAfterSeconds: {seconds} is shorter than the labeler's heartbeat interval ({HEARTBEAT_INTERVAL_SECONDS} s), so every node whose labels did not change would count as stale; use at least {HEARTBEAT_INTERVAL_SECONDS} (default {DEFAULT_STALE_AFTER_SECONDS}), or 0 to never take facts as stale"
+            ));
+        }
+    }
     for (key, value) in [
         ("capacity.maxGpusPerNode", capacity.max_gpus_per_node),
         (
@@ -896,8 +923,22 @@ mod tests {
                 single_numa_node: true,
                 fleet_summary: None,
                 unlabeled_nodes: UnlabeledNodes::Deny,
+                stale_facts_after_seconds: None,
             })
         );
+    }
+
+    /// (settings, the age after which facts are stale)
+    #[rstest]
+    #[case::three_heartbeats_by_default(json!({}), Some(5_400))]
+    #[case::an_hour(json!({"capacity": {"staleFactsAfterSeconds": 3_600}}), Some(3_600))]
+    #[case::zero_is_never(json!({"capacity": {"staleFactsAfterSeconds": 0}}), None)]
+    fn facts_go_stale_after_the_configured_age(
+        #[case] settings: serde_json::Value,
+        #[case] after: Option<u64>,
+    ) {
+        let config = settings_from_value(settings).unwrap().config().unwrap();
+        assert_eq!(config.stale_facts_after, after);
     }
 
     #[test]
@@ -992,6 +1033,8 @@ mod tests {
     #[case::summary_namespace_invalid(json!({"capacity": {"fleetSummary": {"namespace": "Kube"}}}), "capacity.fleetSummary.namespace: \"Kube\" is not a valid namespace name")]
     #[case::summary_name_invalid(json!({"capacity": {"fleetSummary": {"name": "fleet/x"}}}), "capacity.fleetSummary.name: \"fleet/x\" is not a valid ConfigMap name")]
     #[case::summary_max_age_zero(json!({"capacity": {"fleetSummary": {"maxAgeSeconds": 0}}}), "capacity.fleetSummary.maxAgeSeconds: must be at least 1")]
+    #[case::stale_facts_sooner_than_a_heartbeat(json!({"capacity": {"staleFactsAfterSeconds": 600}}), "capacity.staleFactsAfterSeconds: 600 is shorter than the labeler's heartbeat interval (1800 s)")]
+    #[case::stale_facts_negative(json!({"capacity": {"staleFactsAfterSeconds": -1}}), "capacity.staleFactsAfterSeconds: invalid value")]
     #[case::summary_max_age_negative(json!({"capacity": {"fleetSummary": {"maxAgeSeconds": -5}}}), "capacity.fleetSummary.maxAgeSeconds: invalid value")]
     #[case::summary_unknown_key(json!({"capacity": {"fleetSummary": {"ttl": 5}}}), "capacity.fleetSummary.ttl: unknown field `ttl`")]
     #[case::max_per_node_zero(json!({"capacity": {"maxGpusPerNode": 0}}), "capacity.maxGpusPerNode: must be at least 1")]

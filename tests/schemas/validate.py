@@ -68,6 +68,12 @@ NOT_API_OBJECTS = {
         "Karpenter's CRD, not vendored (examples/autoscaling is checked by tests/autoscaling_examples.rs)",
     ("karpenter.k8s.aws/v1", "EC2NodeClass"):
         "Karpenter's CRD, not vendored (examples/autoscaling is checked by tests/autoscaling_examples.rs)",
+    ("monitoring.coreos.com/v1", "PrometheusRule"):
+        "the Prometheus Operator's CRD, not vendored (examples/labeler/monitoring is checked by "
+        "labeler/tests/examples.rs and labeler/tests/health_endpoint.rs)",
+    ("monitoring.coreos.com/v1", "PodMonitor"):
+        "the Prometheus Operator's CRD, not vendored (examples/labeler/monitoring is checked by "
+        "labeler/tests/examples.rs)",
     ("gpu-topology.io/v1alpha1", "ExplainReport"):
         "gpu-topology explain's output (cli/README.md), printed, never applied; its golden outputs are cli/tests/snapshots",
     ("gpu-topology.io/v1alpha1", "WhatIfReport"):

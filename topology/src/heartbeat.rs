@@ -56,6 +56,123 @@ impl fmt::Display for HeartbeatError {
 
 impl std::error::Error for HeartbeatError {}
 
+/// The most heartbeats a reader keeps of a fleet: the oldest ones, each
+/// with its node's name. A labeler that stopped on a few nodes is named
+/// node by node (the policy keeps the pod off them by name under
+/// `required`); past this many stale nodes the labeler is down fleet-wide,
+/// and excluding some by name would be arbitrary.
+pub const MAX_OLDEST_HEARTBEATS: usize = 32;
+
+/// A node's heartbeat as read: when its labeler last confirmed its labels.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NodeHeartbeat {
+    /// Unix seconds ([`parse_heartbeat`]).
+    pub at: u64,
+    pub node: String,
+}
+
+/// The [`MAX_OLDEST_HEARTBEATS`] oldest heartbeats of the nodes read, oldest
+/// first: what the policy needs to tell stale facts whatever age it takes
+/// as stale, in bounded memory whatever the fleet. Nodes without a
+/// heartbeat (the NFD feature-file sink, a labeler older than the
+/// heartbeat, a nodefeature node in the policy's Node list) are not in it:
+/// their freshness is unknown.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OldestHeartbeats {
+    oldest: Vec<NodeHeartbeat>,
+    /// Heartbeats offered, kept or not.
+    seen: u32,
+}
+
+impl OldestHeartbeats {
+    /// Offers node `node`'s heartbeat at `at`; kept while among the oldest.
+    /// The name is copied only when kept.
+    pub fn offer(&mut self, at: u64, node: &str) {
+        self.seen = self.seen.saturating_add(1);
+        if self.oldest.len() == MAX_OLDEST_HEARTBEATS
+            && self.oldest.last().is_some_and(|youngest| youngest.at <= at)
+        {
+            return;
+        }
+        let position = self.oldest.partition_point(|kept| kept.at <= at);
+        self.oldest.insert(
+            position,
+            NodeHeartbeat {
+                at,
+                node: node.to_owned(),
+            },
+        );
+        self.oldest.truncate(MAX_OLDEST_HEARTBEATS);
+    }
+
+    /// The kept heartbeats, oldest first.
+    pub fn oldest(&self) -> &[NodeHeartbeat] {
+        &self.oldest
+    }
+
+    /// Heartbeats offered in all.
+    pub fn seen(&self) -> u32 {
+        self.seen
+    }
+
+    /// The nodes whose heartbeat is more than `after` seconds before `now`,
+    /// oldest first; `complete` is false when nodes not kept may be stale
+    /// too (every kept one is).
+    pub fn stale(&self, now: u64, after: u64) -> StaleNodes<'_> {
+        let stale = self
+            .oldest
+            .partition_point(|kept| now.saturating_sub(kept.at) > after);
+        StaleNodes {
+            nodes: &self.oldest[..stale],
+            complete: stale < self.oldest.len() || self.seen as usize <= self.oldest.len(),
+        }
+    }
+
+    /// The summary's `oldestHeartbeats` entry: one `<time> <node>` line per
+    /// kept heartbeat, oldest first, then `+<n>` for the ones not kept.
+    pub fn to_summary_text(&self) -> String {
+        let mut lines: Vec<String> = self
+            .oldest
+            .iter()
+            .map(|kept| format!("{} {}", format_heartbeat(kept.at), kept.node))
+            .collect();
+        let more = (self.seen as usize).saturating_sub(self.oldest.len());
+        if more > 0 {
+            lines.push(format!("+{more}"));
+        }
+        lines.join("\n")
+    }
+
+    /// Reads [`Self::to_summary_text`]; at most [`MAX_OLDEST_HEARTBEATS`]
+    /// lines are kept whatever the text holds.
+    pub fn from_summary_text(text: &str) -> Result<Self, HeartbeatError> {
+        let mut read = OldestHeartbeats::default();
+        let mut more: u32 = 0;
+        for line in text.lines().map(str::trim).filter(|line| !line.is_empty()) {
+            if let Some(count) = line.strip_prefix('+') {
+                more = count.parse().map_err(|_| HeartbeatError {
+                    value: line.to_owned(),
+                })?;
+                continue;
+            }
+            let (at, node) = line.split_once(' ').ok_or_else(|| HeartbeatError {
+                value: line.to_owned(),
+            })?;
+            read.offer(parse_heartbeat(at)?, node.trim());
+        }
+        read.seen = read.seen.saturating_add(more);
+        Ok(read)
+    }
+}
+
+/// Nodes whose facts are older than a reader's age ([`OldestHeartbeats::stale`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StaleNodes<'h> {
+    pub nodes: &'h [NodeHeartbeat],
+    /// Every stale node is in `nodes`.
+    pub complete: bool,
+}
+
 const SECONDS_PER_DAY: u64 = 86_400;
 /// 9999-12-31T23:59:59Z: the last time four year digits can write.
 const LAST_SECOND: u64 = 253_402_300_799;
@@ -192,6 +309,61 @@ mod tests {
                 assert_eq!(parse_heartbeat(&text), Ok(seconds), "{text}");
             }
         }
+    }
+
+    /// (heartbeats offered, now, stale after, stale nodes, complete)
+    #[rstest::rstest]
+    #[case::none_stale(&[(100, "a"), (200, "b")], 300, 250, &[], true)]
+    #[case::the_oldest_stale(&[(200, "b"), (10, "a")], 300, 250, &["a"], true)]
+    #[case::all_stale_all_kept(&[(10, "a"), (20, "b")], 1_000, 250, &["a", "b"], true)]
+    fn stale_nodes_are_the_oldest(
+        #[case] offered: &[(u64, &str)],
+        #[case] now: u64,
+        #[case] after: u64,
+        #[case] stale: &[&str],
+        #[case] complete: bool,
+    ) {
+        let mut heartbeats = OldestHeartbeats::default();
+        for (at, node) in offered {
+            heartbeats.offer(*at, node);
+        }
+        let found = heartbeats.stale(now, after);
+        let names: Vec<&str> = found.nodes.iter().map(|n| n.node.as_str()).collect();
+        assert_eq!(names, stale);
+        assert_eq!(found.complete, complete);
+    }
+
+    #[test]
+    fn only_the_oldest_are_kept_and_the_rest_counted() {
+        let mut heartbeats = OldestHeartbeats::default();
+        // 100 nodes, youngest first: the 32 oldest are kept.
+        for index in (0..100_u64).rev() {
+            heartbeats.offer(1_000 + index, &format!("node-{index:03}"));
+        }
+        assert_eq!(heartbeats.oldest().len(), MAX_OLDEST_HEARTBEATS);
+        assert_eq!(heartbeats.oldest()[0].node, "node-000");
+        assert_eq!(heartbeats.oldest()[31].node, "node-031");
+        assert_eq!(heartbeats.seen(), 100);
+        // Every kept one stale: more may be.
+        assert!(!heartbeats.stale(10_000, 60).complete);
+        // Some kept ones fresh: every stale one is kept.
+        assert_eq!(heartbeats.stale(1_070, 60).nodes.len(), 10);
+        assert!(heartbeats.stale(1_070, 60).complete);
+        let text = heartbeats.to_summary_text();
+        assert!(
+            text.starts_with("1970-01-01T00:16:40Z node-000\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("\n+68"), "{text}");
+        assert_eq!(OldestHeartbeats::from_summary_text(&text), Ok(heartbeats));
+    }
+
+    #[rstest::rstest]
+    #[case::no_node("2026-01-01T00:00:00Z")]
+    #[case::bad_time("yesterday node-1")]
+    #[case::bad_count("+many")]
+    fn unreadable_summary_lines_are_errors(#[case] text: &str) {
+        assert!(OldestHeartbeats::from_summary_text(text).is_err());
     }
 
     #[test]

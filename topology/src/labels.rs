@@ -1091,6 +1091,20 @@ impl NodeTopology {
         })
     }
 
+    /// Takes the kubelet version its Node reports (`status.nodeInfo.kubeletVersion`,
+    /// [`KubeletVersion::parse_node_info`]), as the policy and the summarizer
+    /// read every Node: the running kubelet's own report wins over a
+    /// `kubelet-version` label, which a labeler without the kubernetes sink
+    /// only has from `--kubelet-version` (or not at all), and which lags a
+    /// kubelet upgraded since its last publish. The `shape` label is kept as
+    /// published: node affinity selects by it, so a reader never recomputes
+    /// it. Nodes that share a shape label yet differ in version are then two
+    /// groups with one shape; the policy selects such a shape only where the
+    /// kubelet answers both alike.
+    pub fn take_reported_kubelet_version(&mut self, version: KubeletVersion) {
+        self.kubelet_version = Some(version);
+    }
+
     /// This topology with its `shape` set from its facts ([`Self::shape_id`]).
     pub fn with_shape(mut self) -> Self {
         self.shape = Some(self.shape_id());

@@ -28,8 +28,8 @@ pub use fit::{
 };
 pub use fleet::{Fleet, NodeGroup, NodeRead, Offer};
 pub use heartbeat::{
-    format_heartbeat, parse_heartbeat, HeartbeatError, DEFAULT_STALE_AFTER_SECONDS,
-    HEARTBEAT_INTERVAL_SECONDS,
+    format_heartbeat, parse_heartbeat, HeartbeatError, NodeHeartbeat, OldestHeartbeats, StaleNodes,
+    DEFAULT_STALE_AFTER_SECONDS, HEARTBEAT_INTERVAL_SECONDS, MAX_OLDEST_HEARTBEATS,
 };
 pub use labels::{
     device_key_name, device_resource_of, format_count_list, format_numa_distances, is_label_value,

@@ -19,9 +19,16 @@
 //!   groups: |                          # one line per shape: node count, then name=value
 //!     2000 gpus=8 gpus-per-numa-max=4 numa-nodes=2 interconnect=nvlink ...
 //!     1500 gpus=4 gpus-per-numa-max=2 ...
+//!   oldestHeartbeats: |                # the 32 oldest labeler heartbeats, oldest first
+//!     2026-12-01T08:00:00Z gpu-node-17 # (crate::heartbeat); "+N" counts the rest
+//!     +3497
 //! ```
+//!
+//! `oldestHeartbeats` is absent from summaries of summarizers before it:
+//! freshness is then unknown.
 
 use crate::fleet::Fleet;
+use crate::heartbeat::OldestHeartbeats;
 use crate::labels::{parse_count, LabelError, NodeTopology};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -33,6 +40,7 @@ pub const FORMAT_KEY: &str = "format";
 pub const GENERATED_AT_KEY: &str = "generatedAt";
 pub const MALFORMED_KEY: &str = "malformedNodes";
 pub const GROUPS_KEY: &str = "groups";
+pub const OLDEST_HEARTBEATS_KEY: &str = "oldestHeartbeats";
 
 /// What the summarizer saw when it last listed the labeled nodes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -42,6 +50,9 @@ pub struct FleetSummary {
     pub malformed: u32,
     /// When the nodes were listed, in Unix seconds.
     pub generated_at: u64,
+    /// The labelers' oldest heartbeats on the nodes listed; `None` from a
+    /// summarizer that did not read them.
+    pub heartbeats: Option<OldestHeartbeats>,
 }
 
 /// Why a summary cannot be read.
@@ -51,6 +62,7 @@ pub enum SummaryError {
     UnknownFormat(String),
     InvalidNumber { key: &'static str, value: String },
     InvalidGroup { line: usize, problem: String },
+    InvalidHeartbeats(String),
 }
 
 impl fmt::Display for SummaryError {
@@ -67,6 +79,12 @@ impl fmt::Display for SummaryError {
             ),
             SummaryError::InvalidGroup { line, problem } => {
                 write!(f, "the fleet summary's groups, line {line}: {problem}")
+            }
+            SummaryError::InvalidHeartbeats(problem) => {
+                write!(
+                    f,
+                    "the fleet summary's {OLDEST_HEARTBEATS_KEY:?}: {problem}"
+                )
             }
         }
     }
@@ -89,12 +107,19 @@ impl FleetSummary {
                 line
             })
             .collect();
-        BTreeMap::from([
+        let mut data = BTreeMap::from([
             (FORMAT_KEY.to_owned(), SUMMARY_FORMAT.to_owned()),
             (GENERATED_AT_KEY.to_owned(), self.generated_at.to_string()),
             (MALFORMED_KEY.to_owned(), self.malformed.to_string()),
             (GROUPS_KEY.to_owned(), groups.join("\n")),
-        ])
+        ]);
+        if let Some(heartbeats) = &self.heartbeats {
+            data.insert(
+                OLDEST_HEARTBEATS_KEY.to_owned(),
+                heartbeats.to_summary_text(),
+            );
+        }
+        data
     }
 
     /// Reads a summary from ConfigMap `data` entries. Names this version does
@@ -105,12 +130,14 @@ impl FleetSummary {
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
         let (mut format, mut generated_at, mut malformed, mut groups) = (None, None, None, None);
+        let mut heartbeats = None;
         for (key, value) in data {
             match key {
                 FORMAT_KEY => format = Some(value),
                 GENERATED_AT_KEY => generated_at = Some(value),
                 MALFORMED_KEY => malformed = Some(value),
                 GROUPS_KEY => groups = Some(value),
+                OLDEST_HEARTBEATS_KEY => heartbeats = Some(value),
                 _ => {}
             }
         }
@@ -133,10 +160,15 @@ impl FleetSummary {
                 })?;
             fleet.add_nodes(topology, nodes);
         }
+        let heartbeats = heartbeats
+            .map(OldestHeartbeats::from_summary_text)
+            .transpose()
+            .map_err(|error| SummaryError::InvalidHeartbeats(error.to_string()))?;
         Ok(FleetSummary {
             fleet,
             malformed,
             generated_at,
+            heartbeats,
         })
     }
 
@@ -231,6 +263,7 @@ mod tests {
             fleet,
             malformed: 3,
             generated_at: 1_764_450_000,
+            heartbeats: None,
         }
     }
 
@@ -280,6 +313,7 @@ mod tests {
             fleet,
             malformed: 0,
             generated_at: 1,
+            heartbeats: None,
         }
         .to_data();
         let read =

@@ -14,8 +14,8 @@ use gpu_topology_policy::decide::model::{self, Answer, GroupVerdict, Need};
 use gpu_topology_policy::settings::Config;
 use serde::Serialize;
 
-/// The outcome of one check, in PolicyReport's words
-/// (`wgpolicyk8s.io/v1alpha2` `result`).
+/// The outcome of one check, in the policy reports' words (the `result`
+/// of `openreports.io/v1alpha1` and `wgpolicyk8s.io/v1alpha2` alike).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
@@ -142,7 +142,7 @@ pub enum Check {
 }
 
 impl Check {
-    /// The PolicyReport `rule` of this check.
+    /// The policy report's `rule` of this check.
     pub fn rule(&self) -> &'static str {
         match self {
             Check::Pending => "scheduled",
@@ -374,10 +374,13 @@ pub fn audit_pod(
             checks,
         });
     };
-    let topology = NodeTopology::from_labels(
+    let mut topology = NodeTopology::from_labels(
         &config.label_prefix,
         node.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
     );
+    if let (Ok(topology), Some(version)) = (&mut topology, node.kubelet_version) {
+        topology.take_reported_kubelet_version(version);
+    }
     let labels = label_check(&topology, node, judge);
     match &topology {
         Ok(topology) if !topology.is_empty() => {
@@ -514,6 +517,8 @@ fn admission_check(
         facts,
         answer,
         admission,
+        // One node, judged by name: no shape selects it.
+        shared_shape: false,
     };
     let demand = Demand::new(demand, scope);
     let words = || why_and_fix(&demand, Need::Host(config.topology.alignment), &verdict).0;

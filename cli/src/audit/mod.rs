@@ -15,7 +15,7 @@ pub mod policyreport;
 pub mod report;
 pub mod table;
 
-use crate::args::{AuditArgs, Output};
+use crate::args::{AuditArgs, Output, ReportApi};
 use crate::exit;
 use crate::fleet::files::FileCluster;
 use crate::fleet::live::LiveCluster;
@@ -73,14 +73,38 @@ pub fn run(args: &AuditArgs) -> Result<u8, UsageError> {
         (None, None) => return Err(UsageError("no nodes to audit against".to_owned())),
     };
     let audits = audit_all(&pods, &nodes, &judge);
-    let text =
-        render(&audits, args.output, judge.now, judge.stale_after_seconds).map_err(UsageError)?;
+    let report_api = report_api(args, live.as_ref());
+    let text = render(
+        &audits,
+        args.output,
+        report_api,
+        judge.now,
+        judge.stale_after_seconds,
+    )
+    .map_err(UsageError)?;
     let mut stdout = anstream::stdout();
     // A closed pipe (`| head`) is not an error of the audit.
     let _ = stdout.write_all(text.as_bytes());
     let _ = stdout.flush();
     let found = audits.iter().any(|audit| audit.outcome().is_finding());
     Ok(if found { exit::FINDINGS } else { exit::OK })
+}
+
+/// The API of `-o policyreport`'s reports: `--report-api`; without it,
+/// live, the one the API server serves ([`policyreport::choose`], its
+/// warnings on standard error); from files alone, OpenReports.
+fn report_api(args: &AuditArgs, live: Option<&LiveCluster>) -> ReportApi {
+    match (args.report_api, args.output, live) {
+        (Some(api), _, _) => api,
+        (None, Output::Policyreport, Some(live)) => {
+            let choice = policyreport::choose(|api| live.serves(api.api_version(), api.plural()));
+            for warning in &choice.warnings {
+                eprintln!("gpu-topology: {warning}");
+            }
+            choice.api
+        }
+        (None, _, _) => ReportApi::Openreports,
+    }
 }
 
 fn read_live_nodes(live: &LiveCluster, prefix: &LabelPrefix) -> Result<Nodes, UsageError> {
@@ -107,10 +131,11 @@ pub fn audit_all(pods: &[RunningPod], nodes: &Nodes, judge: &Judge<'_>) -> Vec<P
     audits
 }
 
-/// The audit in `format`.
+/// The audit in `format`; `-o policyreport`'s reports in `report_api`.
 pub fn render(
     audits: &[PodAudit],
     format: Output,
+    report_api: ReportApi,
     judged_at: u64,
     stale_after_seconds: u64,
 ) -> Result<String, String> {
@@ -123,7 +148,7 @@ pub fn render(
         Output::Yaml => serde_saphyr::to_string(&document()).map_err(|error| error.to_string()),
         Output::Policyreport => {
             let mut out = String::new();
-            for report in policyreport::reports(audits, judged_at) {
+            for report in policyreport::reports(audits, judged_at, report_api) {
                 out.push_str("---\n");
                 out.push_str(&serde_saphyr::to_string(&report).map_err(|error| error.to_string())?);
             }

@@ -6,7 +6,7 @@
 //! Node).
 
 use crate::fleet::live::{api_resource, LiveCluster};
-use gpu_topology::LabelPrefix;
+use gpu_topology::{KubeletVersion, LabelPrefix};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,14 +16,21 @@ pub struct NodeRecord {
     pub labels: BTreeMap<String, String>,
     /// The heartbeat annotation's value, unparsed.
     pub heartbeat: Option<String>,
+    /// The kubelet version the Node reports (`status.nodeInfo`), which the
+    /// policy takes over the `kubelet-version` label as well.
+    pub kubelet_version: Option<KubeletVersion>,
 }
 
 /// Nodes by name.
 pub type Nodes = BTreeMap<String, NodeRecord>;
 
 /// The fields of a Node the audit reads (live mode prunes the rest).
-pub const NODE_FIELD_MASKS: [&str; 3] =
-    ["metadata.name", "metadata.labels", "metadata.annotations"];
+pub const NODE_FIELD_MASKS: [&str; 4] = [
+    "metadata.name",
+    "metadata.labels",
+    "metadata.annotations",
+    "status.nodeInfo.kubeletVersion",
+];
 
 /// The labeler's NodeFeature objects (`sinks/nodefeature.rs`: its app label
 /// and NFD's node-name label).
@@ -47,6 +54,10 @@ pub fn from_objects<'a>(
             NodeRecord {
                 labels: string_map(object.pointer("/metadata/labels")),
                 heartbeat: annotation(object, &heartbeat_key),
+                kubelet_version: object
+                    .pointer("/status/nodeInfo/kubeletVersion")
+                    .and_then(Value::as_str)
+                    .and_then(KubeletVersion::parse_node_info),
             },
         );
     }

@@ -169,9 +169,47 @@ impl LiveCluster {
         }
     }
 
-    /// Sends `request`; the JSON of a 2xx answer, or the API server's words.
-    fn read_json(&self, request: http::Request<Vec<u8>>) -> Result<Value, String> {
-        let (code, body) = self.runtime.block_on(async {
+    /// Whether the API server serves `resource` (a plural, e.g. `reports`)
+    /// in the API group/version `api_version` (e.g.
+    /// `openreports.io/v1alpha1`): API discovery, `GET /apis/<api_version>`,
+    /// which lists the group/version's resources once their CRD is
+    /// installed and answers 404 when none is. Discovery is open to every
+    /// authenticated user by default (`system:discovery`): no RBAC to add.
+    pub fn serves(&self, api_version: &str, resource: &str) -> Result<bool, String> {
+        let request = http::Request::get(format!("/apis/{api_version}"))
+            .body(Vec::new())
+            .map_err(|error| error.to_string())?;
+        let (code, body) = self.send(request)?;
+        if code == 404 {
+            return Ok(false);
+        }
+        if !(200..300).contains(&code) {
+            return Err(format!(
+                "the API server {} answered {code} to /apis/{api_version}: {}",
+                self.server,
+                status_message(&body)
+            ));
+        }
+        let list: Value = serde_json::from_slice(&body).map_err(|error| {
+            format!(
+                "the API server {} answered {code} to /apis/{api_version} with a body that is not JSON: {error}",
+                self.server
+            )
+        })?;
+        Ok(list
+            .get("resources")
+            .and_then(Value::as_array)
+            .is_some_and(|resources| {
+                resources
+                    .iter()
+                    .any(|entry| entry.get("name").and_then(Value::as_str) == Some(resource))
+            }))
+    }
+
+    /// Sends `request`; the answer's status code and body, or why there
+    /// was none.
+    fn send(&self, request: http::Request<Vec<u8>>) -> Result<(u16, Vec<u8>), String> {
+        self.runtime.block_on(async {
             let response = self
                 .client
                 .send(request.map(Body::from))
@@ -183,8 +221,13 @@ impl LiveCluster {
                 .collect_bytes()
                 .await
                 .map_err(|error| self.no_answer(&error))?;
-            Ok::<_, String>((code, body))
-        })?;
+            Ok((code, body.to_vec()))
+        })
+    }
+
+    /// Sends `request`; the JSON of a 2xx answer, or the API server's words.
+    fn read_json(&self, request: http::Request<Vec<u8>>) -> Result<Value, String> {
+        let (code, body) = self.send(request)?;
         if !(200..300).contains(&code) {
             return Err(refusal(code, &body));
         }
@@ -277,6 +320,14 @@ pub fn refusal(code: u16, body: &[u8]) -> String {
         "ApiError: {}: {} ({response:?})",
         response.message, response.reason
     ))
+}
+
+/// The `message` of a `Status` answer, else the body's text.
+fn status_message(body: &[u8]) -> String {
+    serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|status| status.get("message")?.as_str().map(str::to_owned))
+        .unwrap_or_else(|| String::from_utf8_lossy(body).trim().to_owned())
 }
 
 /// kube-rs' `ErrorResponse`, whose `Debug` text the `ApiError` display ends

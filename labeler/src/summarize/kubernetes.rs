@@ -1,11 +1,25 @@
 //! The summarizer's Kubernetes I/O, a thin adapter around [`SummaryBuilder`]:
-//! list the Nodes that carry `<prefix>/gpus` (metadata only, [`PAGE_SIZE`]
-//! per page), then server-side apply the fleet summary ConfigMap. Every pass
-//! writes, so `generatedAt` advances and the policy knows the summary is fresh.
+//! list the Nodes that carry `<prefix>/gpus` ([`PAGE_SIZE`] per page), then
+//! server-side apply the fleet summary ConfigMap. Every pass writes, so
+//! `generatedAt` advances and the policy knows the summary is fresh.
+//!
+//! The list asks for the server-side Table of Nodes with each row's object
+//! as metadata ([`TABLE_ACCEPT`], `includeObject=Metadata`): the labels,
+//! and the `Version` column, which the API server fills from
+//! `status.nodeInfo.kubeletVersion` (`printNode` in kubernetes
+//! `pkg/printers/internalversion/printers.go`, the columns `kubectl get
+//! nodes` shows). That is the kubelet version the policy takes over the
+//! labels ([`gpu_topology::NodeTopology::take_reported_kubelet_version`]) without the
+//! whole Node: a full Node carries its images, conditions and managed
+//! fields, many times the metadata, and the summarizer lists every GPU node
+//! each interval. A server that answers with a plain `NodeList` or
+//! `PartialObjectMetadataList` instead (the Accept header's fallbacks) is
+//! read too: `status.nodeInfo` where the list has it.
 //!
 //! Memory stays flat whatever the fleet: one page is in memory at a time
-//! (its body, and of each node only the name and labels: `read_page`), and
-//! it is folded into the builder and dropped before the next is asked for.
+//! (its body, and of each node only the name, labels and version:
+//! `read_page`), and it is folded into the builder and dropped before the
+//! next is asked for.
 //!
 //! Requests go through [`api::send`], as the API sinks' do, so error answers
 //! keep their `Retry-After`; transient failures (5xx, 429, no answer, a body
@@ -19,7 +33,7 @@ use crate::sinks::retry::{with_retries, Exhausted, RetryPolicy};
 use gpu_topology::dra::{
     parse_classes, DraBuilder, DraDevices, SliceItem, DRA_DEVICES_KEY, DRA_EXTENDED_RESOURCES_KEY,
 };
-use gpu_topology::{FleetSummary, LabelKey, LabelPrefix};
+use gpu_topology::{FleetSummary, KubeletVersion, LabelKey, LabelPrefix};
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::{ListParams, PatchParams};
 use kube::{Client, Resource};
@@ -63,6 +77,9 @@ pub struct SummarizerConfig {
     /// Also list DeviceClasses and ResourceSlices into the summary's
     /// `draDevices` (`--dra`).
     pub dra: bool,
+    /// Also read the heartbeats on the labeler's NodeFeature objects
+    /// (`--nodefeature-heartbeats`).
+    pub nodefeature_heartbeats: bool,
 }
 
 /// Why a pass wrote no summary.
@@ -154,23 +171,63 @@ fn unix_now() -> u64 {
         .map_or(0, |elapsed| elapsed.as_secs())
 }
 
-/// The list kinds a metadata-only Node list may come as: what was asked
-/// for, or a plain `NodeList` from a server that ignores `as=` (both have
-/// `items[].metadata`).
-const NODE_LIST_KINDS: [&str; 2] = ["PartialObjectMetadataList", "NodeList"];
+/// The Accept header of the Node list: the Table of `meta.k8s.io/v1`, else
+/// (a server or proxy that cannot convert) metadata only, else the plain
+/// list. kubectl asks for tables the same way.
+pub const TABLE_ACCEPT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,\
+    application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json";
+/// Each table row carries its Node's metadata (labels and name).
+const INCLUDE_METADATA: (&str, &str) = ("includeObject", "Metadata");
+/// The Table column the API server fills with `status.nodeInfo.kubeletVersion`.
+const VERSION_COLUMN: &str = "Version";
+
+/// The kinds the Node list may come as: the Table asked for, or the
+/// fallbacks of [`TABLE_ACCEPT`] (which have `items[].metadata`).
+const NODE_LIST_KINDS: [&str; 3] = ["Table", "PartialObjectMetadataList", "NodeList"];
 
 /// One page of a Node list, decoded only as far as the summary reads it:
-/// each node's name and labels. Everything else of the page (annotations,
-/// managedFields, and spec and status if a server sends them) is skipped
-/// by the parser without being kept.
+/// each node's name, labels and kubelet version. Everything else of the
+/// page (annotations, managedFields, the other cells and the rest of a
+/// status) is skipped by the parser without being kept.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct NodePage {
     kind: String,
     #[serde(default)]
     metadata: PageMetadata,
-    /// `null` or absent in an empty list.
+    /// A list's Nodes; `null` or absent in an empty list.
     #[serde(default)]
     items: Option<Vec<NodeLabels>>,
+    /// A Table's columns: which cell is the version.
+    #[serde(default)]
+    column_definitions: Option<Vec<Column>>,
+    /// A Table's rows; `null` or absent in an empty table.
+    #[serde(default)]
+    rows: Option<Vec<Row>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+struct Column {
+    #[serde(default)]
+    name: String,
+}
+
+/// A Table row: its cells, and its Node's metadata (`includeObject`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+struct Row {
+    #[serde(default)]
+    cells: Vec<Value>,
+    #[serde(default)]
+    object: NodeLabels,
+}
+
+/// A node as a page gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PageNode<'p> {
+    name: &'p str,
+    labels: Option<&'p BTreeMap<String, String>>,
+    annotations: Option<&'p BTreeMap<String, String>>,
+    kubelet_version: Option<KubeletVersion>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -179,11 +236,29 @@ struct PageMetadata {
     continue_token: Option<String>,
 }
 
-/// A node's name and labels.
+/// A node's name and labels, and its `status.nodeInfo` where a plain list
+/// carries it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 struct NodeLabels {
     #[serde(default)]
     metadata: NodeMetadata,
+    #[serde(default)]
+    status: Option<NodeStatus>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NodeStatus {
+    #[serde(default)]
+    node_info: Option<NodeInfo>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NodeInfo {
+    /// Any JSON: what does not read as a version is none.
+    #[serde(default)]
+    kubelet_version: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -192,6 +267,9 @@ struct NodeMetadata {
     name: Option<String>,
     #[serde(default)]
     labels: Option<BTreeMap<String, String>>,
+    /// For the kubernetes sink's heartbeat.
+    #[serde(default)]
+    annotations: Option<BTreeMap<String, String>>,
 }
 
 impl NodePage {
@@ -203,8 +281,41 @@ impl NodePage {
             .filter(|token| !token.is_empty())
     }
 
-    fn nodes(&self) -> &[NodeLabels] {
-        self.items.as_deref().unwrap_or_default()
+    /// The page's nodes: a Table's rows, else a list's items. A version
+    /// that does not read (`v1.36.2`, [`KubeletVersion::parse_node_info`])
+    /// is none: the node still counts, by its labels.
+    fn nodes(&self) -> impl Iterator<Item = PageNode<'_>> {
+        let version_cell = self
+            .column_definitions
+            .iter()
+            .flatten()
+            .position(|column| column.name == VERSION_COLUMN);
+        let from_rows = self.rows.iter().flatten().map(move |row| {
+            let version = version_cell.and_then(|cell| row.cells.get(cell));
+            page_node(&row.object, version)
+        });
+        let from_items = self.items.iter().flatten().map(|item| {
+            let version = item
+                .status
+                .as_ref()
+                .and_then(|status| status.node_info.as_ref())
+                .and_then(|info| info.kubelet_version.as_ref());
+            page_node(item, version)
+        });
+        from_rows.chain(from_items)
+    }
+}
+
+fn page_node<'p>(node: &'p NodeLabels, version: Option<&Value>) -> PageNode<'p> {
+    PageNode {
+        // A node without a name is still counted (the API server never
+        // sends one).
+        name: node.metadata.name.as_deref().unwrap_or("<unnamed>"),
+        labels: node.metadata.labels.as_ref(),
+        annotations: node.metadata.annotations.as_ref(),
+        kubelet_version: version
+            .and_then(Value::as_str)
+            .and_then(KubeletVersion::parse_node_info),
     }
 }
 
@@ -243,6 +354,74 @@ pub struct Summarizer {
     params: PatchParams,
     retry: RetryPolicy,
     dra: bool,
+    nodefeature_heartbeats: bool,
+}
+
+/// One cluster-wide list: where, what, and which objects.
+#[derive(Clone, Copy)]
+struct Listing<'a> {
+    path: &'a str,
+    /// The API group, for the RBAC rule a 403 names, and its version.
+    group: &'a str,
+    version: &'a str,
+    resource: &'a str,
+    list_kind: &'a str,
+    selector: Option<&'a str>,
+}
+
+impl<'a> Listing<'a> {
+    fn dra(path: &'a str, resource: &'a str, list_kind: &'a str) -> Self {
+        Listing {
+            path,
+            group: "resource.k8s.io",
+            version: "v1",
+            resource,
+            list_kind,
+            selector: None,
+        }
+    }
+
+    /// The labeler's NodeFeature objects, which carry the nodefeature
+    /// sink's heartbeat (nfd-master copies no annotation to the Node).
+    fn labeler_node_features() -> Self {
+        Listing {
+            path: NODE_FEATURES_PATH,
+            group: crate::sinks::nodefeature::GROUP,
+            version: crate::sinks::nodefeature::VERSION,
+            resource: crate::sinks::nodefeature::PLURAL,
+            list_kind: "NodeFeatureList",
+            selector: Some(NODE_FEATURE_SELECTOR),
+        }
+    }
+
+    /// Who serves the collection, for a 404.
+    fn served_by(&self) -> &'static str {
+        if self.group == "resource.k8s.io" {
+            "Kubernetes 1.34 and later do"
+        } else {
+            "NFD's CRDs: the nodefeature sink is not in use"
+        }
+    }
+}
+
+/// The NodeFeature collection in every namespace.
+pub const NODE_FEATURES_PATH: &str = "/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures";
+/// The labeler's NodeFeature objects (`sinks::nodefeature::APP_LABEL`).
+const NODE_FEATURE_SELECTOR: &str = "app.kubernetes.io/name=gpu-topology-labeler";
+
+/// A NodeFeature as the heartbeat reader needs it: its node and annotations.
+#[derive(Debug, Deserialize)]
+struct NodeFeatureItem {
+    #[serde(default)]
+    metadata: FeatureMetadata,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct FeatureMetadata {
+    #[serde(default)]
+    labels: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    annotations: Option<BTreeMap<String, String>>,
 }
 
 /// The DRA objects' collection paths (`resource.k8s.io/v1`).
@@ -278,6 +457,7 @@ impl Summarizer {
             params: PatchParams::apply(&config.field_manager).force(),
             retry: config.retry,
             dra: config.dra,
+            nodefeature_heartbeats: config.nodefeature_heartbeats,
         }
     }
 
@@ -287,7 +467,10 @@ impl Summarizer {
         let started = Instant::now();
         // The listing's start: the summary is at least this fresh.
         let generated_at = unix_now();
-        let (builder, pages) = self.list().await?;
+        let (mut builder, pages) = self.list().await?;
+        if self.nodefeature_heartbeats {
+            self.node_feature_heartbeats(&mut builder).await;
+        }
         let summarized = builder.finish(generated_at);
         for problem in &summarized.problems {
             tracing::warn!(node = %problem.node, error = %problem.error, "malformed topology labels; node left out of the summary");
@@ -343,11 +526,45 @@ impl Summarizer {
         })
     }
 
+    /// Adds the heartbeats the nodefeature sink writes on the labeler's
+    /// NodeFeature objects. Without NFD's CRDs (404) there are none; a
+    /// refused or failed listing leaves them out with a warning: the
+    /// summary is still written, and the policy then knows the freshness
+    /// of those nodes no more than before.
+    async fn node_feature_heartbeats(&self, builder: &mut SummaryBuilder) {
+        let key = self.prefix.heartbeat_key();
+        let listed = self
+            .list_all::<NodeFeatureItem>(Listing::labeler_node_features(), |page| {
+                for feature in page {
+                    let metadata = &feature.metadata;
+                    let node = metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|labels| labels.get(crate::sinks::nodefeature::NODE_NAME_LABEL));
+                    let heartbeat = metadata.annotations.as_ref().and_then(|a| a.get(&key));
+                    if let (Some(node), Some(heartbeat)) = (node, heartbeat) {
+                        builder.add_heartbeat(node, heartbeat);
+                    }
+                }
+            })
+            .await;
+        match listed {
+            Ok(()) => {}
+            Err((Some(NOT_FOUND), problem)) => {
+                tracing::debug!(reason = %problem, "no NodeFeature heartbeats");
+            }
+            Err((_, problem)) => {
+                tracing::warn!(error = %problem, "NodeFeature heartbeats left out of this pass's summary");
+            }
+        }
+    }
+
     /// Lists every Node with `<prefix>/gpus`, page by page, into a builder.
     /// Each page is dropped once folded in, before the next is asked for.
     async fn list(&self) -> Result<(SummaryBuilder, u32), SummarizeError> {
         let mut pages = 0_u32;
         let mut restarts = 0_u32;
+        let heartbeat_key = self.prefix.heartbeat_key();
         'listing: loop {
             let mut builder = SummaryBuilder::new(self.prefix.clone());
             let mut token: Option<String> = None;
@@ -373,7 +590,7 @@ impl Summarizer {
                 };
                 pages += 1;
                 listing_pages += 1;
-                add_page(&mut builder, &page);
+                add_page(&mut builder, &page, &heartbeat_key);
                 token = page.next().map(str::to_owned);
                 if token.is_none() {
                     return Ok((builder, pages));
@@ -382,7 +599,7 @@ impl Summarizer {
         }
     }
 
-    /// One page of the labeled Nodes' metadata, from `token` on (retried).
+    /// One page of the labeled Nodes' table, from `token` on (retried).
     async fn fetch_page(&self, token: Option<&str>) -> Result<NodePage, Exhausted<ApiError>> {
         let params = ListParams {
             label_selector: Some(self.prefix.key(LabelKey::Gpus)),
@@ -391,9 +608,7 @@ impl Summarizer {
             ..ListParams::default()
         };
         with_retries(&self.retry, "list nodes", || async {
-            let request = kube::core::Request::new(&self.nodes)
-                .list_metadata(&params)
-                .map_err(ApiError::Request)?;
+            let request = table_request(&self.nodes, &params)?;
             read_page(&api::send(&self.client, request).await?)
         })
         .await
@@ -406,9 +621,7 @@ impl Summarizer {
     async fn dra_devices(&self) -> Result<DraDevices, (Option<u16>, String)> {
         let mut classes = Vec::new();
         self.list_all::<Value>(
-            DEVICE_CLASSES_PATH,
-            "deviceclasses",
-            "DeviceClassList",
+            Listing::dra(DEVICE_CLASSES_PATH, "deviceclasses", "DeviceClassList"),
             |page| classes.extend(page),
         )
         .await?;
@@ -416,9 +629,7 @@ impl Summarizer {
             .map_err(|problem| (None, problem))?;
         let mut builder = DraBuilder::new(&classes);
         self.list_all::<SliceItem>(
-            RESOURCE_SLICES_PATH,
-            "resourceslices",
-            "ResourceSliceList",
+            Listing::dra(RESOURCE_SLICES_PATH, "resourceslices", "ResourceSliceList"),
             |page| {
                 for slice in page {
                     builder.add(slice);
@@ -432,19 +643,26 @@ impl Summarizer {
     /// Every item of a cluster-scoped list at `path`, [`PAGE_SIZE`] per page.
     async fn list_all<T: serde::de::DeserializeOwned>(
         &self,
-        path: &str,
-        resource: &str,
-        list_kind: &str,
+        listing: Listing<'_>,
         mut fold: impl FnMut(Vec<T>),
     ) -> Result<(), (Option<u16>, String)> {
+        let Listing {
+            path,
+            group,
+            version,
+            resource,
+            list_kind,
+            selector,
+        } = listing;
         let mut token: Option<String> = None;
         for _ in 0..MAX_PAGES {
             let params = ListParams {
+                label_selector: selector.map(str::to_owned),
                 limit: Some(PAGE_SIZE),
                 continue_token: token.clone(),
                 ..ListParams::default()
             };
-            let page: DraPage<T> = with_retries(&self.retry, "list DRA objects", || async {
+            let page: DraPage<T> = with_retries(&self.retry, "list objects", || async {
                 let request = kube::core::Request::new(path)
                     .list(&params)
                     .map_err(ApiError::Request)?;
@@ -467,11 +685,12 @@ impl Summarizer {
             .map_err(|failed| (failed.error.refused_code(), failed))
             .map_err(|(code, failed)| (code, match code {
                 Some(FORBIDDEN) => format!(
-                    "listing {resource} is forbidden (403): the summarizer's service account needs `list` on {resource} (ClusterRole rule: apiGroups [resource.k8s.io], resources [{resource}], verbs [list]); the API server said: {}",
+                    "listing {resource} is forbidden (403): the summarizer's service account needs `list` on {resource} (ClusterRole rule: apiGroups [{group}], resources [{resource}], verbs [list]); the API server said: {}",
                     failed.error.refused_message()
                 ),
                 Some(NOT_FOUND) => format!(
-                    "the API server does not serve resource.k8s.io/v1 {resource} (Kubernetes 1.34 and later do): {}",
+                    "the API server does not serve {group}/{version} {resource} ({}): {}",
+                    listing.served_by(),
                     failed.error.refused_message()
                 ),
                 _ => format!(
@@ -538,18 +757,41 @@ const GONE: u16 = 410;
 const FORBIDDEN: u16 = 403;
 const NOT_FOUND: u16 = 404;
 
-/// Folds a page's nodes into `builder`. A node without a name is still
-/// counted (the API server never sends one).
-fn add_page(builder: &mut SummaryBuilder, page: &NodePage) {
+/// The list request of `nodes` (`/api/v1/nodes`) as a Table whose rows
+/// carry their Node's metadata: kube's metadata list with the Accept header
+/// and the query of a table.
+fn table_request(nodes: &str, params: &ListParams) -> Result<http::Request<Vec<u8>>, ApiError> {
+    let mut request = kube::core::Request::new(nodes)
+        .list_metadata(params)
+        .map_err(ApiError::Request)?;
+    let (key, value) = INCLUDE_METADATA;
+    let uri = format!("{}&{key}={value}", request.uri());
+    *request.uri_mut() =
+        uri.parse()
+            .map_err(|error: http::uri::InvalidUri| ApiError::Unexpected {
+                code: 0,
+                detail: format!("the Node list's URI {uri:?} does not parse: {error}"),
+            })?;
+    request.headers_mut().insert(
+        http::header::ACCEPT,
+        http::HeaderValue::from_static(TABLE_ACCEPT),
+    );
+    Ok(request)
+}
+
+/// Folds a page's nodes into `builder`, each with the kubelet version its
+/// Node reports and the heartbeat (`heartbeat_key`) it carries.
+fn add_page(builder: &mut SummaryBuilder, page: &NodePage, heartbeat_key: &str) {
     for node in page.nodes() {
-        let name = node.metadata.name.as_deref().unwrap_or("<unnamed>");
         let labels = node
-            .metadata
             .labels
-            .iter()
+            .into_iter()
             .flatten()
             .map(|(key, value)| (key.as_str(), value.as_str()));
-        builder.add(name, labels);
+        builder.add_reported(node.name, labels, node.kubelet_version);
+        if let Some(heartbeat) = node.annotations.and_then(|a| a.get(heartbeat_key)) {
+            builder.add_heartbeat(node.name, heartbeat);
+        }
     }
 }
 
@@ -635,40 +877,104 @@ mod tests {
         }
     }
 
-    /// (body, names with their label count, the next page's token)
+    /// A node of a page as read: its name, label count and version.
+    type PageRead<'a> = (&'a str, usize, Option<(u32, u32)>);
+
+    /// (body, names with their label count and version, the next page's token)
     #[rstest]
+    #[case::table_of_metadata(
+        r#"{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"7","continue":"t2","remainingItemCount":3},
+            "columnDefinitions":[{"name":"Name","type":"string","format":"name"},{"name":"Status","type":"string"},
+                {"name":"Roles","type":"string"},{"name":"Age","type":"string"},{"name":"Version","type":"string"},
+                {"name":"Internal-IP","type":"string","priority":1}],
+            "rows":[{"cells":["a","Ready","<none>","5d","v1.36.2","10.0.0.1"],
+                     "object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1",
+                               "metadata":{"name":"a","labels":{"x":"1","y":"2"},"annotations":{"big":"…"}}}},
+                    {"cells":["b","Ready","<none>","5d","v1.35.0-eks-4096722","10.0.0.2"],
+                     "object":{"metadata":{"name":"b","labels":{"x":"1"}}}}]}"#,
+        &[("a", 2, Some((1, 36))), ("b", 1, Some((1, 35)))], Some("t2"))]
+    #[case::table_without_a_version_column(
+        r#"{"kind":"Table","columnDefinitions":[{"name":"Name"}],
+            "rows":[{"cells":["a"],"object":{"metadata":{"name":"a","labels":{"x":"1"}}}}]}"#,
+        &[("a", 1, None)], None)]
+    #[case::table_with_an_unreadable_version(
+        r#"{"kind":"Table","columnDefinitions":[{"name":"Name"},{"name":"Version"}],
+            "rows":[{"cells":["a","unknown"],"object":{"metadata":{"name":"a"}}},{"cells":["b"],"object":{"metadata":{"name":"b"}}},
+                    {"cells":["c",136]}]}"#,
+        &[("a", 0, None), ("b", 0, None), ("<unnamed>", 0, None)], None)]
+    #[case::empty_table(r#"{"kind":"Table","columnDefinitions":[],"rows":null}"#, &[], None)]
     #[case::metadata_list(
         r#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"7","continue":"t2","remainingItemCount":3},
             "items":[{"kind":"PartialObjectMetadata","metadata":{"name":"a","labels":{"x":"1","y":"2"},"annotations":{"big":"…"},
                       "managedFields":[{"manager":"kubelet","fieldsV1":{"f:metadata":{}}}]}}]}"#,
-        &[("a", 2)], Some("t2"))]
+        &[("a", 2, None)], Some("t2"))]
     #[case::full_node_list(
-        r#"{"kind":"NodeList","items":[{"metadata":{"name":"a","labels":{"x":"1"}},"spec":{},"status":{"images":[{"names":["i"]}]}}]}"#,
-        &[("a", 1)], None)]
+        r#"{"kind":"NodeList","items":[{"metadata":{"name":"a","labels":{"x":"1"}},"spec":{},
+            "status":{"images":[{"names":["i"]}],"nodeInfo":{"kubeletVersion":"v1.34.2+k3s1","osImage":"Ubuntu"}}}]}"#,
+        &[("a", 1, Some((1, 34)))], None)]
     #[case::last_page_with_an_empty_token(
         r#"{"kind":"PartialObjectMetadataList","metadata":{"continue":""},"items":[]}"#, &[], None)]
     #[case::null_items(r#"{"kind":"PartialObjectMetadataList","items":null}"#, &[], None)]
     #[case::no_metadata_no_labels(
         r#"{"kind":"PartialObjectMetadataList","items":[{},{"metadata":{"name":"b","labels":null}}]}"#,
-        &[("", 0), ("b", 0)], None)]
-    fn a_page_keeps_only_names_labels_and_the_token(
+        &[("<unnamed>", 0, None), ("b", 0, None)], None)]
+    fn a_page_keeps_only_names_labels_versions_and_the_token(
         #[case] body: &str,
-        #[case] nodes: &[(&str, usize)],
+        #[case] nodes: &[PageRead],
         #[case] next: Option<&str>,
     ) {
         let page = read_page(&answer(body)).unwrap();
-        let read: Vec<(&str, usize)> = page
+        let read: Vec<PageRead> = page
             .nodes()
-            .iter()
             .map(|node| {
                 (
-                    node.metadata.name.as_deref().unwrap_or_default(),
-                    node.metadata.labels.as_ref().map_or(0, BTreeMap::len),
+                    node.name,
+                    node.labels.map_or(0, BTreeMap::len),
+                    node.kubelet_version.map(|v| (v.major, v.minor)),
                 )
             })
             .collect();
         assert_eq!(read, nodes);
         assert_eq!(page.next(), next);
+    }
+
+    #[test]
+    fn the_list_asks_for_a_table_of_metadata() {
+        let params = ListParams {
+            label_selector: Some("gpu-topology.io/gpus".to_owned()),
+            limit: Some(PAGE_SIZE),
+            continue_token: Some("t2".to_owned()),
+            ..ListParams::default()
+        };
+        let request = table_request("/api/v1/nodes", &params).unwrap();
+        assert_eq!(
+            request.uri(),
+            "/api/v1/nodes?&labelSelector=gpu-topology.io%2Fgpus&limit=500&continue=t2&includeObject=Metadata"
+        );
+        assert_eq!(
+            request.headers()[http::header::ACCEPT],
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
+        );
+    }
+
+    #[test]
+    fn a_reported_version_wins_over_the_label_in_the_summary() {
+        let page = read_page(&answer(
+            r#"{"kind":"Table","columnDefinitions":[{"name":"Name"},{"name":"Version"}],"rows":[
+                {"cells":["a","v1.36.1"],"object":{"metadata":{"name":"a","labels":{"gpu-topology.io/gpus":"8","gpu-topology.io/kubelet-version":"1.35"}}}},
+                {"cells":["b","v1.36.3"],"object":{"metadata":{"name":"b","labels":{"gpu-topology.io/gpus":"8"}}}}]}"#,
+        ))
+        .unwrap();
+        let mut builder = SummaryBuilder::new(LabelPrefix::default());
+        add_page(&mut builder, &page, "gpu-topology.io/published");
+        let built = builder.finish(0);
+        let groups = built.summary.fleet.groups();
+        assert_eq!(groups.len(), 1, "{groups:?}");
+        assert_eq!(groups[0].nodes, 2);
+        assert_eq!(
+            groups[0].topology.kubelet_version,
+            Some(KubeletVersion::new(1, 36))
+        );
     }
 
     #[rstest]
@@ -699,7 +1005,7 @@ mod tests {
         ))
         .unwrap();
         let mut builder = SummaryBuilder::new(LabelPrefix::default());
-        add_page(&mut builder, &page);
+        add_page(&mut builder, &page, "gpu-topology.io/published");
         let built = builder.finish(0);
         assert_eq!(built.nodes, 4);
         assert_eq!(built.summary.fleet.nodes(), 2);
@@ -722,6 +1028,7 @@ mod tests {
             fleet,
             malformed: 1,
             generated_at: 42,
+            heartbeats: None,
         };
         let body = apply_body("kube-system", "gpu-topology-fleet", &summary, None);
         assert_eq!(

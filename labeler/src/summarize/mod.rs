@@ -10,7 +10,10 @@
 
 pub mod kubernetes;
 
-use gpu_topology::{Fleet, FleetSummary, LabelError, LabelPrefix, NodeRead, NodeTopology};
+use gpu_topology::{
+    parse_heartbeat, Fleet, FleetSummary, KubeletVersion, LabelError, LabelPrefix, NodeRead,
+    NodeTopology, OldestHeartbeats,
+};
 
 /// How many malformed nodes a pass keeps (and logs) by name; the rest are counted.
 pub const REPORTED_PROBLEMS: usize = 5;
@@ -46,6 +49,7 @@ pub struct SummaryBuilder {
     skipped: u32,
     malformed: u32,
     problems: Vec<MalformedNode>,
+    heartbeats: OldestHeartbeats,
 }
 
 impl SummaryBuilder {
@@ -57,6 +61,16 @@ impl SummaryBuilder {
             skipped: 0,
             malformed: 0,
             problems: Vec::new(),
+            heartbeats: OldestHeartbeats::default(),
+        }
+    }
+
+    /// Takes node `node`'s labeler heartbeat (the `<prefix>/published`
+    /// annotation, on the Node or on the labeler's NodeFeature), unparsed;
+    /// a value that does not parse is no heartbeat.
+    pub fn add_heartbeat(&mut self, node: &str, value: &str) {
+        if let Ok(at) = parse_heartbeat(value) {
+            self.heartbeats.offer(at, node);
         }
     }
 
@@ -67,11 +81,27 @@ impl SummaryBuilder {
     where
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
+        self.add_reported(node, labels, None);
+    }
+
+    /// [`Self::add`], with the kubelet version the Node reports
+    /// (`status.nodeInfo.kubeletVersion`), taken over its label as the
+    /// policy takes it from a Node list
+    /// ([`NodeTopology::take_reported_kubelet_version`]).
+    pub fn add_reported<'a, I>(
+        &mut self,
+        node: &str,
+        labels: I,
+        kubelet_version: Option<KubeletVersion>,
+    ) where
+        I: IntoIterator<Item = (&'a str, &'a str)>,
+    {
         self.nodes = self.nodes.saturating_add(1);
-        match self
-            .fleet
-            .add_read(NodeTopology::from_labels(&self.prefix, labels))
-        {
+        let mut topology = NodeTopology::from_labels(&self.prefix, labels);
+        if let (Ok(topology), Some(version)) = (&mut topology, kubelet_version) {
+            topology.take_reported_kubelet_version(version);
+        }
+        match self.fleet.add_read(topology) {
             Ok(NodeRead::Added) => {}
             Ok(NodeRead::NotGpu) => self.skipped = self.skipped.saturating_add(1),
             Err(error) => {
@@ -93,6 +123,7 @@ impl SummaryBuilder {
                 fleet: self.fleet,
                 malformed: self.malformed,
                 generated_at,
+                heartbeats: Some(self.heartbeats),
             },
             nodes: self.nodes,
             skipped: self.skipped,

@@ -148,3 +148,24 @@ pub fn terminate(child: Child) -> Output {
     );
     output
 }
+
+/// What would let a labeler started by a test find a real cluster, a pod
+/// identity or a proxy: removed, so that it talks to the test's fake API
+/// server only.
+pub const OUTSIDE_ENV: [&str; 7] = [
+    "KUBERNETES_SERVICE_HOST",
+    "KUBERNETES_SERVICE_PORT",
+    "NODE_NAME",
+    "POD_NAME",
+    "POD_NAMESPACE",
+    "HTTPS_PROXY",
+    "https_proxy",
+];
+
+/// `command` without [`OUTSIDE_ENV`].
+pub fn isolated(command: &mut tokio::process::Command) -> &mut tokio::process::Command {
+    for name in OUTSIDE_ENV {
+        command.env_remove(name);
+    }
+    command
+}
