@@ -33,7 +33,8 @@ pub extern "C" fn wapc_init() {
 /// `validate_settings` has already refused invalid ones.
 pub fn validate(payload: &[u8]) -> CallResult {
     let payload = Payload::parse(payload)?;
-    let config = settings::config_cache::config_for(payload.settings)
+    let config = settings::parse_settings(payload.settings.unwrap_or("null").as_bytes())
+        .and_then(|settings| settings.config())
         .map_err(|message| anyhow::anyhow!("invalid settings: {message}"))?;
     let decision = decide::evaluate(&payload.request, &config);
     Ok(response::to_bytes(&decision))

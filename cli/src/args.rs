@@ -1,6 +1,7 @@
 //! The command line (docs/cli.md).
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use gpu_topology::duration::parse_duration;
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -122,17 +123,6 @@ pub struct AuditArgs {
     /// OpenReports first; from files, openreports).
     #[arg(long, value_enum, value_name = "API")]
     pub report_api: Option<ReportApi>,
-}
-
-/// A positive duration as jiff reads it (`90m`, `1h 30m`, `5400s`).
-fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let duration: jiff::SignedDuration = text
-        .parse()
-        .map_err(|error| format!("{text:?} is not a duration like 90m or 3h: {error}"))?;
-    std::time::Duration::try_from(duration)
-        .ok()
-        .filter(|duration| !duration.is_zero())
-        .ok_or_else(|| format!("{text:?} is not a positive duration"))
 }
 
 #[cfg(test)]

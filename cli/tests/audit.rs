@@ -62,7 +62,7 @@ use Outcome::{Fail, Pass, Skip, Warn};
     &["60 exclusive CPUs", "TopologyAffinityError"])]
 #[case::guaranteed_with_fractional_cpus("fractional-cpus",
     &[("guaranteed-qos", Pass), ("exclusive-cpus", Fail), ("kubelet-admission", Pass), ("node-labels", Pass)],
-    &["container \"trainer\" requests 3.5 CPUs"])]
+    &["container \"trainer\" requests 3500m CPU"])]
 #[case::best_effort_gpu_pod("best-effort",
     &[("guaranteed-qos", Fail), ("exclusive-cpus", Skip), ("kubelet-admission", Pass), ("node-labels", Pass)],
     &["BestEffort", "cpu is not set", "memory is not set"])]

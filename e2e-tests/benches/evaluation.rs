@@ -37,7 +37,6 @@ use gpu_topology_policy::cluster::host::KubewardenHost;
 use gpu_topology_policy::decide::{evaluate, evaluate_pod, Verdict};
 use gpu_topology_policy::request::Payload;
 use gpu_topology_policy::response::to_bytes;
-use gpu_topology_policy::settings::config_cache::config_for;
 use gpu_topology_policy::settings::parse_settings;
 use serde_json::Value;
 use std::hint::black_box;
@@ -174,7 +173,9 @@ fn native_stages(group: &mut criterion::BenchmarkGroup<'_, WallTime>, case: &Cas
                 .expect("settings")
         })
     });
-    let config = config_for(payload.settings).expect("settings");
+    let config = parse_settings(settings.as_bytes())
+        .and_then(|s| s.config())
+        .expect("settings");
     group.bench_function("native-pod-from-payload-fields", |b| {
         b.iter(|| black_box(&payload.request).pod_text().expect("pod text"))
     });

@@ -15,6 +15,8 @@ use crate::summarize::kubernetes::{
     SummarizerConfig, DEFAULT_SUMMARY_NAME, DEFAULT_SUMMARY_NAMESPACE, POLICY_DEFAULT_MAX_AGE,
 };
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use gpu_topology::duration::parse_duration;
+use gpu_topology::names::{is_dns_label, is_dns_subdomain};
 use gpu_topology::{KubeletVersion, LabelPrefix, DEFAULT_LABEL_PREFIX};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -192,22 +194,6 @@ pub struct SummarizeArgs {
     pub log_level: LogLevel,
 }
 
-/// A DNS label (RFC 1123): what a namespace name must be.
-pub fn is_dns_label(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 63
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-')
-}
-
-/// A DNS subdomain (RFC 1123): what a ConfigMap, node or pod name must be.
-pub fn is_dns_subdomain(name: &str) -> bool {
-    name.len() <= 253 && name.split('.').all(is_dns_label)
-}
-
 impl SummarizeArgs {
     /// Validates the flags; the error is a usage message.
     pub fn into_config(self) -> Result<SummarizerConfig, String> {
@@ -303,41 +289,6 @@ impl LogLevel {
             LogLevel::Debug => tracing::Level::DEBUG,
         }
     }
-}
-
-/// The longest duration a flag accepts: longer intervals and expiries serve
-/// no purpose, and arithmetic on them (twice the interval, now plus the
-/// expiry) must not overflow.
-pub const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
-
-/// Parses `500ms`, `90s`, `5m`, `1h` or plain seconds, positive and at most
-/// [`MAX_DURATION`].
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let amount: u64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 90s, 5m or 1h"))?;
-    let seconds = |factor: u64| amount.checked_mul(factor).map(Duration::from_secs);
-    let duration = match unit {
-        "ms" => Some(Duration::from_millis(amount)),
-        "" | "s" => seconds(1),
-        "m" => seconds(60),
-        "h" => seconds(3600),
-        _ => None,
-    };
-    let duration = duration
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| format!("{text:?} is not a positive duration like 90s, 5m or 1h"))?;
-    if duration > MAX_DURATION {
-        return Err(format!(
-            "{text:?} is longer than {} hours, the longest duration accepted",
-            MAX_DURATION.as_secs() / 3600
-        ));
-    }
-    Ok(duration)
 }
 
 /// `--metrics-address`: an IP address and a port (`0.0.0.0:8080`,
@@ -570,22 +521,8 @@ mod tests {
     use super::*;
     use rstest::rstest;
 
-    #[rstest]
-    #[case::seconds("90s", Some(90_000))]
-    #[case::plain("15", Some(15_000))]
-    #[case::minutes("5m", Some(300_000))]
-    #[case::hours("1h", Some(3_600_000))]
-    #[case::millis("250ms", Some(250))]
-    #[case::zero("0s", None)]
-    #[case::unit_only("s", None)]
-    #[case::unknown_unit("3d", None)]
-    #[case::overflow("99999999999999999999h", None)]
-    #[case::u64_max_seconds("18446744073709551615s", None)]
-    #[case::longest("8784h", Some(8784 * 3_600_000))]
-    #[case::beyond_the_longest("8785h", None)]
-    fn durations(#[case] text: &str, #[case] millis: Option<u64>) {
-        assert_eq!(parse_duration(text).ok(), millis.map(Duration::from_millis));
-    }
+    // The duration grammar of the flags is the shared one's
+    // (gpu_topology::duration), tested there.
 
     #[rstest]
     #[case::plain("v1.36.2", KubeletVersion::new(1, 36))]

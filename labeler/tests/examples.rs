@@ -712,7 +712,7 @@ fn every_alert_says_how_bad_and_what_happened() {
             ["warning", "critical"].contains(&rule["labels"]["severity"].as_str().unwrap()),
             "{name}"
         );
-        gpu_topology_labeler::cli::parse_duration(rule["for"].as_str().unwrap())
+        gpu_topology::duration::parse_duration(rule["for"].as_str().unwrap())
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         for annotation in ["summary", "description"] {
             assert!(rule["annotations"][annotation].is_string(), "{name}");
@@ -752,7 +752,7 @@ fn the_stale_alert_fires_before_readers_take_the_labels_for_stale() {
         .trim()
         .parse()
         .unwrap();
-    let pending = gpu_topology_labeler::cli::parse_duration(rule["for"].as_str().unwrap())
+    let pending = gpu_topology::duration::parse_duration(rule["for"].as_str().unwrap())
         .unwrap()
         .as_secs();
     let defaults = Cli::try_parse_from(["gpu-topology-labeler"]).unwrap();

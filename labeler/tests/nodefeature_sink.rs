@@ -7,8 +7,8 @@ mod common;
 
 use common::fake_api::{self, assert_forced_apply, finish, requests, sink_client, Reply};
 use common::{labels, labels_of_reports, local_fixture, topology_fixture};
+use gpu_topology::names::{is_dns_label, is_dns_subdomain};
 use gpu_topology::{LabelPrefix, NodeTopology};
-use gpu_topology_labeler::cli::{is_dns_label, is_dns_subdomain};
 use gpu_topology_labeler::parse::nvidia_smi;
 use gpu_topology_labeler::sinks::api::DEFAULT_FIELD_MANAGER;
 use gpu_topology_labeler::sinks::nodefeature::{NodeFeatureSink, Target};

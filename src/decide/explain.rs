@@ -13,6 +13,7 @@ use gpu_topology::kubelet::{
     AllocationFailure, Fact, HintReport, Indeterminate, NodeFacts, Refusal, Resource,
     ResourceReport, StartupError, UnitReport, Unknown, Unsupported,
 };
+use gpu_topology::quantity::cpu_words;
 use gpu_topology::{Alignment, NodeTopology, TopologyManagerPolicy, TopologyManagerScope};
 
 /// Groups a message explains; the rest are counted.
@@ -441,15 +442,6 @@ fn node_too_small(
         format!("the pod requests {asked}, more than a node there can allocate ({has}): the scheduler never places it there (Insufficient {name})"),
         format!("Request at most {most} per pod, or split the work across several pods"),
     )
-}
-
-/// `80 CPUs`, `1500m CPU`
-fn cpu_words(millis: u64) -> String {
-    if millis.is_multiple_of(1000) {
-        plural(millis / 1000, "CPU")
-    } else {
-        format!("{millis}m CPU")
-    }
 }
 
 /// Bytes rounded down to GiB (to MiB below one GiB): the labels' MiB

@@ -28,7 +28,6 @@
 //! every GPU pod, about a choice only the operator makes. The settings
 //! reference says where each key is ignored.
 
-pub mod config_cache;
 pub mod devices;
 pub mod names;
 
@@ -36,13 +35,15 @@ use crate::request::quantity::{Quantity, QuantityError};
 use crate::settings::devices::{
     check_patterns, DeviceResources, DEFAULT_DEVICE_RESOURCES, DEFAULT_MIG_RESOURCES,
 };
-use crate::settings::names::{is_dns_label, is_dns_subdomain, is_extended_resource_name};
+use crate::settings::names::is_extended_resource_name;
+use gpu_topology::names::{is_dns_label, is_dns_subdomain};
 use gpu_topology::{
     Alignment, LabelPrefix, TopologyManagerScope, DEFAULT_STALE_AFTER_SECONDS,
     HEARTBEAT_INTERVAL_SECONDS,
 };
-use kubewarden_policy_sdk::settings::{SettingsValidationResponse, Validatable};
+use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use serde::{Deserialize, Deserializer};
+use serde_json::error::Category;
 use std::collections::BTreeSet;
 use std::str::FromStr;
 
@@ -588,10 +589,37 @@ impl Default for Config {
 }
 
 /// Parses the settings JSON, naming the key of any type or unknown-key error.
+///
+/// policy-server evaluates each request in a fresh instance, so every
+/// admission parses the settings: they are read straight from the bytes
+/// (no JSON tree first), with `serde_path_to_error` keeping the key path
+/// for the message of settings that do not read (BENCHMARKS.md).
 pub fn parse_settings(payload: &[u8]) -> Result<Settings, String> {
-    let value: serde_json::Value = serde_json::from_slice(payload)
-        .map_err(|error| format!("settings are not JSON: {error}"))?;
-    settings_from_value(value)
+    let not_json = |error: serde_json::Error| format!("settings are not JSON: {error}");
+    let mut deserializer = serde_json::Deserializer::from_slice(payload);
+    let settings: Option<Settings> =
+        serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+            let path = error.path().to_string();
+            let inner = error.into_inner();
+            if matches!(
+                inner.classify(),
+                Category::Syntax | Category::Eof | Category::Io
+            ) {
+                return not_json(inner);
+            }
+            // A value that does not read is named by its key path; where
+            // in the text it stands says nothing more.
+            let message = inner.to_string();
+            let position = format!(" at line {} column {}", inner.line(), inner.column());
+            let message = message.strip_suffix(&position).unwrap_or(&message);
+            match path.as_str() {
+                "." => message.to_owned(),
+                path => format!("{path}: {message}"),
+            }
+        })?;
+    deserializer.end().map_err(not_json)?;
+    // `null`, no settings: the defaults.
+    Ok(settings.unwrap_or_default())
 }
 
 /// Reads settings from their JSON value; `null` (no settings) means defaults.
@@ -621,12 +649,6 @@ pub fn validation_response(payload: &[u8]) -> SettingsValidationResponse {
             valid: false,
             message: Some(message),
         },
-    }
-}
-
-impl Validatable for Settings {
-    fn validate(&self) -> Result<(), String> {
-        self.config().map(|_| ())
     }
 }
 
@@ -926,6 +948,52 @@ mod tests {
                 stale_facts_after_seconds: None,
             })
         );
+    }
+
+    /// Settings are read straight from the bytes; the answer is the one
+    /// the JSON tree read through `serde_path_to_error` gives.
+    #[rstest]
+    #[case::none("null")]
+    #[case::empty("{}")]
+    #[case::an_unknown_key(r#"{"capacity": {"maxGpusPerNode": 8, "staleFacts": 1}}"#)]
+    #[case::a_wrong_type(r#"{"topology": {"preferredWeight": "high"}}"#)]
+    // examples/settings.yaml as JSON: every section, every key set.
+    #[case::every_section(include_str!("../../tests/settings/examples-settings.json"))]
+    #[case::quantities(r#"{"qos": {"cpuPerGpu": "1500m", "memoryPerGpu": "64Gi"}, "capacity": {"staleFactsAfterSeconds": 0}}"#)]
+    fn the_fast_read_agrees_with_the_keyed_one(#[case] payload: &str) {
+        let keyed = settings_from_value(serde_json::from_str(payload).unwrap());
+        assert_eq!(parse_settings(payload.as_bytes()), keyed);
+    }
+
+    /// What the JSON tree hid (the last of two values won) is named: the
+    /// API server never stores a key twice, so only a hand-written file
+    /// for kwctl can hold one.
+    #[test]
+    fn a_key_given_twice_is_named() {
+        let payload = r#"{"labelPrefix": "a.example.com", "labelPrefix": "b.example.com"}"#;
+        assert_eq!(
+            parse_settings(payload.as_bytes()),
+            Err("duplicate field `labelPrefix`".to_owned())
+        );
+    }
+
+    /// (payload, message): text that is not JSON, or JSON after the
+    /// settings, is said to be so.
+    #[rstest]
+    #[case::not_json(
+        "{capacity",
+        "settings are not JSON: key must be a string at line 1 column 2"
+    )]
+    #[case::cut_short(
+        r#"{"capacity": {"#,
+        "settings are not JSON: EOF while parsing an object at line 1 column 14"
+    )]
+    #[case::trailing_text(
+        "{} x",
+        "settings are not JSON: trailing characters at line 1 column 4"
+    )]
+    fn text_that_is_not_json_is_said_to_be(#[case] payload: &str, #[case] message: &str) {
+        assert_eq!(parse_settings(payload.as_bytes()), Err(message.to_owned()));
     }
 
     /// (settings, the age after which facts are stale)

@@ -1,33 +1,13 @@
-//! Kubernetes name rules the settings are checked against.
+//! Kubernetes name rules the settings are checked against; the DNS label
+//! and subdomain rules are `gpu_topology::names`, shared with the labeler.
 
-use gpu_topology::LabelPrefix;
+use gpu_topology::names::is_dns_subdomain;
 
-/// Kubernetes limits a DNS label (a namespace name) and a qualified name's
-/// name part to 63 characters.
+/// Kubernetes limits a qualified name's name part to 63 characters.
 const MAX_NAME_LEN: usize = 63;
-/// Kubernetes limits a DNS subdomain (most object names) to 253 characters.
-const MAX_SUBDOMAIN_LEN: usize = 253;
 /// Extended resources may not live in the kubernetes.io domain, which is
 /// reserved for native resources.
 const RESERVED_DOMAIN: &str = "kubernetes.io";
-
-/// An RFC 1123 DNS label, as namespace names must be: lowercase letters,
-/// digits and '-', starting and ending with a letter or digit.
-pub fn is_dns_label(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_NAME_LEN
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-')
-}
-
-/// An RFC 1123 DNS subdomain, as most object names (ConfigMaps) must be: DNS
-/// labels joined by '.', at most 253 characters.
-pub fn is_dns_subdomain(name: &str) -> bool {
-    name.len() <= MAX_SUBDOMAIN_LEN && name.split('.').all(is_dns_label)
-}
 
 /// An extended resource name: `domain/name` with a DNS-subdomain domain outside
 /// kubernetes.io and a qualified name part (letters, digits, '-', '_', '.',
@@ -50,8 +30,7 @@ pub fn is_extended_resource_name(resource: &str) -> bool {
             .bytes()
             .last()
             .is_some_and(|b| b.is_ascii_alphanumeric());
-    // A label prefix and a resource domain follow the same DNS-subdomain rule.
-    !reserved && name_ok && LabelPrefix::new(domain).is_ok()
+    !reserved && name_ok && is_dns_subdomain(domain)
 }
 
 #[cfg(test)]
@@ -77,31 +56,5 @@ mod tests {
     )]
     fn extended_resource_names(#[case] name: &str, #[case] expected: bool) {
         assert_eq!(is_extended_resource_name(name), expected);
-    }
-
-    #[rstest]
-    #[case::simple("kube-system", true)]
-    #[case::digits("team-42", true)]
-    #[case::uppercase("Kube", false)]
-    #[case::underscore("a_b", false)]
-    #[case::dot("a.b", false)]
-    #[case::trailing_dash("a-", false)]
-    #[case::empty("", false)]
-    fn namespace_names(#[case] name: &str, #[case] expected: bool) {
-        assert_eq!(is_dns_label(name), expected);
-    }
-
-    #[rstest]
-    #[case::label("gpu-topology-fleet", true)]
-    #[case::dotted("fleet.gpu-topology.io", true)]
-    #[case::empty_part("a..b", false)]
-    #[case::leading_dot(".a", false)]
-    #[case::uppercase("Fleet", false)]
-    #[case::slash("a/b", false)]
-    #[case::empty("", false)]
-    #[case::longest(&format!("{}a", "a.".repeat(126)), true)]
-    #[case::too_long(&format!("{}a", "a.".repeat(127)), false)]
-    fn object_names(#[case] name: &str, #[case] expected: bool) {
-        assert_eq!(is_dns_subdomain(name), expected);
     }
 }

@@ -106,9 +106,10 @@ impl fmt::Display for Alignment {
     }
 }
 
-/// Terms (ORed) selecting nodes whose kubelet can admit a pod with `demand`.
-/// Empty when it needs no GPU: a pod without GPUs needs no GPU node.
-pub fn admit_terms(demand: impl Into<GpuDemand>) -> Vec<Term> {
+/// Terms (ORed) selecting nodes whose kubelet can admit a pod with `demand`
+/// (one side of [`required_terms`]). Empty when it needs no GPU: a pod
+/// without GPUs needs no GPU node.
+fn admit_terms(demand: impl Into<GpuDemand>) -> Vec<Term> {
     let demand = demand.into();
     if demand.total == 0 {
         return Vec::new();
@@ -162,18 +163,6 @@ pub fn aligned_terms(demand: impl Into<GpuDemand>, alignment: Alignment) -> Vec<
     }]]
 }
 
-/// Can the kubelet on `node` admit a pod with `demand`?
-pub fn can_admit(node: &NodeTopology, demand: impl Into<GpuDemand>) -> bool {
-    let demand = demand.into();
-    demand.total == 0 || terms_match(&admit_terms(demand), node)
-}
-
-/// Can `node` place `demand` at `alignment`?
-pub fn can_align(node: &NodeTopology, demand: impl Into<GpuDemand>, alignment: Alignment) -> bool {
-    let demand = demand.into();
-    demand.total == 0 || terms_match(&aligned_terms(demand, alignment), node)
-}
-
 /// Terms (ORed) selecting nodes that can both admit a pod with `demand` and
 /// place it at `alignment`: the hard requirement of `affinity: required`.
 /// Empty when it needs no GPU.
@@ -191,7 +180,7 @@ pub fn can_host(node: &NodeTopology, demand: impl Into<GpuDemand>, alignment: Al
 /// The AND of two ORs of terms, as an OR of terms: every pair of terms joined,
 /// duplicates within a term dropped, and terms that merely add requirements to
 /// another term left out (they select a subset of it). An empty side is "no
-/// requirement", as [`admit_terms`] returns for 0 GPUs.
+/// requirement", as [`aligned_terms`] returns for 0 GPUs.
 pub fn conjoin(left: &[Term], right: &[Term]) -> Vec<Term> {
     if left.is_empty() {
         return right.to_vec();
@@ -243,6 +232,17 @@ mod tests {
         }
     }
 
+    /// Does `node` match [`admit_terms`] (no GPUs: any node)?
+    fn admits(node: &NodeTopology, demand: impl Into<GpuDemand>) -> bool {
+        let demand = demand.into();
+        demand.total == 0 || terms_match(&admit_terms(demand), node)
+    }
+
+    /// Does `node` match [`aligned_terms`] (no GPUs: any node)?
+    fn aligns(node: &NodeTopology, n: u32, alignment: Alignment) -> bool {
+        n == 0 || terms_match(&aligned_terms(n, alignment), node)
+    }
+
     const SNN: Option<TopologyManagerPolicy> = Some(TopologyManagerPolicy::SingleNumaNode);
     const BEST_EFFORT: Option<TopologyManagerPolicy> = Some(TopologyManagerPolicy::BestEffort);
 
@@ -255,7 +255,7 @@ mod tests {
     #[case::unlabeled_node(NodeTopology::default(), 1, false)]
     #[case::no_gpus_needed(NodeTopology::default(), 0, true)]
     fn admission(#[case] node: NodeTopology, #[case] n: u32, #[case] expected: bool) {
-        assert_eq!(can_admit(&node, n), expected);
+        assert_eq!(admits(&node, n), expected);
     }
 
     #[rstest]
@@ -271,7 +271,7 @@ mod tests {
         #[case] alignment: Alignment,
         #[case] expected: bool,
     ) {
-        assert_eq!(can_align(&node, n, alignment), expected);
+        assert_eq!(aligns(&node, n, alignment), expected);
     }
 
     #[test]
@@ -323,7 +323,7 @@ mod tests {
         assert_eq!(can_host(&node, n, alignment), expected);
         // Hosting implies both admission and alignment.
         if expected {
-            assert!(can_admit(&node, n) && can_align(&node, n, alignment));
+            assert!(admits(&node, n) && aligns(&node, n, alignment));
         }
     }
 
@@ -416,7 +416,7 @@ mod tests {
         #[case] eligible: bool,
     ) {
         let demand = GpuDemand::from(8);
-        assert_eq!(can_admit(&node, demand), admitted);
+        assert_eq!(admits(&node, demand), admitted);
         assert_eq!(terms_match(&not_refusing_terms(demand), &node), eligible);
         assert!(not_refusing_terms(0).is_empty());
     }

@@ -18,8 +18,6 @@ pub use distances::{format_numa_distances, parse_numa_distances, DistanceChunks}
 /// Prefix used when the operator configures none.
 pub const DEFAULT_LABEL_PREFIX: &str = "gpu-topology.io";
 
-/// Kubernetes limits a label prefix (a DNS subdomain) to 253 characters.
-const MAX_PREFIX_LEN: usize = 253;
 /// Kubernetes limits a label value, and the name part of a key, to 63 characters.
 pub(crate) const MAX_LABEL_VALUE_LEN: usize = 63;
 /// Longest decimal string we accept for a count; `u32::MAX` has 10 digits.
@@ -65,38 +63,13 @@ pub struct LabelPrefix(String);
 impl LabelPrefix {
     /// Validates `prefix` as a Kubernetes label prefix (RFC 1123 DNS subdomain).
     pub fn new(prefix: &str) -> Result<Self, LabelError> {
-        let invalid = |reason| LabelError::InvalidPrefix {
-            prefix: prefix.to_owned(),
-            reason,
-        };
-        if prefix.is_empty() {
-            return Err(invalid("it is empty"));
+        match crate::names::dns_subdomain_fault(prefix) {
+            Some(reason) => Err(LabelError::InvalidPrefix {
+                prefix: prefix.to_owned(),
+                reason,
+            }),
+            None => Ok(Self(prefix.to_owned())),
         }
-        if prefix.len() > MAX_PREFIX_LEN {
-            return Err(invalid("it is longer than 253 characters"));
-        }
-        for segment in prefix.split('.') {
-            if segment.is_empty() {
-                return Err(invalid(
-                    "it has an empty DNS label (leading, trailing or double dot)",
-                ));
-            }
-            if segment.len() > MAX_LABEL_VALUE_LEN {
-                return Err(invalid("a DNS label in it is longer than 63 characters"));
-            }
-            if !segment
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            {
-                return Err(invalid(
-                    "only lowercase letters, digits, '-' and '.' are allowed",
-                ));
-            }
-            if segment.starts_with('-') || segment.ends_with('-') {
-                return Err(invalid("a DNS label in it starts or ends with '-'"));
-            }
-        }
-        Ok(Self(prefix.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {

@@ -7,26 +7,30 @@
 //! construction.
 //!
 //! The crate is pure (no I/O, no dependencies) so that it builds for
-//! `wasm32-wasip1` and natively alike.
+//! `wasm32-wasip1` and natively alike. The `duration` feature (the native
+//! tools' duration flags, read with jiff) is the one exception; the policy
+//! does not enable it.
 
 #[cfg(feature = "dra")]
 pub mod dra;
+#[cfg(feature = "duration")]
+pub mod duration;
 pub mod fit;
 pub mod fleet;
 pub mod hashing;
 pub mod heartbeat;
 pub mod kubelet;
 pub mod labels;
+pub mod names;
 pub mod quantity;
 pub mod selector;
 pub mod sort;
 pub mod summary;
 
 pub use fit::{
-    admit_terms, aligned_terms, can_admit, can_align, can_host, conjoin, not_refusing_terms,
-    required_terms, Alignment, GpuDemand,
+    aligned_terms, can_host, conjoin, not_refusing_terms, required_terms, Alignment, GpuDemand,
 };
-pub use fleet::{Fleet, NodeGroup, NodeRead, Offer};
+pub use fleet::{Fleet, NodeGroup, NodeRead};
 pub use heartbeat::{
     format_heartbeat, parse_heartbeat, HeartbeatError, NodeHeartbeat, OldestHeartbeats, StaleNodes,
     DEFAULT_STALE_AFTER_SECONDS, HEARTBEAT_INTERVAL_SECONDS, MAX_OLDEST_HEARTBEATS,

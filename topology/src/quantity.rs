@@ -287,6 +287,18 @@ impl fmt::Display for Quantity {
     }
 }
 
+/// A CPU amount in millicores, in words for messages, as Kubernetes writes
+/// it: whole CPUs (`1 CPU`, `80 CPUs`), else millicores (`1500m CPU`). The
+/// policy's messages and the CLI's audit findings word CPUs with it.
+pub fn cpu_words(millis: u64) -> String {
+    if millis.is_multiple_of(1000) {
+        let cpus = millis / 1000;
+        format!("{cpus} CPU{}", if cpus == 1 { "" } else { "s" })
+    } else {
+        format!("{millis}m CPU")
+    }
+}
+
 fn split_sign(text: &str) -> (bool, &str) {
     if let Some(rest) = text.strip_prefix('-') {
         (true, rest)
@@ -416,6 +428,15 @@ fn div_rem(value: i128, divisor: i128) -> (i128, i128) {
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    #[rstest]
+    #[case::one(1000, "1 CPU")]
+    #[case::whole(80_000, "80 CPUs")]
+    #[case::millis(500, "500m CPU")]
+    #[case::fraction(3500, "3500m CPU")]
+    fn cpus_are_worded_as_kubernetes_writes_them(#[case] millis: u64, #[case] words: &str) {
+        assert_eq!(cpu_words(millis), words);
+    }
 
     #[rstest]
     #[case::whole_cores("2", "2")]

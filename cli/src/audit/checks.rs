@@ -6,7 +6,7 @@
 use super::nodes::NodeRecord;
 use super::pods::RunningPod;
 use gpu_topology::kubelet::facts_from_topology;
-use gpu_topology::quantity::Quantity;
+use gpu_topology::quantity::{cpu_words, Quantity};
 use gpu_topology::{parse_heartbeat, CpuManagerPolicy, NodeGroup, NodeTopology};
 use gpu_topology_policy::decide::demand::{Demand, PodDemand};
 use gpu_topology_policy::decide::explain::{unknown_words, why_and_fix};
@@ -566,18 +566,6 @@ fn label_check(
     }
 }
 
-/// `3.5 CPUs`, `500m CPU`.
-fn cpu_words(millis: u64) -> String {
-    if millis < 1000 {
-        format!("{millis}m CPU")
-    } else if millis.is_multiple_of(1000) {
-        format!("{} CPUs", millis / 1000)
-    } else {
-        let text = format!("{:.3}", millis as f64 / 1000.0);
-        format!("{} CPUs", text.trim_end_matches('0'))
-    }
-}
-
 /// `45 s`, `12 min`, `5 h 3 min`, `2 d 4 h`.
 pub fn age_words(seconds: u64) -> String {
     match seconds {
@@ -618,14 +606,5 @@ mod tests {
     #[case::days(3 * 86_400 + 4 * 3600, "3 d 4 h")]
     fn ages_are_worded_in_their_unit(#[case] seconds: u64, #[case] words: &str) {
         assert_eq!(age_words(seconds), words);
-    }
-
-    #[rstest]
-    #[case::millis(500, "500m CPU")]
-    #[case::whole(8000, "8 CPUs")]
-    #[case::fraction(3500, "3.5 CPUs")]
-    #[case::fine_fraction(1250, "1.25 CPUs")]
-    fn cpus_are_worded_as_written(#[case] millis: u64, #[case] words: &str) {
-        assert_eq!(cpu_words(millis), words);
     }
 }

@@ -1,6 +1,9 @@
 //! The what-if report: per object the decision before and after, and the
 //! shapes whose verdict the change turns; `-o json|yaml` as a versioned
-//! WhatIfReport (cli/README.md, "The WhatIfReport schema").
+//! WhatIfReport (cli/README.md, "The WhatIfReport schema"). It reads the
+//! plain data the what-if pipeline computed ([`crate::what_if::record`],
+//! [`crate::what_if::compare`](mod@crate::what_if::compare)); nothing of
+//! the what-if side depends on it but the pipeline that calls [`report`].
 
 use crate::args::Output;
 use crate::explain::{ObjectRef, Outcome as Decision};
@@ -8,7 +11,7 @@ use crate::render::report::{source_ref, Answer, SourceRef};
 use crate::render::shapes::{verdict, ShapeRow};
 use crate::render::text::{counted, decision_cell, names_cell, styled, yes, HEADING, WARNING};
 use crate::what_if::compare::ShapeChange;
-use crate::what_if::{Outcome, Tried};
+use crate::what_if::record::{Outcome, Tried};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{ContentArrangement, Table};
 use serde::Serialize;

@@ -3,49 +3,28 @@
 //! settings, each side decided by the policy's own code through the same
 //! pipeline as `explain`: the after-side reads the cluster as the labeler
 //! would publish it after the change ([`cluster::ChangedCluster`]).
+//!
+//! The dependencies run one way: this pipeline ([`run`]) computes the
+//! plain data of [`record`] (with [`change`], [`cluster`] and
+//! [`compare`](mod@compare)) and hands it to the renderer
+//! ([`crate::render::what_if`]), which reads [`record`] and
+//! [`compare`](mod@compare) and never this pipeline.
 
 pub mod change;
 pub mod cluster;
 pub mod compare;
+pub mod record;
 
 use crate::args::WhatIfArgs;
-use crate::explain::Explanation;
 use crate::remembered::Remembering;
 use crate::render::shapes::NodeNames;
 use crate::run::{explain_all, UsageError};
 use crate::{exit, fleet, input, render, settings};
 use change::FleetChange;
 use cluster::ChangedCluster;
-use compare::{compare, ShapeChange};
+use compare::compare;
+use record::{Outcome, Tried};
 use std::io::Write;
-
-/// One object before and after.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    pub before: Explanation,
-    pub after: Explanation,
-    /// Each shape of the before-record and what became of it (empty for
-    /// objects without a record on both sides).
-    pub shapes: Vec<ShapeChange>,
-}
-
-impl Outcome {
-    /// The answer to the API server differs: outcome, message or warnings.
-    pub fn decision_changed(&self) -> bool {
-        self.before.outcome != self.after.outcome
-            || self.before.message != self.after.message
-            || self.before.warnings != self.after.warnings
-            || self.before.patch != self.after.patch
-    }
-}
-
-/// The kubelet and policy changes of one run, as given.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tried {
-    pub fleet: FleetChange,
-    /// `--new-settings` was given.
-    pub new_settings: bool,
-}
 
 /// `what-if`: the report on standard output; 0 when every object is
 /// admitted after the change, 1 when one is rejected after it.

@@ -15,8 +15,7 @@
 //! file that is there must be well-formed, as the rest of the sysfs reader
 //! wants. What they count is [`crate::reconcile`]'s.
 
-use super::sysfs::{at, entries, read_optional};
-use super::{read_text, SourceError};
+use super::{at, entries, read_optional, read_text, SourceError};
 use crate::model::{AmdGpuPartitions, AmdPartitionView, AmdXcp, IdSet, PciGpu, Vendor};
 use crate::parse::amd_partitions::{parse_drm_dev, parse_kfd_render_minor, render_node_minor};
 use std::path::Path;

@@ -1,5 +1,10 @@
 //! Thin adapters that read the node: sysfs, topology tools, NVML, kubelet config.
 //! Each returns plain data for [`crate::reconcile`] or a [`SourceError`].
+//!
+//! The file helpers the readers share ([`read_text`] and the private
+//! `read_optional`, `entries`, `at`) live here, so the dependencies run one
+//! way: [`sysfs`] calls [`amd_partitions`] for the AMD GPUs' partitions,
+//! and [`amd_partitions`] needs only these helpers, nothing of [`sysfs`].
 
 pub mod amd_partitions;
 pub mod blocking;
@@ -9,6 +14,8 @@ pub mod kubelet;
 pub mod nvml;
 pub mod sysfs;
 
+use crate::parse::ParseError;
+use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -34,6 +41,37 @@ impl SourceError {
 /// Reads a text file, naming it in the error.
 pub fn read_text(path: &Path) -> Result<String, SourceError> {
     std::fs::read_to_string(path).map_err(|e| SourceError::new(path.display().to_string(), e))
+}
+
+/// A file's text, `None` when it does not exist.
+fn read_optional(path: &Path) -> Result<Option<String>, SourceError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(SourceError::new(path.display().to_string(), e)),
+    }
+}
+
+/// Turns a parse error into a [`SourceError`] naming the file at `path`.
+fn at(path: &Path) -> impl Fn(ParseError) -> SourceError + '_ {
+    move |e| SourceError::new(path.display().to_string(), e.message)
+}
+
+/// Directory entries of `dir`, sorted by name.
+fn entries(dir: &Path) -> Result<Vec<String>, SourceError> {
+    let origin = || dir.display().to_string();
+    let mut names = std::fs::read_dir(dir)
+        .map_err(|e| SourceError::new(origin(), e))?
+        .map(|entry| {
+            let entry = entry.map_err(|e| SourceError::new(origin(), e))?;
+            entry
+                .file_name()
+                .into_string()
+                .map_err(|name| SourceError::new(origin(), format!("non-UTF-8 entry {name:?}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    names.sort();
+    Ok(names)
 }
 
 /// How long a file must have been left alone before its content counts as

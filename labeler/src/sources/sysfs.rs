@@ -10,7 +10,7 @@
 //! `topology/` directories (the facts read from them stay unknown). A part
 //! that is there must be whole and well-formed.
 
-use super::{read_text, SourceError};
+use super::{at, entries, read_optional, read_text, SourceError};
 use crate::model::{
     is_gpu_class, ClassDevice, CpuPlace, CpuView, IdSet, NumaNode, PciFunction, PciGpu, SysfsView,
     Vendor,
@@ -46,42 +46,12 @@ pub fn read_sysfs(root: &Path) -> Result<SysfsView, SourceError> {
 /// The list of online CPUs or nodes in their directory.
 const ONLINE: &str = "online";
 
-/// A file's text, `None` when it does not exist.
-pub(super) fn read_optional(path: &Path) -> Result<Option<String>, SourceError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(SourceError::new(path.display().to_string(), e)),
-    }
-}
-
 /// A file's text parsed by `parse`, naming the file in the error.
 fn read_parsed<T>(
     path: &Path,
     parse: impl Fn(&str) -> Result<T, ParseError>,
 ) -> Result<T, SourceError> {
     parse(&read_text(path)?).map_err(at(path))
-}
-
-pub(super) fn at(path: &Path) -> impl Fn(ParseError) -> SourceError + '_ {
-    move |e| SourceError::new(path.display().to_string(), e.message)
-}
-
-/// Directory entries of `dir`, sorted by name.
-pub(super) fn entries(dir: &Path) -> Result<Vec<String>, SourceError> {
-    let origin = || dir.display().to_string();
-    let mut names = std::fs::read_dir(dir)
-        .map_err(|e| SourceError::new(origin(), e))?
-        .map(|entry| {
-            let entry = entry.map_err(|e| SourceError::new(origin(), e))?;
-            entry
-                .file_name()
-                .into_string()
-                .map_err(|name| SourceError::new(origin(), format!("non-UTF-8 entry {name:?}")))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    names.sort();
-    Ok(names)
 }
 
 fn read_gpus(devices: &Path) -> Result<Vec<PciGpu>, SourceError> {

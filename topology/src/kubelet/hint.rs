@@ -131,30 +131,6 @@ impl HintSet {
             .map(NumaMask::count)
             .min()
     }
-
-    /// The hints, `nil` entries first, then masks ascending (for reports and tests).
-    pub fn to_hints(&self) -> Vec<TopologyHint> {
-        let mut hints = Vec::new();
-        if self.any_preferred {
-            hints.push(TopologyHint::any(true));
-        }
-        if self.any_not_preferred {
-            hints.push(TopologyHint::any(false));
-        }
-        let mut masks: Vec<TopologyHint> = self
-            .preferred
-            .iter()
-            .map(|m| TopologyHint::new(m, true))
-            .chain(
-                self.not_preferred
-                    .iter()
-                    .map(|m| TopologyHint::new(m, false)),
-            )
-            .collect();
-        crate::sort::sort_by_key(&mut masks, |h| (h.mask.map(NumaMask::bits), !h.preferred));
-        hints.extend(masks);
-        hints
-    }
 }
 
 /// One resource's answer from a hint provider.

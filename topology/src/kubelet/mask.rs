@@ -73,11 +73,6 @@ impl NumaMask {
         self.0 == 0
     }
 
-    /// `BitMask.IsSet`.
-    pub fn is_set(self, node: usize) -> bool {
-        node < MAX_MACHINE_NUMA_NODES && self.0 & (1 << node) != 0
-    }
-
     pub fn with(self, node: usize) -> Self {
         NumaMask(self.0 | NumaMask::single(node).0)
     }
@@ -107,11 +102,6 @@ impl NumaMask {
         } else {
             self.count() < other.count()
         }
-    }
-
-    /// `BitMask.IsLessThan`: the smaller value.
-    pub const fn is_less_than(self, other: NumaMask) -> bool {
-        self.0 < other.0
     }
 
     /// The NUMA node ids in the mask, ascending (`BitMask.GetBits`).

@@ -266,9 +266,3 @@ pub struct Admission {
     /// After an admission: what is left on the node.
     pub remaining: Remaining,
 }
-
-impl Admission {
-    pub fn is_aligned(&self) -> bool {
-        matches!(self.verdict, Verdict::Admit { aligned: true })
-    }
-}
