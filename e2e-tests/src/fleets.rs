@@ -23,6 +23,7 @@ use gpu_topology::{
     CpuManagerPolicy, Fleet, FleetSummary, Interconnect, KubeletVersion, LabelKey, LabelPrefix,
     MemoryManagerPolicy, NodeTopology, TopologyManagerPolicy, TopologyManagerScope,
 };
+use gpu_topology_labeler::sinks::kubernetes::reported_kubelet_version;
 use gpu_topology_labeler::summarize::SummaryBuilder;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
@@ -890,11 +891,7 @@ pub fn summary_of(items: &[Value], prefix: &LabelPrefix, generated_at: u64) -> F
             .into_iter()
             .flatten()
             .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)));
-        let reported = item
-            .pointer("/status/nodeInfo/kubeletVersion")
-            .and_then(Value::as_str)
-            .and_then(KubeletVersion::parse_node_info);
-        builder.add_reported(name, labels, reported);
+        builder.add_reported(name, labels, reported_kubelet_version(item));
         let heartbeat = item
             .pointer("/metadata/annotations")
             .and_then(|annotations| annotations.get(prefix.heartbeat_key()))

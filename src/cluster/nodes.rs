@@ -88,7 +88,7 @@ pub struct ClusterView {
 }
 
 impl ClusterView {
-    fn add(&mut self, node: NodeRead) {
+    fn add(&mut self, node: NodeRead<'_>) {
         let NodeRead {
             mut topology,
             is_pinned,
@@ -265,15 +265,16 @@ struct ObjectSeed<'p> {
 type NodeResult = Result<NodeTopology, LabelError>;
 
 /// A Node as read: its topology, whether it is the pinned node, the
-/// kubelet version it reports, and its labeler heartbeat with its name.
-struct NodeRead {
+/// kubelet version it reports, and its labeler heartbeat with its name,
+/// borrowed from the list (copied only if kept among the oldest).
+struct NodeRead<'de> {
     topology: NodeResult,
     is_pinned: bool,
     reported_version: Option<KubeletVersion>,
-    heartbeat: Option<(u64, String)>,
+    heartbeat: Option<(u64, Cow<'de, str>)>,
 }
 
-impl Default for NodeRead {
+impl Default for NodeRead<'_> {
     fn default() -> Self {
         NodeRead {
             topology: Ok(NodeTopology::default()),
@@ -285,24 +286,24 @@ impl Default for NodeRead {
 }
 
 impl<'de> DeserializeSeed<'de> for ObjectSeed<'_> {
-    type Value = NodeRead;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<NodeRead, D::Error> {
+    type Value = NodeRead<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<NodeRead<'de>, D::Error> {
         deserializer.deserialize_option(self)
     }
 }
 
 impl<'de> Visitor<'de> for ObjectSeed<'_> {
-    type Value = NodeRead;
+    type Value = NodeRead<'de>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a Node object")
     }
-    fn visit_none<E>(self) -> Result<NodeRead, E> {
+    fn visit_none<E>(self) -> Result<NodeRead<'de>, E> {
         Ok(NodeRead::default())
     }
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<NodeRead, D::Error> {
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<NodeRead<'de>, D::Error> {
         deserializer.deserialize_map(self)
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NodeRead, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NodeRead<'de>, A::Error> {
         if let Level::Labels = self.level {
             let topology = read_labels(self.wanted.prefix, map)?;
             return Ok(NodeRead {
@@ -357,7 +358,7 @@ impl<'de> Visitor<'de> for ObjectSeed<'_> {
             node.heartbeat = read.heartbeat.or(node.heartbeat.take());
         }
         if let (Some(at), Some(name)) = (heartbeat, name) {
-            node.heartbeat = Some((at, name.into_owned()));
+            node.heartbeat = Some((at, name));
         }
         Ok(node)
     }

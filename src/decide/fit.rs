@@ -203,9 +203,21 @@ pub fn place(
     let applies = affinity_applies(config, input.pinned.is_some());
     let need = Need::for_pod(config);
     let mut warnings: Vec<String> = malformed_warning(view, prefix).into_iter().collect();
+    // Under `required`, stale facts are unknown: those nodes are left out
+    // by name, unless more are stale than the view names.
+    let stale = stale_facts(view, config);
+    let excluded: Vec<String> = match &stale {
+        Some(stale) if required && applies && stale.complete => {
+            stale.nodes.iter().map(|node| node.node.clone()).collect()
+        }
+        _ => Vec::new(),
+    };
     let requirement = || {
         if applies {
-            AffinityRequirement::with_view(verdicts, demand, topology, config.unlabeled_nodes)
+            AffinityRequirement {
+                excluded_nodes: excluded.clone(),
+                ..AffinityRequirement::with_view(verdicts, demand, topology, config.unlabeled_nodes)
+            }
         } else {
             AffinityRequirement::default()
         }
@@ -232,20 +244,9 @@ pub fn place(
         warnings.extend(shapeless_warning(verdicts, prefix));
         warnings.extend(shared_shape_warning(verdicts, prefix));
     }
-    let stale = stale_facts(view, config);
-    let excluded = match &stale {
-        Some(stale) if required && applies && stale.complete => {
-            stale.nodes.iter().map(|node| node.node.clone()).collect()
-        }
-        _ => Vec::new(),
-    };
     if let Some(stale) = &stale {
         warnings.push(stale_warning(stale, view, config, required && applies));
     }
-    let requirement = || AffinityRequirement {
-        excluded_nodes: excluded.clone(),
-        ..requirement()
-    };
     if required {
         if let (Some(pinned), true) = (input.pinned, view.from_node_list) {
             if let Err(message) = pinned_node_hosts(pinned, view, verdicts, demand, need, config) {

@@ -417,34 +417,25 @@ fn verdicts_through<'f>(
 /// admits the pod on some and refuses it on others: a selector on the shape
 /// cannot tell them apart, so neither is selected nor excluded. Shapes whose
 /// groups all get answers affinity treats alike ([`Answer::selects_like`])
-/// stay selectable. One pass, the first
-/// group of each shape looked up in a sorted map: O(groups log groups).
+/// stay selectable. Two passes over the groups, each shape's first group
+/// found by hash.
 fn mark_shared_shapes(verdicts: &mut [GroupVerdict]) {
-    let mut first_of_shape: std::collections::BTreeMap<ShapeId, usize> = Default::default();
-    let mut shared: Vec<ShapeId> = Vec::new();
+    // Each shape's first group, and whether a later one answers otherwise.
+    let mut shapes: FastMap<ShapeId, (usize, bool)> = FastMap::default();
     for (position, verdict) in verdicts.iter().enumerate() {
         let Some(shape) = verdict.shape() else {
             continue;
         };
-        match first_of_shape
-            .get(&shape)
-            .and_then(|first| verdicts.get(*first))
-        {
-            Some(first) if !first.answer.selects_like(&verdict.answer) => shared.push(shape),
-            Some(_) => {}
-            None => {
-                first_of_shape.insert(shape, position);
-            }
+        let (first, shared) = shapes.entry(shape).or_insert((position, false));
+        if let Some(first) = verdicts.get(*first) {
+            *shared |= !first.answer.selects_like(&verdict.answer);
         }
     }
-    if shared.is_empty() {
-        return;
-    }
-    gpu_topology::sort::sort(&mut shared);
     for verdict in verdicts.iter_mut() {
         verdict.shared_shape = verdict
             .shape()
-            .is_some_and(|shape| shared.binary_search(&shape).is_ok());
+            .and_then(|shape| shapes.get(&shape))
+            .is_some_and(|(_, shared)| *shared);
     }
 }
 

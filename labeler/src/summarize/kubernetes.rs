@@ -367,6 +367,8 @@ struct Listing<'a> {
     resource: &'a str,
     list_kind: &'a str,
     selector: Option<&'a str>,
+    /// Who serves the collection, for a 404.
+    served_by: &'static str,
 }
 
 impl<'a> Listing<'a> {
@@ -378,6 +380,7 @@ impl<'a> Listing<'a> {
             resource,
             list_kind,
             selector: None,
+            served_by: "Kubernetes 1.34 and later do",
         }
     }
 
@@ -391,15 +394,7 @@ impl<'a> Listing<'a> {
             resource: crate::sinks::nodefeature::PLURAL,
             list_kind: "NodeFeatureList",
             selector: Some(NODE_FEATURE_SELECTOR),
-        }
-    }
-
-    /// Who serves the collection, for a 404.
-    fn served_by(&self) -> &'static str {
-        if self.group == "resource.k8s.io" {
-            "Kubernetes 1.34 and later do"
-        } else {
-            "NFD's CRDs: the nodefeature sink is not in use"
+            served_by: "NFD's CRDs: the nodefeature sink is not in use",
         }
     }
 }
@@ -653,6 +648,7 @@ impl Summarizer {
             resource,
             list_kind,
             selector,
+            served_by,
         } = listing;
         let mut token: Option<String> = None;
         for _ in 0..MAX_PAGES {
@@ -689,8 +685,7 @@ impl Summarizer {
                     failed.error.refused_message()
                 ),
                 Some(NOT_FOUND) => format!(
-                    "the API server does not serve {group}/{version} {resource} ({}): {}",
-                    listing.served_by(),
+                    "the API server does not serve {group}/{version} {resource} ({served_by}): {}",
                     failed.error.refused_message()
                 ),
                 _ => format!(
