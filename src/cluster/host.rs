@@ -26,6 +26,11 @@ pub trait ClusterReader {
     /// is none.
     fn get_resource(&self, request: &GetResourceRequest) -> Result<Vec<u8>, String>;
 
+    /// Writes `message` to the policy's log as a warning: policy-server's
+    /// and kwctl's log, through the `tracing` host capability. Readers
+    /// without a log drop it.
+    fn log_warning(&self, _message: &str) {}
+
     /// The cluster view of one admission, when this reader keeps it already
     /// read: [`crate::cluster::read`] asks first. A reader that answers many
     /// requests from one unchanging cluster (the operator's tool explaining
@@ -54,6 +59,17 @@ impl KubewardenHost {
 }
 
 impl ClusterReader for KubewardenHost {
+    fn log_warning(&self, message: &str) {
+        // The event policy-server reads (the SDK's `KubewardenDrain`
+        // writes the same keys); a log that fails must not fail the
+        // evaluation.
+        let mut event = String::with_capacity(message.len() + 64);
+        event.push_str("{\"level\":\"warning\",\"message\":");
+        write_string(message, &mut event);
+        event.push_str(",\"file\":\"binding\",\"line\":0,\"column\":0}");
+        let _ = wapc_guest::host_call("kubewarden", "tracing", "log", event.as_bytes());
+    }
+
     fn list_all_resources(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
         Self::call("list_resources_all", &list_payload(request))
     }

@@ -2,6 +2,7 @@
 //! Kubewarden's host capabilities from the fleet summary ConfigMap or the
 //! Node list, as the settings' sources say.
 
+pub mod binding;
 pub mod dra;
 pub mod fleet_summary;
 pub mod host;

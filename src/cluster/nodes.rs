@@ -21,7 +21,9 @@ use gpu_topology::{
     parse_heartbeat, DistanceChunks, Fleet, KubeletVersion, LabelError, LabelKey, LabelPrefix,
     NodeTopology, OldestHeartbeats,
 };
-use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
+use kubewarden_policy_sdk::host_capabilities::kubernetes::{
+    GetResourceRequest, ListAllResourcesRequest,
+};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::borrow::Cow;
@@ -149,6 +151,52 @@ pub fn parse_node_list(
         .and_then(|view| deserializer.end().map(|()| view))
         .map_err(|error| format!("the Node list is not readable: {error}"))?;
     Ok(view)
+}
+
+/// The request for one Node by name, with the parts the fit reads
+/// ([`NODE_FIELD_MASKS`]).
+pub fn node_request(name: &str) -> GetResourceRequest {
+    GetResourceRequest {
+        api_version: NODE_API_VERSION.to_owned(),
+        kind: NODE_KIND.to_owned(),
+        name: name.to_owned(),
+        namespace: None,
+        disable_cache: false,
+        field_masks: Some(
+            NODE_FIELD_MASKS
+                .iter()
+                .map(|mask| (*mask).to_owned())
+                .collect(),
+        ),
+    }
+}
+
+/// One Node as `get_resource` answers it: its topology under `prefix`,
+/// with the kubelet version it reports taking the label's place, and
+/// whether it carries any label of ours (a node the labeler never ran on
+/// reads as an empty topology).
+pub fn parse_node(node: &[u8], prefix: &LabelPrefix) -> Result<NodeTopology, String> {
+    let mut deserializer = serde_json::Deserializer::from_slice(node);
+    let heartbeat_key = prefix.heartbeat_key();
+    let wanted = Wanted {
+        prefix,
+        pinned_node: None,
+        heartbeat_key: &heartbeat_key,
+    };
+    let read = ObjectSeed {
+        wanted,
+        level: Level::Node,
+    }
+    .deserialize(&mut deserializer)
+    .and_then(|read| deserializer.end().map(|()| read))
+    .map_err(|error| format!("the Node is not readable: {error}"))?;
+    let mut topology = read
+        .topology
+        .map_err(|error| format!("its labels do not parse: {error}"))?;
+    if let Some(version) = read.reported_version {
+        topology.take_reported_kubelet_version(version);
+    }
+    Ok(topology)
 }
 
 /// Object keys the reader looks for; every other key is skipped.

@@ -194,7 +194,7 @@ fn joined(list: &[u32]) -> String {
     parts.join("+")
 }
 
-fn plural(count: u64, word: &str) -> String {
+pub(crate) fn plural(count: u64, word: &str) -> String {
     format!("{count} {word}{}", if count == 1 { "" } else { "s" })
 }
 
@@ -335,13 +335,13 @@ fn unit_of(units: &[UnitReport], container: Option<usize>) -> Option<&UnitReport
 }
 
 /// `container "a"` or `the pod`, for a model container index.
-fn who(demand: &Demand, container: Option<usize>) -> String {
+pub(crate) fn who(demand: &Demand, container: Option<usize>) -> String {
     container
         .and_then(|i| demand.pod.containers.get(i))
         .map_or_else(|| "the pod".to_owned(), |c| c.container.to_string())
 }
 
-fn refused(
+pub(crate) fn refused(
     refusal: &Refusal,
     demand: &Demand,
     facts: &NodeFacts,
@@ -488,7 +488,7 @@ fn spans(unit: Option<&UnitReport>) -> Vec<Span> {
 }
 
 /// `the 8 GPUs`, `the 32 exclusive CPUs`, `the 600Gi of memory`
-fn request_words(resource: Resource, request: u64) -> String {
+pub(crate) fn request_words(resource: Resource, request: u64) -> String {
     match resource {
         Resource::Gpu => format!("the {}", plural(request, "GPU")),
         Resource::Cpu => format!("the {}", plural(request, "exclusive CPU")),
@@ -671,7 +671,7 @@ fn is_plural(resource: Resource, request: u64) -> bool {
 }
 
 /// The verb ending that agrees with [`request_words`]: `need` or `needs`.
-fn verb_s(resource: Resource, request: u64) -> &'static str {
+pub(crate) fn verb_s(resource: Resource, request: u64) -> &'static str {
     if is_plural(resource, request) {
         ""
     } else {
@@ -697,20 +697,20 @@ fn or_list(items: &[String]) -> String {
 }
 
 /// Per-NUMA figures of a node, for the fixes' arithmetic.
-struct NumaFigures {
-    gpus: Vec<u64>,
+pub(crate) struct NumaFigures {
+    pub(crate) gpus: Vec<u64>,
     /// CPUs, reserved ones included (the kubelet's capacity for hints).
-    cpus: Vec<u64>,
+    pub(crate) cpus: Vec<u64>,
     /// CPUs less reserved ones (what an allocation can take).
-    free_cpus: Vec<u64>,
+    pub(crate) free_cpus: Vec<u64>,
     /// Allocatable bytes of memory, hugepages-2Mi, hugepages-1Gi.
-    memory: [Vec<u64>; 3],
+    pub(crate) memory: [Vec<u64>; 3],
     /// Devices of each other device resource the node publishes.
-    devices: std::collections::BTreeMap<String, Vec<u64>>,
+    pub(crate) devices: std::collections::BTreeMap<String, Vec<u64>>,
 }
 
 impl NumaFigures {
-    fn of(facts: &NodeFacts) -> Self {
+    pub(crate) fn of(facts: &NodeFacts) -> Self {
         let numas = facts.numa_nodes.as_deref().unwrap_or_default();
         let list = |f: &dyn Fn(&gpu_topology::kubelet::NumaNodeFacts) -> u64| {
             numas.iter().map(f).collect::<Vec<u64>>()
@@ -822,7 +822,7 @@ impl NumaFigures {
 }
 
 /// Bytes as Kubernetes writes them, rounded down to MiB.
-fn bytes(value: u64) -> String {
+pub(crate) fn bytes(value: u64) -> String {
     Quantity::binary_units(value / MIB * MIB).canonical()
 }
 
@@ -938,6 +938,12 @@ pub fn unknown_words(unknown: &Unknown) -> String {
             "the static Memory Manager's answer depends on memory within the {} MiB the numa-memory-mib label rounds down",
             gpu_topology::NUMA_MEMORY_GRANULARITY_MIB
         ),
+        Unknown::Indeterminate(Indeterminate::BusyCores { numa }) => format!(
+            "other pods hold exclusive CPUs on NUMA node {numa} that are not whole cores"
+        ),
+        Unknown::Indeterminate(Indeterminate::MemoryGroups) => {
+            "it depends on which NUMA nodes other pods' pinned memory is grouped with".to_owned()
+        }
         Unknown::TooManyNumaNodes { numa_nodes } => {
             format!("{numa_nodes} NUMA nodes are more than the model follows")
         }

@@ -11,6 +11,7 @@
 //! same stages and keep the verdict only.
 
 pub mod affinity;
+pub mod binding;
 pub mod capacity;
 pub mod claim;
 pub mod demand;
@@ -156,12 +157,14 @@ pub(crate) fn decide_request(
     config: &Config,
     cluster: &dyn ClusterReader,
 ) -> Decided {
-    if !request.sub_resource.is_empty()
-        || config
-            .exempt_namespaces
-            .contains(request.namespace.as_ref())
+    if config
+        .exempt_namespaces
+        .contains(request.namespace.as_ref())
     {
         return Decision::accept().into();
+    }
+    if !request.sub_resource.is_empty() {
+        return decide_subresource(request, config, cluster).into();
     }
     let (group, kind) = (request.kind.group.as_ref(), request.kind.kind.as_ref());
     let operation = request.operation.as_ref();
@@ -196,6 +199,45 @@ pub(crate) fn decide_request(
         (Some(workload), CREATE | UPDATE) => workload::evaluate(request, workload, config, cluster),
         _ => Decision::accept().into(),
     }
+}
+
+/// A subresource request: the binding check for a `pods/binding` CREATE
+/// ([`binding`]); every other subresource is accepted untouched.
+fn decide_subresource(
+    request: &AdmissionRequest,
+    config: &Config,
+    cluster: &dyn ClusterReader,
+) -> Decision {
+    let is_binding = request.sub_resource == crate::request::binding::BINDING_SUBRESOURCE
+        && request.kind.kind == crate::request::binding::BINDING_KIND
+        && request.operation == CREATE;
+    if !is_binding {
+        return Decision::accept();
+    }
+    let binding = crate::request::binding::Binding::read(
+        request.object_text(),
+        request.name.clone(),
+        request.namespace.clone(),
+    );
+    let decision = match binding {
+        Ok(Some(binding)) => binding::evaluate(
+            &binding,
+            config,
+            cluster,
+            crate::cluster::fleet_summary::now(),
+        ),
+        Ok(None) => Decision::accept(),
+        // A Binding the API server accepted is never malformed; if one is,
+        // the kubelet is the judge, as without this policy.
+        Err(problem) => Decision {
+            warnings: vec![format!("the binding was not checked: {problem}")],
+            ..Decision::accept()
+        },
+    };
+    for warning in &decision.warnings {
+        cluster.log_warning(warning);
+    }
+    decision
 }
 
 /// A decision and, for a GPU pod or pod template, the record it was made

@@ -7,6 +7,7 @@
 //! the decision needs are read, strings are borrowed where they carry no
 //! escapes, and the object stays text until a decision needs more of it.
 
+pub mod binding;
 pub mod claim;
 pub mod json_scan;
 pub mod pod;

@@ -84,6 +84,21 @@ pub struct Settings {
     pub topology: TopologySettings,
     pub capacity: Option<CapacitySettings>,
     pub dra: DraSettings,
+    pub binding: BindingSettings,
+}
+
+/// The binding check (`pods/binding`): what it trusts of a node's
+/// NodeResourceTopology.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct BindingSettings {
+    /// A NodeResourceTopology whose content last changed longer ago than
+    /// this many seconds is not trusted: the binding is allowed with a
+    /// warning. 0 (the default): no limit, since NFD's topology-updater
+    /// writes the object only when its content changes, and a busy node
+    /// that runs the same pods for days is not stale
+    /// (docs/binding-check.md, "Stale occupancy").
+    pub topology_max_age_seconds: u64,
 }
 
 impl Default for Settings {
@@ -98,6 +113,7 @@ impl Default for Settings {
             topology: TopologySettings::default(),
             capacity: None,
             dra: DraSettings::default(),
+            binding: BindingSettings::default(),
         }
     }
 }
@@ -569,6 +585,9 @@ pub struct Config {
     /// Seconds after which a node's labeler heartbeat makes its facts stale
     /// (`capacity.staleFactsAfterSeconds`); `None`: never.
     pub stale_facts_after: Option<u64>,
+    /// Seconds after which the binding check does not trust a
+    /// NodeResourceTopology (`binding.topologyMaxAgeSeconds`); `None`: never.
+    pub topology_max_age: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -746,6 +765,8 @@ impl Settings {
                     Some(seconds) => Some(seconds),
                     None => Some(DEFAULT_STALE_AFTER_SECONDS),
                 },
+                topology_max_age: Some(self.binding.topology_max_age_seconds)
+                    .filter(|&seconds| seconds > 0),
             }),
             _ => Err(errors.join("; ")),
         }

@@ -22,6 +22,8 @@ pub mod heartbeat;
 pub mod kubelet;
 pub mod labels;
 pub mod names;
+#[cfg(feature = "nrt")]
+pub mod nrt;
 pub mod quantity;
 pub mod selector;
 pub mod sort;

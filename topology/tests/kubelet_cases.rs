@@ -527,6 +527,8 @@ fn memory_state(machine: &[NumaState]) -> MemoryState {
             })
             .collect(),
         reusable: Vec::new(),
+        groups_unknown: NumaMask::EMPTY,
+        placed_by_guess: false,
     }
 }
 

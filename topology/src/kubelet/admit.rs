@@ -17,8 +17,8 @@ use super::device::{
     GpuState,
 };
 use super::facts::{
-    numa_nodes, validate, ContainerDemand, DeviceName, Fact, HugePages, InputError,
-    MemoryManagerPolicy, NodeFacts, NumaNodeFacts, PodDemand, HUGE_PAGE_1GI_BYTES,
+    numa_nodes, validate, ContainerDemand, CountedUnit, DeviceName, Fact, HugePages, InputError,
+    MemoryManagerPolicy, NodeFacts, NumaNodeFacts, Occupancy, PodDemand, HUGE_PAGE_1GI_BYTES,
     HUGE_PAGE_2MI_BYTES, MIB,
 };
 use super::hint::{ProviderHints, TopologyHint};
@@ -71,14 +71,46 @@ type Step<T> = Result<T, Stop>;
 /// an empty one (see the module documentation for what that means on a busy
 /// node).
 pub fn admit(node: &NodeFacts, pod: &PodDemand) -> Result<Admission, InputError> {
-    let admission = admit_with(node, pod, NodeFit::Checked)?;
+    admit_given(node, pod, None)
+}
+
+/// What the kubelet would do with `pod` on `node` now, with `occupancy`
+/// held by the pods it already runs: the binding check's question.
+///
+/// The same model as [`admit`], each manager starting from its state less
+/// what other pods hold (`GpuState::occupy`, `CpuState::occupy`,
+/// `MemoryState::occupy`): the Device Manager's `allocatedDevices`, the
+/// CPU Manager's assignments (`GetAvailableCPUs` = default set less
+/// reserved), the Memory Manager's `MemoryTable.Free`. Hints are still sized
+/// on capacity (`minAffinitySize` counts every device and CPU, free or
+/// not; `calculateHints` counts allocatable memory), and tested on what is
+/// free, as in `generateDeviceTopologyHints`, `generateCPUTopologyHints`
+/// and `calculateHints`.
+///
+/// What the holdings do not say is answered unknown where it matters: the
+/// cores other pods' CPUs sit on ([`Indeterminate::BusyCores`]) and the
+/// groups other pods' memory was placed in ([`Indeterminate::MemoryGroups`]).
+pub fn admit_on_busy_node(
+    node: &NodeFacts,
+    pod: &PodDemand,
+    occupancy: &Occupancy,
+) -> Result<Admission, InputError> {
+    admit_given(node, pod, Some(occupancy))
+}
+
+fn admit_given(
+    node: &NodeFacts,
+    pod: &PodDemand,
+    occupancy: Option<&Occupancy>,
+) -> Result<Admission, InputError> {
+    let admission = admit_with(node, pod, NodeFit::Checked, occupancy)?;
     // The labels round each NUMA node's memory down: where the static
     // Memory Manager pins the pod, its answer at the top of that step must
     // be the same, else memory the labels do not show decides it.
     let Some(most) = with_most_memory(node, pod) else {
         return Ok(admission);
     };
-    let at_most = admit_with(&most, pod, NodeFit::Checked)?;
+    let at_most = admit_with(&most, pod, NodeFit::Checked, occupancy)?;
     // The figures of a refusal differ with the memory; the outcome is what
     // must not.
     let same = match (&admission.verdict, &at_most.verdict) {
@@ -128,7 +160,7 @@ fn with_most_memory(node: &NodeFacts, pod: &PodDemand) -> Option<NodeFacts> {
 /// `Allocate` checks them. For comparing the managers with a brute-force
 /// kubelet that has no scheduler (`tests/model_vs_brute.rs`).
 pub fn admit_by_the_managers(node: &NodeFacts, pod: &PodDemand) -> Result<Admission, InputError> {
-    admit_with(node, pod, NodeFit::GpusOnly)
+    admit_with(node, pod, NodeFit::GpusOnly, None)
 }
 
 /// Which node-size checks run.
@@ -138,12 +170,25 @@ enum NodeFit {
     GpusOnly,
 }
 
-fn admit_with(node: &NodeFacts, pod: &PodDemand, fit: NodeFit) -> Result<Admission, InputError> {
+fn admit_with(
+    node: &NodeFacts,
+    pod: &PodDemand,
+    fit: NodeFit,
+    occupancy: Option<&Occupancy>,
+) -> Result<Admission, InputError> {
     validate(node, pod)?;
+    if let (Some(held), Some(numas)) = (occupancy, node.numa_nodes.as_deref()) {
+        if held.numa_nodes.len() != numas.len() {
+            return Err(InputError::OccupancyNumaNodes {
+                listed: held.numa_nodes.len(),
+                numa_nodes: numas.len(),
+            });
+        }
+    }
     let mut units = Vec::new();
     let mut remaining = Remaining::default();
     let mut behind = None;
-    let verdict = match evaluate(node, pod, fit, &mut units, &mut remaining) {
+    let verdict = match evaluate(node, pod, fit, occupancy, &mut units, &mut remaining) {
         Ok(aligned) => Verdict::Admit { aligned },
         Err(Stop::Refuse(r)) => Verdict::Refuse(r),
         Err(Stop::Unknown(u)) => match refusal_whatever_is_unknown(node, pod) {
@@ -602,6 +647,7 @@ fn evaluate(
     node: &NodeFacts,
     pod: &PodDemand,
     fit: NodeFit,
+    occupancy: Option<&Occupancy>,
     units: &mut Vec<UnitReport>,
     remaining: &mut Remaining,
 ) -> Step<bool> {
@@ -616,10 +662,11 @@ fn evaluate(
     // The managers' answer stands, but an admission needs the node's size.
     // Unknown, it names the first fact missing in the kubelet's order: a
     // manager's policy before what that manager then reads.
-    let aligned = evaluate_managers(node, pod, units, remaining).map_err(|stop| match stop {
-        Stop::Unknown(later) => Stop::Unknown(pinning(node, pod).unknown().unwrap_or(later)),
-        other => other,
-    })?;
+    let aligned =
+        evaluate_managers(node, pod, occupancy, units, remaining).map_err(|stop| match stop {
+            Stop::Unknown(later) => Stop::Unknown(pinning(node, pod).unknown().unwrap_or(later)),
+            other => other,
+        })?;
     match size_unknown {
         Some(unknown) => Err(Stop::Unknown(unknown)),
         None => Ok(aligned),
@@ -688,6 +735,7 @@ fn pinning(node: &NodeFacts, pod: &PodDemand) -> Pinning {
 fn evaluate_managers(
     node: &NodeFacts,
     pod: &PodDemand,
+    occupancy: Option<&Occupancy>,
     units: &mut Vec<UnitReport>,
     remaining: &mut Remaining,
 ) -> Step<bool> {
@@ -696,10 +744,18 @@ fn evaluate_managers(
         None if device_rules_may_differ(node, pod) => {
             let mut new_units = Vec::new();
             let mut new_remaining = Remaining::default();
-            let old = evaluate_under(node, pod, DeviceHintRange::EveryNumaNode, units, remaining);
+            let old = evaluate_under(
+                node,
+                pod,
+                occupancy,
+                DeviceHintRange::EveryNumaNode,
+                units,
+                remaining,
+            );
             let new = evaluate_under(
                 node,
                 pod,
+                occupancy,
                 DeviceHintRange::DeviceNumaNodes,
                 &mut new_units,
                 &mut new_remaining,
@@ -719,7 +775,7 @@ fn evaluate_managers(
         // Where the rules cannot differ, either one.
         None => DeviceHintRange::EveryNumaNode,
     };
-    evaluate_under(node, pod, range, units, remaining)
+    evaluate_under(node, pod, occupancy, range, units, remaining)
 }
 
 /// Whether the device-hint rules of kubelets before and from 1.36 can lead
@@ -784,6 +840,7 @@ fn same_step(a: &Step<bool>, b: &Step<bool>) -> bool {
 fn evaluate_under(
     node: &NodeFacts,
     pod: &PodDemand,
+    occupancy: Option<&Occupancy>,
     range: DeviceHintRange,
     units: &mut Vec<UnitReport>,
     remaining: &mut Remaining,
@@ -874,6 +931,21 @@ fn evaluate_under(
         Some(true) => MemoryState::new(numas)?,
         _ => Err(Unknown::Missing(Fact::MemoryManagerPolicy)),
     };
+    let (mut gpu, mut devices, mut cpu, mut memory) = (gpu, devices, cpu, memory);
+    if let Some(held) = occupancy {
+        let machine_id = |numa: usize| projection.as_ref().map_or(numa, |p| p.machine_id(numa));
+        occupy(
+            held,
+            numas.len(),
+            machine_id,
+            Holders {
+                gpu: gpu.as_mut(),
+                devices: &mut devices,
+                cpu: cpu.as_mut().ok(),
+                memory: memory.as_mut().ok(),
+            },
+        )?;
+    }
     let distances: Option<Vec<Vec<u32>>> = numas.iter().map(|n| n.distances.clone()).collect();
     let first_without_distances = numas
         .iter()
@@ -914,6 +986,18 @@ fn evaluate_under(
             TopologyManagerScope::Container => admitter.admit_containers(units),
         }
     };
+    // A placement on memory whose groups are unknown decides nothing after
+    // it: what follows may differ ([`MemoryState::occupy`]).
+    let placed_by_guess = admitter
+        .memory
+        .as_ref()
+        .is_ok_and(|state| state.placed_by_guess);
+    let aligned = match aligned {
+        Ok(_) | Err(Stop::Refuse(_)) if placed_by_guess => Err(Stop::Unknown(
+            Unknown::Indeterminate(Indeterminate::MemoryGroups),
+        )),
+        other => other,
+    };
     if let Some(p) = &projection {
         for unit in units.iter_mut().skip(first_unit) {
             p.unit_to_machine(unit);
@@ -931,6 +1015,65 @@ fn evaluate_under(
         p.remaining_to_machine(remaining);
     }
     Ok(aligned)
+}
+
+/// The managers' states a busy node's holdings are taken from.
+struct Holders<'s> {
+    gpu: Option<&'s mut GpuState>,
+    devices: &'s mut [DeviceProvider],
+    cpu: Option<&'s mut CpuState>,
+    memory: Option<&'s mut MemoryState>,
+}
+
+/// Takes what other pods hold from each manager's state. `numas` NUMA
+/// nodes, `machine_id` naming each in the occupancy (which lists the
+/// machine's, also where the model works on a projection). Managers that do
+/// not act on the pod are left as they are.
+fn occupy(
+    held: &Occupancy,
+    numas: usize,
+    machine_id: impl Fn(usize) -> usize,
+    states: Holders<'_>,
+) -> Step<()> {
+    let Holders {
+        mut gpu,
+        devices,
+        mut cpu,
+        mut memory,
+    } = states;
+    for numa in 0..numas {
+        let id = machine_id(numa);
+        let Some(on) = held.numa(id) else { continue };
+        let exceeds = |unit| Stop::Input(InputError::OccupancyExceeds { numa: id, unit });
+        if let Some(state) = gpu.as_deref_mut() {
+            if !state.occupy(numa, on.gpus) {
+                return Err(exceeds(CountedUnit::Gpus));
+            }
+        }
+        for provider in devices.iter_mut() {
+            let (Ok(state), Some(&count)) = (
+                provider.state.as_mut(),
+                on.devices.get(provider.name.as_str()),
+            ) else {
+                continue;
+            };
+            if !state.occupy(numa, count) {
+                let unit = CountedUnit::Devices(provider.name.as_str().to_owned());
+                return Err(exceeds(unit));
+            }
+        }
+        if let Some(state) = cpu.as_deref_mut() {
+            if !state.occupy(numa, on.cpus) {
+                return Err(exceeds(CountedUnit::Cpus));
+            }
+        }
+        if let Some(state) = memory.as_deref_mut() {
+            state
+                .occupy(numa, &on.memory)
+                .map_err(|i| exceeds(CountedUnit::Memory(i)))?;
+        }
+    }
+    Ok(())
 }
 
 /// The rules that turn a pod's containers into alignment units' demands.

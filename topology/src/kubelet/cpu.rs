@@ -596,6 +596,43 @@ impl CpuState {
         })
     }
 
+    /// Marks `held` CPUs of NUMA node `numa` exclusively assigned to other
+    /// pods; `false` when the node has fewer free.
+    ///
+    /// Which cores they are on is not published. Under `full-pcpus-only`
+    /// every exclusive allocation the kubelet made is whole cores
+    /// (`Allocate` refuses other sizes, and `takeByTopology` takes whole
+    /// free cores first, which suffice for a request within the free
+    /// physical CPUs), so `held` whole cores go when it divides; otherwise
+    /// only the counts are right and the cores are marked unknown, which
+    /// only questions about cores (an SMT-aligned split, a split across
+    /// NUMA nodes by cores) then answer.
+    pub fn occupy(&mut self, numa: usize, held: u32) -> bool {
+        let t = self.threads;
+        let whole_only = self.options.full_pcpus_only;
+        let Some(node) = self.numas.get_mut(numa) else {
+            return held == 0;
+        };
+        if held == 0 {
+            return true;
+        }
+        if held > node.free {
+            return false;
+        }
+        let by_cores = t == 1
+            || (whole_only
+                && held.is_multiple_of(t)
+                && node.whole_cores(t).is_ok_and(|whole| whole >= held / t));
+        if by_cores {
+            node.take_whole_cores(held / t, t, false);
+        } else {
+            node.take_counts(held);
+            node.cores = Err(Unknown::Indeterminate(Indeterminate::BusyCores { numa }));
+        }
+        node.finish(false);
+        true
+    }
+
     /// Free CPUs per NUMA node (shared pool less reserved), when known.
     pub fn free_per_numa(&self) -> Option<Vec<u32>> {
         self.split.ok()?;

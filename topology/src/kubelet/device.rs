@@ -54,6 +54,18 @@ impl GpuState {
         }
     }
 
+    /// Marks `held` devices of NUMA node `numa` allocated to other pods;
+    /// `false` when the node has fewer.
+    pub fn occupy(&mut self, numa: usize, held: u32) -> bool {
+        match (self.total.get(numa), self.free.get_mut(numa)) {
+            (Some(&total), Some(free)) if held <= total => {
+                *free = total - held;
+                true
+            }
+            _ => held == 0,
+        }
+    }
+
     pub fn total_gpus(&self) -> u64 {
         self.total.iter().map(|&g| u64::from(g)).sum()
     }

@@ -114,6 +114,38 @@ pub struct NodeFacts {
     pub memory_rounding_mib: u64,
 }
 
+/// What other pods already hold on a busy node, per NUMA node in id order
+/// (every NUMA node of the machine): the kubelet's exclusive assignments,
+/// as NodeResourceTopology reports them (`allocatable - available`). The
+/// capacities stay the node's facts: the managers size their hints on
+/// capacity (`minAffinitySize`) and test availability against what is free.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Occupancy {
+    pub numa_nodes: Vec<NumaOccupancy>,
+}
+
+/// What is held on one NUMA node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NumaOccupancy {
+    /// GPUs allocated by the Device Manager.
+    pub gpus: u32,
+    /// Exclusive CPUs assigned by the static CPU Manager (shared-pool
+    /// CPUs are never counted: they are not assigned).
+    pub cpus: u32,
+    /// Bytes of memory, hugepages-2Mi and hugepages-1Gi the static Memory
+    /// Manager assigned.
+    pub memory: [u64; 3],
+    /// Devices of other device-plugin resources allocated, by resource.
+    pub devices: BTreeMap<String, u32>,
+}
+
+impl Occupancy {
+    /// The holdings of NUMA node `numa` (none past the list).
+    pub fn numa(&self, numa: usize) -> Option<&NumaOccupancy> {
+        self.numa_nodes.get(numa)
+    }
+}
+
 /// Where a container runs in the kubelet's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum ContainerKind {
@@ -357,6 +389,17 @@ pub enum InputError {
     },
     /// Summing the pod's requests overflows.
     RequestOverflow,
+    /// A busy node's holdings list another number of NUMA nodes than the
+    /// node has.
+    OccupancyNumaNodes {
+        listed: usize,
+        numa_nodes: usize,
+    },
+    /// More held on a NUMA node than it has to give.
+    OccupancyExceeds {
+        numa: usize,
+        unit: CountedUnit,
+    },
 }
 
 impl fmt::Display for InputError {
@@ -401,6 +444,13 @@ impl fmt::Display for InputError {
                 )
             }
             InputError::RequestOverflow => f.write_str("the pod's requests overflow"),
+            InputError::OccupancyNumaNodes { listed, numa_nodes } => write!(
+                f,
+                "the occupancy lists {listed} NUMA nodes where the node has {numa_nodes}"
+            ),
+            InputError::OccupancyExceeds { numa, unit } => {
+                write!(f, "NUMA node {numa} holds more {unit} than it has")
+            }
         }
     }
 }
@@ -412,6 +462,8 @@ impl std::error::Error for InputError {}
 pub enum CountedUnit {
     Cpus,
     Gpus,
+    /// Memory, hugepages-2Mi or hugepages-1Gi (by the Memory Manager's index).
+    Memory(usize),
     /// Devices of a device-plugin resource ([`NodeFacts::devices`]).
     Devices(String),
 }
@@ -421,6 +473,9 @@ impl fmt::Display for CountedUnit {
         match self {
             CountedUnit::Cpus => f.write_str("CPUs"),
             CountedUnit::Gpus => f.write_str("GPUs"),
+            CountedUnit::Memory(0) => f.write_str("memory"),
+            CountedUnit::Memory(1) => f.write_str("2Mi huge pages"),
+            CountedUnit::Memory(_) => f.write_str("1Gi huge pages"),
             CountedUnit::Devices(resource) => write!(f, "{resource} devices"),
         }
     }

@@ -57,6 +57,11 @@ pub struct MemoryState {
     pub numas: Vec<NumaMemory>,
     /// `initContainersReusableMemory` of the pod, per mask.
     pub reusable: Vec<(NumaMask, MemoryAmounts)>,
+    /// NUMA nodes other pods' memory uses, their groups unknown
+    /// ([`MemoryState::occupy`]).
+    pub groups_unknown: NumaMask,
+    /// The pod's memory was placed on one of `groups_unknown`.
+    pub placed_by_guess: bool,
 }
 
 /// The requests of one container (`getRequestedResources`).
@@ -140,7 +145,37 @@ impl MemoryState {
         Ok(Ok(MemoryState {
             numas: out,
             reusable: Vec::new(),
+            groups_unknown: NumaMask::EMPTY,
+            placed_by_guess: false,
         }))
+    }
+
+    /// Marks `held` bytes per resource of NUMA node `numa` assigned to other
+    /// pods; `Err` with the resource's index when the node has less.
+    ///
+    /// Which NUMA nodes each of those assignments was grouped with
+    /// (`NUMANodeState.Cells`) is not published. `calculateHints` lets a
+    /// used node serve only masks equal to its group, and `Allocate`
+    /// refuses a mask that mixes groups (`isAffinityViolatingNUMAAllocations`):
+    /// both only take options away. The node is therefore kept ungrouped
+    /// (`NumberOfAssignments` 0), which offers every mask its free memory
+    /// fits: a refusal in that reading stands whatever the groups are, and
+    /// a placement on a used node is marked ([`MemoryState::placed_by_guess`])
+    /// for the caller to answer unknown.
+    pub fn occupy(&mut self, numa: usize, held: &MemoryAmounts) -> Result<(), usize> {
+        let Some(node) = self.numas.get_mut(numa) else {
+            return match held.iter().position(|&h| h > 0) {
+                Some(i) => Err(i),
+                None => Ok(()),
+            };
+        };
+        for (i, (table, &held)) in node.tables.iter_mut().zip(held).enumerate() {
+            table.free = table.allocatable.checked_sub(held).ok_or(i)?;
+        }
+        if held.iter().any(|&h| h > 0) {
+            self.groups_unknown = self.groups_unknown.with(numa);
+        }
+        Ok(())
     }
 
     /// Free bytes per NUMA node and resource.
@@ -351,6 +386,9 @@ impl MemoryState {
         }
         if self.violates(mask) {
             return Err(AllocationFailure::MemoryViolatesNumaAllocation);
+        }
+        if !mask.and(self.groups_unknown).is_empty() {
+            self.placed_by_guess = true;
         }
         let reusable = self.reusable_for(mask);
         for i in (0..3).filter(|&i| request[i] > 0) {

@@ -187,12 +187,14 @@ pub mod merge;
 pub mod outcome;
 pub mod work;
 
-pub use admit::{admit, admit_by_the_managers, DEFAULT_MAX_ALLOWABLE_NUMA_NODES};
+pub use admit::{
+    admit, admit_by_the_managers, admit_on_busy_node, DEFAULT_MAX_ALLOWABLE_NUMA_NODES,
+};
 pub use device::DeviceHintRange;
 pub use facts::{
     ContainerDemand, ContainerKind, CountedUnit, CpuManagerConfig, DeviceName, Fact, HugePages,
-    InputError, KubeletVersion, MemoryManagerPolicy, NodeFacts, NumaNodeFacts, PodDemand,
-    TopologyManagerConfig,
+    InputError, KubeletVersion, MemoryManagerPolicy, NodeFacts, NumaNodeFacts, NumaOccupancy,
+    Occupancy, PodDemand, TopologyManagerConfig,
 };
 pub use from_topology::facts_from_topology;
 pub use hint::{HintSet, ProviderHints, ResourceHints, TopologyHint};

@@ -189,6 +189,15 @@ pub enum Indeterminate {
     /// labels round each NUMA node's memory down by
     /// ([`super::NodeFacts::memory_rounding_mib`]).
     MemoryRounding,
+    /// On a busy node under `full-pcpus-only`: other pods hold a number of
+    /// exclusive CPUs on this NUMA node that is not whole cores, so which
+    /// threads are free for an SMT-aligned allocation is not known.
+    BusyCores { numa: usize },
+    /// On a busy node: the static Memory Manager placed the pod's memory
+    /// on NUMA nodes other pods' memory already uses. Which NUMA nodes
+    /// their memory was grouped with (`Cells`) is not published, and it
+    /// decides whether the kubelet accepts that placement.
+    MemoryGroups,
 }
 
 /// Machines the model does not reproduce.
