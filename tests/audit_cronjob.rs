@@ -94,6 +94,7 @@ fn the_cluster_role_grants_exactly_the_reads_of_live_audit() {
         ("", "nodes", "list"),
         ("", "pods", "list"),
         ("nfd.k8s-sigs.io", "nodefeatures", "list"),
+        ("topology.node.k8s.io", "noderesourcetopologies", "get"),
     ]
     .into_iter()
     .map(|(g, r, v)| (g.to_owned(), r.to_owned(), v.to_owned()))
@@ -103,12 +104,23 @@ fn the_cluster_role_grants_exactly_the_reads_of_live_audit() {
     // of these (a read the docs add must be added here too); the rest are
     // the writes of `kubectl apply` of reports, which this CronJob does not.
     let documented = grants(&documented_cluster_role());
-    let documented_lists: BTreeSet<_> = documented
-        .iter()
-        .filter(|(_, _, verb)| verb == "list")
-        .cloned()
-        .collect();
-    assert_eq!(documented_lists, expected, "docs/cli.md's ClusterRole");
+    let with_verb = |grants: &BTreeSet<(String, String, String)>, wanted: &str| -> BTreeSet<_> {
+        grants
+            .iter()
+            .filter(|(_, _, verb)| verb == wanted)
+            .cloned()
+            .collect()
+    };
+    assert_eq!(
+        with_verb(&documented, "list"),
+        with_verb(&expected, "list"),
+        "docs/cli.md's ClusterRole"
+    );
+    // Its `get`s serve explain too (Nodes, the summary): the audit's are among them.
+    assert!(
+        with_verb(&expected, "get").is_subset(&with_verb(&documented, "get")),
+        "docs/cli.md's ClusterRole lacks a get of live audit"
+    );
     assert!(
         !docs
             .iter()

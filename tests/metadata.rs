@@ -3,11 +3,14 @@
 //! (rules, host capabilities, resources), artifacthub-pkg.yml (derived from
 //! the metadata the way `kwctl scaffold artifacthub` derives it),
 //! questions-ui.yml (every settings key of the Settings reference, docs/settings.md)
-//! and the deployment example.
+//! and the deployment examples: the main policy's, and the binding check's
+//! second policy of the same module.
 
+use gpu_topology::nrt;
+use gpu_topology_policy::cluster::binding::{pod_request, topology_request};
 use gpu_topology_policy::cluster::dra::{device_class_request, resource_slice_request};
 use gpu_topology_policy::cluster::fleet_summary::summary_request;
-use gpu_topology_policy::cluster::nodes::node_list_request;
+use gpu_topology_policy::cluster::nodes::{node_list_request, node_request};
 use gpu_topology_policy::decide::claim::pod::{claim_request, PodClaim};
 use gpu_topology_policy::decide::workload::WORKLOADS;
 use gpu_topology_policy::request::claim::{CLAIM_KINDS, RESOURCE_API_VERSION, RESOURCE_GROUP};
@@ -221,9 +224,55 @@ fn versions_agree_with_the_crate() {
     assert_eq!(metadata["executionMode"].as_str(), Some("kubewarden-wapc"));
 }
 
+/// The second ClusterAdmissionPolicy of the module: the binding check,
+/// with its own failure policy and scope (docs/binding-check.md).
+const BINDING_POLICY: &str = "examples/binding-check.yaml";
+
+/// Whether a rule of the metadata is the binding check's.
+fn is_binding_rule(rule: &Value) -> bool {
+    rule["resources"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .any(|resource| resource.as_str() == Some("pods/binding"))
+}
+
+/// Whether a context-aware resource is read by the binding check alone.
+fn is_binding_only_resource(resource: &Value) -> bool {
+    (text(resource, "apiVersion"), text(resource, "kind")) == (nrt::API_VERSION, nrt::KIND)
+}
+
+/// The metadata's sequence under `key`, less (or only, with `keep`) the
+/// entries `binding` picks.
+fn metadata_part(key: &str, binding: fn(&Value) -> bool, keep: bool) -> Value {
+    let metadata = load("policy-metadata.yml");
+    Value::Sequence(
+        metadata[key]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .filter(|entry| binding(entry) == keep)
+            .cloned()
+            .collect(),
+    )
+}
+
+/// The module every example policy runs: the release's.
+fn released_module() -> String {
+    let metadata = load("policy-metadata.yml");
+    format!(
+        "registry://{}:v{}",
+        metadata["annotations"]["io.kubewarden.policy.ociUrl"]
+            .as_str()
+            .unwrap(),
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
 /// The deployment examples, the quick start's and the one with every
-/// setting, run the released module with the metadata's rules and grant
-/// the resources it reads.
+/// setting, run the released module with the metadata's rules but the
+/// binding rule (the second policy's, below) and grant the resources it
+/// reads but the binding check's NodeResourceTopology.
 #[rstest]
 #[case::quick_start("examples/gpu-topology.yaml")]
 #[case::every_setting("examples/policy.yaml")]
@@ -231,18 +280,19 @@ fn cluster_admission_policy_examples_match_the_metadata(#[case] file: &str) {
     let metadata = load("policy-metadata.yml");
     let policy = load(file);
     let annotations = &metadata["annotations"];
-    let module = format!(
-        "registry://{}:v{}",
-        annotations["io.kubewarden.policy.ociUrl"].as_str().unwrap(),
-        env!("CARGO_PKG_VERSION")
-    );
     assert_eq!(policy["kind"].as_str(), Some("ClusterAdmissionPolicy"));
-    assert_eq!(policy["spec"]["module"].as_str(), Some(module.as_str()));
-    assert_eq!(policy["spec"]["rules"], metadata["rules"]);
+    assert_eq!(
+        policy["spec"]["module"].as_str(),
+        Some(released_module().as_str())
+    );
+    assert_eq!(
+        policy["spec"]["rules"],
+        metadata_part("rules", is_binding_rule, false)
+    );
     assert_eq!(policy["spec"]["mutating"], metadata["mutating"]);
     assert_eq!(
         policy["spec"]["contextAwareResources"],
-        metadata["contextAwareResources"]
+        metadata_part("contextAwareResources", is_binding_only_resource, false)
     );
     // The Artifact Hub annotations, where the example carries them.
     if !policy["metadata"]["annotations"].is_null() {
@@ -256,6 +306,70 @@ fn cluster_admission_policy_examples_match_the_metadata(#[case] file: &str) {
             );
         }
     }
+}
+
+/// The binding check's policy (examples/binding-check.yaml): the same
+/// module, only the metadata's binding rule, never mutating, its outage
+/// never blocking a binding, scoped by namespace (a Binding has no labels
+/// for an objectSelector), granted exactly the three kinds it gets, and
+/// reading the quick start's settings.
+#[test]
+fn the_binding_check_example_is_the_metadatas_binding_rule_alone() {
+    let policy = load(BINDING_POLICY);
+    let spec = &policy["spec"];
+    assert_eq!(policy["kind"].as_str(), Some("ClusterAdmissionPolicy"));
+    assert_eq!(spec["module"].as_str(), Some(released_module().as_str()));
+    let rules = metadata_part("rules", is_binding_rule, true);
+    assert_eq!(rules.as_sequence().unwrap().len(), 1, "{rules:?}");
+    assert_eq!(spec["rules"], rules);
+    assert_eq!(spec["mutating"].as_bool(), Some(false));
+    assert_eq!(spec["backgroundAudit"].as_bool(), Some(false));
+    assert_eq!(spec["failurePolicy"].as_str(), Some("Ignore"));
+    let timeout = spec["timeoutSeconds"].as_u64().expect("timeoutSeconds");
+    assert!((1..=5).contains(&timeout), "timeoutSeconds {timeout}");
+    assert!(
+        spec["objectSelector"].is_null(),
+        "a Binding carries no labels"
+    );
+    assert!(
+        !spec["namespaceSelector"].is_null(),
+        "scoped to the namespaces the operator labels"
+    );
+    // Exactly what the check gets, each granted once.
+    let granted: BTreeSet<(String, String)> = spec["contextAwareResources"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|r| (text(r, "apiVersion").to_owned(), text(r, "kind").to_owned()))
+        .collect();
+    let read: BTreeSet<(String, String)> = [
+        pod_request("ns", "pod"),
+        node_request("node"),
+        topology_request("node"),
+    ]
+    .into_iter()
+    .map(|request| (request.api_version, request.kind))
+    .collect();
+    assert_eq!(granted, read);
+    assert_eq!(
+        spec["contextAwareResources"].as_sequence().unwrap().len(),
+        read.len()
+    );
+    // Every kind it is granted is declared in the metadata.
+    let declared = load("policy-metadata.yml")["contextAwareResources"].clone();
+    for resource in spec["contextAwareResources"].as_sequence().unwrap() {
+        assert!(
+            declared.as_sequence().unwrap().contains(resource),
+            "{resource:?} is not in the metadata's contextAwareResources"
+        );
+    }
+    // The quick start's settings, read the same way.
+    let config = |file: &str| {
+        settings_from_value(serde_json::to_value(&load(file)["spec"]["settings"]).unwrap())
+            .and_then(|settings| settings.config())
+            .unwrap_or_else(|e| panic!("{file}: {e}"))
+    };
+    assert_eq!(config(BINDING_POLICY), config("examples/gpu-topology.yaml"));
 }
 
 /// The dotted keys of a settings mapping, depth first (`qos`, `qos.mode`).
@@ -310,8 +424,9 @@ fn the_every_setting_example_has_every_key_at_its_default() {
     assert_eq!(config, defaults);
 }
 
-/// The rules send the policy exactly what it evaluates: Pod CREATE, and
-/// CREATE/UPDATE of every workload kind it validates.
+/// The rules send the policy exactly what it evaluates: Pod CREATE, the
+/// binding of a pod (pods/binding CREATE), and CREATE/UPDATE of every
+/// workload kind it validates.
 #[test]
 fn rules_cover_every_validated_workload() {
     let metadata = load("policy-metadata.yml");
@@ -332,6 +447,7 @@ fn rules_cover_every_validated_workload() {
         })
     };
     assert!(covers("", "pods", &["CREATE"]));
+    assert!(covers("", "pods/binding", &["CREATE"]));
     for claim in CLAIM_KINDS {
         assert!(
             covers(RESOURCE_GROUP, claim.resource, &["CREATE"]),
@@ -352,14 +468,15 @@ fn rules_cover_every_validated_workload() {
         .sum();
     assert_eq!(
         resources,
-        WORKLOADS.len() + CLAIM_KINDS.len() + 1,
+        WORKLOADS.len() + CLAIM_KINDS.len() + 2,
         "a rule lists a kind the policy ignores"
     );
 }
 
-/// Node and summary access, and the DRA objects a claim's check and a DRA
-/// pod's read, are declared where Kubewarden and Artifact Hub read them,
-/// and are what the policy lists and gets.
+/// Node and summary access, the DRA objects a claim's check and a DRA
+/// pod's read, and the binding check's Pod and NodeResourceTopology, are
+/// declared where Kubewarden and Artifact Hub read them, and are what the
+/// policy lists and gets.
 #[test]
 fn context_aware_resources_declare_node_and_summary_access() {
     let metadata = load("policy-metadata.yml");
@@ -370,7 +487,8 @@ fn context_aware_resources_declare_node_and_summary_access() {
           {apiVersion: resource.k8s.io/v1, kind: ResourceSlice},
           {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate},
           {apiVersion: resource.k8s.io/v1, kind: ResourceClaim},
-          {apiVersion: v1, kind: Pod}]",
+          {apiVersion: v1, kind: Pod},
+          {apiVersion: topology.node.k8s.io/v1alpha2, kind: NodeResourceTopology}]",
     );
     assert_eq!(metadata["contextAwareResources"], expected);
     let annotated = yaml(text(
@@ -405,6 +523,16 @@ fn context_aware_resources_declare_node_and_summary_access() {
             (RESOURCE_API_VERSION, claim.kind)
         );
     }
+    let request = pod_request("ml", "train-0");
+    assert_eq!(
+        (request.api_version.as_str(), request.kind.as_str()),
+        ("v1", "Pod")
+    );
+    let request = topology_request("gpu-7");
+    assert_eq!(
+        (request.api_version.as_str(), request.kind.as_str()),
+        ("topology.node.k8s.io/v1alpha2", "NodeResourceTopology")
+    );
 }
 
 /// The operations of the host's `kubernetes` namespace (policy-evaluator
@@ -432,12 +560,15 @@ fn rust_sources(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 /// What the policy's sources call: every `host_call` must go to the
-/// `kubewarden` binding's `kubernetes` namespace, and the operations are the
-/// `kubernetes` operation names written as string literals in those files
-/// (as kwctl detects them in the module's data: the name as a string).
+/// `kubewarden` binding's `kubernetes` namespace, or be the log line of the
+/// binding check (`tracing/log`, which no host gates and the metadata's
+/// comment says is not declared), and the operations are the `kubernetes`
+/// operation names written as string literals in those files (as kwctl
+/// detects them in the module's data: the name as a string).
 fn capabilities_called_by_the_sources() -> BTreeSet<String> {
     const HOST_CALL: &str = "host_call(";
     const KUBERNETES_HOST_CALL: &str = r#"host_call("kubewarden", "kubernetes","#;
+    const LOG_HOST_CALL: &str = r#"host_call("kubewarden", "tracing", "log","#;
     let mut called = BTreeSet::new();
     for path in rust_sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src")) {
         if path.extension().is_none_or(|e| e != "rs") {
@@ -449,9 +580,9 @@ fn capabilities_called_by_the_sources() -> BTreeSet<String> {
             continue;
         }
         assert_eq!(
-            source.matches(KUBERNETES_HOST_CALL).count(),
+            source.matches(KUBERNETES_HOST_CALL).count() + source.matches(LOG_HOST_CALL).count(),
             calls,
-            "{}: a host_call outside kubewarden/kubernetes; declare it in hostCapabilities and teach this test",
+            "{}: a host_call outside kubewarden/kubernetes and tracing/log; declare it in hostCapabilities and teach this test",
             path.display()
         );
         for operation in KUBERNETES_OPERATIONS {

@@ -18,7 +18,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// The decision for each object: message, warnings, change and the verdict of every node shape.
-    Explain(ExplainArgs),
+    Explain(ExplainCommand),
     /// The decision for each object before and after changed kubelet or policy settings.
     WhatIf(WhatIfArgs),
     /// Running GPU pods against their nodes' current facts.
@@ -87,6 +87,28 @@ pub struct ExplainArgs {
     pub verbose: bool,
 }
 
+/// `explain`'s arguments: those `what-if` shares, and the binding check.
+#[derive(Debug, Args)]
+pub struct ExplainCommand {
+    #[command(flatten)]
+    pub explain: ExplainArgs,
+    #[command(flatten)]
+    pub binding: BindingArgs,
+}
+
+/// The binding check of `explain --node`.
+#[derive(Debug, Args, Default)]
+pub struct BindingArgs {
+    /// Also check each Pod's binding to this node, as the policy's binding check
+    /// would: on the node's NUMA occupancy now (its NodeResourceTopology).
+    #[arg(long, value_name = "NAME")]
+    pub node: Option<String>,
+    /// NodeResourceTopology objects (`kubectl get noderesourcetopologies -o yaml`)
+    /// to read the node's occupancy from, instead of the cluster; needs --node.
+    #[arg(long, value_name = "FILE", requires = "node")]
+    pub topology: Option<PathBuf>,
+}
+
 #[derive(Debug, Args)]
 pub struct WhatIfArgs {
     #[command(flatten)]
@@ -123,6 +145,11 @@ pub struct AuditArgs {
     /// OpenReports first; from files, openreports).
     #[arg(long, value_enum, value_name = "API")]
     pub report_api: Option<ReportApi>,
+    /// NodeResourceTopology objects (`kubectl get noderesourcetopologies -o yaml`) for
+    /// the binding check of pods that failed at the kubelet (default: live; from
+    /// files alone, not checked).
+    #[arg(long, value_name = "FILE")]
+    pub topology: Option<PathBuf>,
 }
 
 #[cfg(test)]

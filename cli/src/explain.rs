@@ -6,6 +6,7 @@
 //! warnings and the JSON patch (`json_patch::diff` of the object and the
 //! mutated object, as policy-evaluator computes it).
 
+use crate::binding::BindingView;
 use crate::input::Source;
 use crate::render::diff::{describe, Change};
 use crate::render::shapes::{NodeNames, RecordView};
@@ -98,6 +99,9 @@ pub struct Explanation {
     /// The policy's own record behind [`Self::record`] (what-if compares
     /// two of them shape by shape).
     pub pod: Option<PodRecord>,
+    /// `explain --node`: the binding check of the pod as it would be
+    /// stored, bound to that node.
+    pub binding: Option<BindingView>,
 }
 
 /// Explains the CREATE of `object`; `names` name the nodes of each shape.
@@ -147,6 +151,7 @@ pub fn explain_request(
                     changes: Vec::new(),
                     record,
                     pod: explained.pod,
+                    binding: None,
                 });
             };
             let mutated = mutated
@@ -174,5 +179,6 @@ pub fn explain_request(
         changes,
         record,
         pod: explained.pod,
+        binding: None,
     })
 }

@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod audit;
+pub mod binding;
 pub mod exit;
 pub mod explain;
 pub mod fleet;

@@ -1,9 +1,11 @@
 //! The commands, from parsed arguments to an exit code ([`crate::exit`]).
 
-use crate::args::ExplainArgs;
+use crate::args::{BindingArgs, ExplainArgs, ExplainCommand};
+use crate::binding::{check_pod, BindingView, CheckResult};
 use crate::exit;
 use crate::explain::{explain_object, Explanation};
-use crate::fleet;
+use crate::fleet::files::FileCluster;
+use crate::fleet::{self, Layered};
 use crate::input::{self, Document};
 use crate::remembered::Remembering;
 use crate::render;
@@ -11,6 +13,7 @@ use crate::render::shapes::NodeNames;
 use crate::request::unsendable;
 use crate::settings::{self, PolicySettings};
 use gpu_topology_policy::cluster::host::ClusterReader;
+use gpu_topology_policy::settings::Config;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
 
@@ -28,9 +31,10 @@ impl<E: std::error::Error> From<E> for UsageError {
 }
 
 /// `explain`: the report on standard output; 0 when every object is
-/// admitted, 1 when one is rejected.
-pub fn explain(args: &ExplainArgs) -> Result<u8, UsageError> {
-    let (report, code) = explain_report(args)?;
+/// admitted (and, with `--node`, every binding allowed), 1 when one is
+/// rejected (or a binding refused).
+pub fn explain(command: &ExplainCommand) -> Result<u8, UsageError> {
+    let (report, code) = explain_report_with(&command.explain, &command.binding)?;
     let mut stdout = anstream::stdout();
     // A closed pipe (`| head`) is not an error of the decision.
     let _ = stdout.write_all(report.as_bytes());
@@ -41,6 +45,19 @@ pub fn explain(args: &ExplainArgs) -> Result<u8, UsageError> {
 /// What `explain` prints and its exit code: the whole command but the
 /// printing (what the benchmark of 1,000 manifests measures).
 pub fn explain_report(args: &ExplainArgs) -> Result<(String, u8), UsageError> {
+    explain_report_with(args, &BindingArgs::default())
+}
+
+/// [`explain_report`], with the binding check of `--node`.
+pub fn explain_report_with(
+    args: &ExplainArgs,
+    binding: &BindingArgs,
+) -> Result<(String, u8), UsageError> {
+    if binding.node.is_some() && args.fleet.summary.is_some() && args.fleet.nodes.is_none() {
+        return Err(UsageError(
+            "--node checks the binding against that Node, read by name, and --summary counts node shapes, not nodes by name: give --nodes FILE as well, or neither to read the cluster live".to_owned(),
+        ));
+    }
     let settings = settings::load(args.policy.settings.as_deref())?;
     let documents = input::read_documents(&args.objects)?;
     if documents.is_empty() {
@@ -49,14 +66,72 @@ pub fn explain_report(args: &ExplainArgs) -> Result<(String, u8), UsageError> {
         ));
     }
     let fleet = fleet::open(&args.fleet)?;
+    let topology = binding
+        .topology
+        .as_deref()
+        .map(|path| FileCluster::default().with_topology(path))
+        .transpose()?;
     // One fleet for the whole run: the policy's cluster read is made once.
     let cluster = Remembering::new(fleet.reader());
     let names = NodeNames::read(fleet.nodes(), &settings.config.label_prefix);
-    let explanations = explain_all(&documents, &settings, &cluster, &names)?;
+    let mut explanations = explain_all(&documents, &settings, &cluster, &names)?;
+    if let Some(node) = &binding.node {
+        // The NodeResourceTopology from --topology, the rest as the fleet
+        // answers it (files or live).
+        let layered = topology.as_ref().map(|files| Layered {
+            files,
+            rest: Some(fleet.reader()),
+        });
+        let reader: &dyn ClusterReader = match &layered {
+            Some(layered) => layered,
+            None => fleet.reader(),
+        };
+        let now = u64::try_from(jiff::Timestamp::now().as_second()).ok();
+        for (document, explanation) in documents.iter().zip(&mut explanations) {
+            let view = binding_view(document, explanation, node, &settings.config, reader, now)
+                .map_err(|problem| UsageError(format!("{}: {problem}", document.source)))?;
+            explanation.binding = Some(view);
+        }
+    }
     let report =
         render::explain_report(&explanations, args.output, args.verbose).map_err(UsageError)?;
-    let rejected = explanations.iter().any(|e| !e.outcome.allowed());
-    Ok((report, if rejected { exit::FINDINGS } else { exit::OK }))
+    let findings = explanations
+        .iter()
+        .any(|e| !e.outcome.allowed() || e.binding.as_ref().is_some_and(BindingView::refused));
+    Ok((report, if findings { exit::FINDINGS } else { exit::OK }))
+}
+
+/// The binding check of `document`'s pod, as the API server would store it
+/// (the policy's patch applied), bound to `node`; a note for an object that
+/// is no Pod, or a pod the policy rejects.
+pub fn binding_view(
+    document: &Document,
+    explanation: &Explanation,
+    node: &str,
+    config: &Config,
+    cluster: &dyn ClusterReader,
+    now: Option<u64>,
+) -> Result<BindingView, String> {
+    let object = &explanation.object;
+    if (object.api_version.as_str(), object.kind.as_str()) != ("v1", "Pod") {
+        return Ok(BindingView::none(node, CheckResult::NotAPod));
+    }
+    if !explanation.outcome.allowed() {
+        return Ok(BindingView::none(node, CheckResult::PodRejected));
+    }
+    let mut pod = document.object.clone();
+    json_patch::patch(&mut pod, &explanation.patch.0)
+        .map_err(|error| format!("the policy's patch does not apply: {error}"))?;
+    let record = check_pod(
+        &pod,
+        &object.namespace,
+        &object.name,
+        node,
+        config,
+        cluster,
+        now,
+    );
+    Ok(BindingView::of(&record))
 }
 
 /// Explains every document, in order, with a progress bar on a terminal

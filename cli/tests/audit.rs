@@ -9,7 +9,8 @@
 
 use gpu_topology_cli::args::{Output, ReportApi};
 use gpu_topology_cli::audit::checks::{Judge, Outcome, PodAudit};
-use gpu_topology_cli::audit::{audit_all, nodes, pods, render};
+use gpu_topology_cli::audit::failed::{audit_failed, FailedAudit};
+use gpu_topology_cli::audit::{audit_all, nodes, pods, render, render_all};
 use gpu_topology_cli::fleet::files::FileCluster;
 use gpu_topology_cli::input::parse_text;
 use gpu_topology_policy::settings::Config;
@@ -511,6 +512,7 @@ fn offline_policy_reports_are_openreports_unless_asked(#[case] flags: &[&str], #
 #[case::not_pods(&["--pods", "NODES", "--nodes", "NODES"], "not a Pod")]
 #[case::bad_duration(&["--pods", "PODS", "--nodes", "NODES", "--stale-after", "soon"], "soon")]
 #[case::a_summary_is_no_node_list(&["--pods", "PODS", "--nodes", "NODES", "--summary", "NODES"], "--summary")]
+#[case::a_topology_file_of_nodes(&["--pods", "PODS", "--nodes", "NODES", "--topology", "NODES"], "is a Node, not a NodeResourceTopology")]
 fn bad_input_exits_2(#[case] args: &[&str], #[case] named: &str) {
     let (pods, nodes) = (fixture("pods.json"), fixture("nodes.json"));
     let args: Vec<&str> = std::iter::once("audit")
@@ -541,4 +543,189 @@ fn an_unreachable_api_server_exits_2_naming_it() {
         "{stderr}"
     );
     assert!(stderr.contains("cannot be reached"), "{stderr}");
+}
+
+/// The NodeResourceTopology files of tests/fixtures/topology.
+fn topology(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/topology")
+        .join(name)
+}
+
+/// `failed-pods.json`: a running pod, two 4-GPU pods a controller recreated
+/// on hgx-snn-1 (single-numa-node) that its kubelet refused with
+/// `TopologyAffinityError`, a CPU-only pod refused with
+/// `SMTAlignmentError`, a pod refused with `UnexpectedAdmissionError` on a
+/// node that is gone, and two pods that failed for other reasons.
+const FAILED_PODS: &str = "failed-pods.json";
+
+/// The running and the failed pods' audits, the occupancy from `topology`.
+fn failed_audits(topology_file: Option<&str>) -> (Vec<PodAudit>, Vec<FailedAudit>) {
+    let config = Config::default();
+    let pods = pods::read_dump(&fixture(FAILED_PODS)).unwrap();
+    let mut files = FileCluster::load(Some(&fixture("nodes.json")), None).unwrap();
+    if let Some(file) = topology_file {
+        files = files.with_topology(&topology(file)).unwrap();
+    }
+    let nodes = nodes::from_objects(files.nodes(), &config.label_prefix);
+    let judge = Judge {
+        config: &config,
+        now: JUDGED_AT,
+        stale_after_seconds: STALE_AFTER,
+    };
+    let running = audit_all(&pods.running, &nodes, &judge);
+    let failed = audit_failed(&pods.failed, &config, &files, JUDGED_AT);
+    (running, failed)
+}
+
+#[test]
+fn only_pods_the_kubelet_refused_are_listed_as_failed() {
+    let (running, failed) = failed_audits(None);
+    let names: Vec<&str> = failed.iter().map(|f| f.pod.name.as_str()).collect();
+    // evicted (Evicted) and oom (no reason) failed after admission.
+    assert_eq!(
+        names,
+        ["train-7f9c-0", "train-7f9c-1", "odd-cpus", "infer-2"]
+    );
+    let running: Vec<&str> = running.iter().map(|a| a.pod.name.as_str()).collect();
+    assert_eq!(running, ["healthy"]);
+}
+
+/// (topology file, failed pod, what the binding check says now, words its
+/// finding holds): each failed pod's binding to the node that refused it,
+/// checked on that node's occupancy now.
+#[rstest]
+#[case::gpus_fragmented(Some("busy.yaml"), "train-7f9c-0", "refuses",
+    &["failed at the kubelet of hgx-snn-1: TopologyAffinityError: Pod was rejected: Resources cannot be allocated with Topology locality",
+      "the binding check refuses this binding now (unless the node's pods changed since it failed, it would have stopped the pod)",
+      "GPUs: NUMA node 0 has 2 free, NUMA node 1 has 2 free"])]
+#[case::room_now(Some("free.json"), "train-7f9c-1", "allows",
+    &["the binding check allows this binding now: the kubelet of hgx-snn-1 admits the pod on the node's NUMA occupancy now, aligned; so the node's pods changed since it failed"])]
+#[case::cpus_held(Some("cpus-busy.yaml"), "train-7f9c-0", "refuses",
+    &["the 16 exclusive CPUs of container \"trainer\" need 1 NUMA node"])]
+#[case::no_topology_file(None, "train-7f9c-0", "not checked",
+    &["the binding check allows this binding unchecked: its NodeResourceTopology could not be read", "--topology FILE"])]
+#[case::no_gpu_pod(Some("busy.yaml"), "odd-cpus", "not a GPU pod",
+    &["SMTAlignmentError: Pod was rejected: SMT Alignment Error", "not a GPU pod"])]
+#[case::the_node_is_gone(Some("busy.yaml"), "infer-2", "not checked",
+    &["UnexpectedAdmissionError: Allocate failed", "the Node could not be read (not found (HTTP 404)"])]
+fn each_failed_pod_s_binding_is_checked_now(
+    #[case] topology_file: Option<&str>,
+    #[case] pod: &str,
+    #[case] short: &str,
+    #[case] words: &[&str],
+) {
+    let (_, failed) = failed_audits(topology_file);
+    let failed = failed.iter().find(|f| f.pod.name == pod).unwrap();
+    assert_eq!(failed.short(), short);
+    assert_eq!(failed.outcome(), Fail);
+    let message = failed.message();
+    for word in words {
+        assert!(message.contains(word), "{word:?} not in {message}");
+    }
+}
+
+fn render_failed(format: Output, api: ReportApi) -> String {
+    let (running, failed) = failed_audits(Some("busy.yaml"));
+    render_all(&running, &failed, format, api, JUDGED_AT, STALE_AFTER).unwrap()
+}
+
+#[test]
+fn the_table_of_failed_pods_is_golden() {
+    let table = render_failed(Output::Table, ReportApi::Openreports);
+    insta::assert_snapshot!(
+        "audit_failed_table",
+        anstream::adapter::strip_str(&table).to_string()
+    );
+}
+
+#[test]
+fn the_json_report_of_failed_pods_is_golden() {
+    let report = render_failed(Output::Json, ReportApi::Openreports);
+    let value: Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(value["summary"]["failedPods"], 4);
+    assert_eq!(value["summary"]["failedPodsRefusedNow"], 2);
+    insta::assert_json_snapshot!("audit_failed_json", value["failedPods"]);
+}
+
+/// One `fail` result per failed pod, in its namespace's report, with the
+/// kubelet's reason and what the binding check says now.
+#[rstest]
+#[case::openreports(ReportApi::Openreports, OPENREPORTS_SCHEMA)]
+#[case::wgpolicyk8s(ReportApi::Wgpolicyk8s, WGPOLICYK8S_SCHEMA)]
+fn a_failed_pod_is_a_failed_result(#[case] api: ReportApi, #[case] schema: &str) {
+    let text = render_failed(Output::Policyreport, api);
+    let reports: Vec<Value> = parse_text("policyreport.yaml", &text)
+        .unwrap()
+        .into_iter()
+        .map(|document| document.object)
+        .collect();
+    let namespaces: Vec<&str> = reports
+        .iter()
+        .map(|report| report["metadata"]["namespace"].as_str().unwrap())
+        .collect();
+    assert_eq!(namespaces, ["batch", "ml", "research"]);
+    let schema = crd_schema(schema);
+    for report in &reports {
+        let mut errors = Vec::new();
+        schema_errors(&schema, report, "report", &mut errors);
+        assert_eq!(errors, Vec::<String>::new(), "{}", report["metadata"]);
+    }
+    let ml = &reports[1];
+    // healthy's 4 checks pass; the two failed pods fail.
+    assert_eq!(
+        ml["summary"],
+        json!({"pass": 4, "fail": 2, "warn": 0, "error": 0, "skip": 0})
+    );
+    let failed = ml["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|result| result["resources"][0]["name"] == "train-7f9c-0")
+        .unwrap();
+    let mut rest = failed.clone();
+    let message = rest.as_object_mut().unwrap().remove("message").unwrap();
+    assert!(
+        message.as_str().unwrap().starts_with("failed at the kubelet of hgx-snn-1: TopologyAffinityError: Pod was rejected: Resources cannot be allocated with Topology locality; the binding check refuses this binding now"),
+        "{message}"
+    );
+    assert_eq!(
+        rest,
+        json!({
+            "policy": "gpu-topology-policy",
+            "rule": "kubelet-admission-failed",
+            "category": "GPU topology",
+            "result": "fail",
+            "severity": "high",
+            "scored": true,
+            "source": "gpu-topology",
+            "timestamp": {"seconds": JUDGED_AT, "nanos": 0},
+            "resources": [{"apiVersion": "v1", "kind": "Pod", "name": "train-7f9c-0", "namespace": "ml", "uid": "uid-train-7f9c-0"}],
+            "properties": {"node": "hgx-snn-1", "reason": "TopologyAffinityError", "bindingCheck": "refuses"},
+        })
+    );
+}
+
+/// Failed pods are findings: exit code 1 though every running pod passes.
+#[test]
+fn failed_pods_exit_1() {
+    let (code, stdout, stderr) = run(&[
+        "audit",
+        "--pods",
+        fixture(FAILED_PODS).to_str().unwrap(),
+        "--nodes",
+        fixture("nodes.json").to_str().unwrap(),
+        "--topology",
+        topology("busy.yaml").to_str().unwrap(),
+        "--at",
+        "2026-12-01T12:00:00Z",
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stdout.contains("1 GPU pods, 0 with findings")
+            && stdout.ends_with(
+                "4 pods failed at the kubelet: the binding check refuses 2 of their bindings now\n"
+            ),
+        "{stdout}"
+    );
 }

@@ -9,6 +9,15 @@ use std::process::{Command, Output, Stdio};
 
 const NODES: &str = "tests/fixtures/fleet/hgx-mixed-nodes.yaml";
 const SUMMARY: &str = "tests/fixtures/fleet/hgx-mixed-summary.yaml";
+/// The p5.48xlarge of NODES on single-numa-node (pod scope, static CPU
+/// Manager, 2 reserved CPUs on NUMA node 0).
+const P5: &str = "ip-10-0-0-0.ec2.internal";
+/// Its NodeResourceTopology: 2 of 4 GPUs free on each NUMA node.
+const BUSY: &str = "tests/fixtures/topology/busy.yaml";
+/// Nothing held.
+const FREE: &str = "tests/fixtures/topology/free.json";
+/// Every GPU free, 8 and 10 exclusive CPUs free.
+const CPUS_BUSY: &str = "tests/fixtures/topology/cpus-busy.yaml";
 
 /// Runs the binary in the crate's directory (relative fixture paths, so
 /// outputs name them the same everywhere), without colour.
@@ -59,6 +68,15 @@ fn stderr(output: &Output) -> String {
 #[case::no_objects(&[], 2, Some("required"))]
 #[case::an_unknown_flag(&["x.yaml", "--nodez", NODES], 2, Some("--nodez"))]
 #[case::policyreport_is_audit_s(&["tests/fixtures/objects/non-gpu-pod.yaml", "--nodes", NODES, "-o", "policyreport"], 2, Some("audit only"))]
+#[case::topology_without_a_node(&["tests/fixtures/objects/non-gpu-pod.yaml", "--nodes", NODES, "--topology", BUSY], 2,
+    Some("the following required arguments were not provided:\n  --node <NAME>"))]
+#[case::a_node_against_a_summary_alone(&["tests/fixtures/objects/non-gpu-pod.yaml", "--summary", SUMMARY, "--node", P5], 2,
+    Some("gpu-topology: --node checks the binding against that Node, read by name, and --summary counts node shapes, not nodes by name: give --nodes FILE as well"))]
+#[case::a_node_against_nodes_and_a_summary(&["tests/fixtures/objects/non-gpu-pod.yaml", "--nodes", NODES, "--summary", SUMMARY, "--node", P5], 0, None)]
+#[case::a_topology_file_of_nodes(&["tests/fixtures/objects/non-gpu-pod.yaml", "--nodes", NODES, "--node", P5, "--topology", NODES], 2,
+    Some("tests/fixtures/fleet/hgx-mixed-nodes.yaml, document 1, item 1: is a Node, not a NodeResourceTopology"))]
+#[case::a_missing_topology_file(&["tests/fixtures/objects/non-gpu-pod.yaml", "--nodes", NODES, "--node", P5, "--topology", "no-such.yaml"], 2,
+    Some("no-such.yaml: cannot be read"))]
 fn exit_codes(#[case] args: &[&str], #[case] code: i32, #[case] says: Option<&str>) {
     let output = explain(args, None);
     assert_eq!(output.status.code(), Some(code), "{}", stderr(&output));
@@ -229,4 +247,145 @@ fn piped_output_is_not_coloured() {
         .unwrap();
     assert!(stdout(&output).contains("REJECTED"));
     assert!(!stdout(&output).contains('\u{1b}'), "{}", stdout(&output));
+}
+
+/// A 4-GPU pod whose requests (16 CPUs) the policy raises to its limits
+/// (32 CPUs): the pod as stored is Guaranteed, with 32 exclusive CPUs.
+const TRAINING_POD: &str = "tests/fixtures/objects/training-pod.yaml";
+
+/// (object, `--node`, `--topology`, the binding check of the object, words
+/// of its message or warning, exit code): `explain --node` checks the
+/// binding of the pod as the API server would store it, against the
+/// node's occupancy from the topology file.
+#[rstest]
+#[case::gpus_fragmented_across_numa_nodes(TRAINING_POD, P5, Some(BUSY), "refused",
+    "the 4 GPUs need 1 NUMA node (single-numa-node), and the fewest NUMA nodes with them free are 2: TopologyAffinityError; free now: GPUs: NUMA node 0 has 2 free, NUMA node 1 has 2 free", 1)]
+#[case::room_on_one_numa_node(TRAINING_POD, P5, Some(FREE), "admitted",
+    "the kubelet of ip-10-0-0-0.ec2.internal admits the pod on the node's NUMA occupancy now, aligned", 0)]
+// As submitted (Burstable) the pod would get no exclusive CPUs and fit:
+// the CPUs are exclusive only once the policy's patch is applied.
+#[case::the_mutated_pod_s_exclusive_cpus(
+    TRAINING_POD,
+    P5,
+    Some(CPUS_BUSY),
+    "refused",
+    "the 32 exclusive CPUs fit no NUMA nodes with what is free (single-numa-node)",
+    1
+)]
+#[case::no_topology_file(TRAINING_POD, P5, None, "notChecked",
+    "its NodeResourceTopology could not be read (Host error: no NodeResourceTopology was read: it is read from --topology FILE, which was not given)", 0)]
+#[case::no_topology_object_for_the_node(
+    TRAINING_POD,
+    "ip-10-0-0-2.ec2.internal",
+    Some(BUSY),
+    "notChecked",
+    "the node has no NodeResourceTopology",
+    0
+)]
+#[case::a_node_not_in_the_node_file(
+    TRAINING_POD,
+    "gpu-gone",
+    Some(BUSY),
+    "notChecked",
+    "the Node could not be read (not found (HTTP 404)",
+    0
+)]
+#[case::a_node_with_malformed_labels(
+    TRAINING_POD,
+    "ip-10-0-0-5.ec2.internal",
+    Some(BUSY),
+    "notChecked",
+    "the node's labels do not read",
+    0
+)]
+#[case::no_gpu_pod(
+    "tests/fixtures/objects/non-gpu-pod.yaml",
+    P5,
+    Some(BUSY),
+    "notGpuPod",
+    "not a GPU pod",
+    0
+)]
+#[case::a_workload_is_no_pod(
+    "tests/fixtures/objects/deployment-16-gpus.json",
+    P5,
+    Some(BUSY),
+    "notAPod",
+    "the binding check applies to Pods",
+    1
+)]
+fn the_binding_to_a_node_is_checked(
+    #[case] object: &str,
+    #[case] node: &str,
+    #[case] topology: Option<&str>,
+    #[case] check: &str,
+    #[case] words: &str,
+    #[case] code: i32,
+) {
+    let mut args = vec![object, "--nodes", NODES, "--node", node, "-o", "json"];
+    if let Some(topology) = topology {
+        args.extend(["--topology", topology]);
+    }
+    let output = explain(&args, None);
+    assert_eq!(output.status.code(), Some(code), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let binding = &report["items"][0]["binding"];
+    assert_eq!(binding["check"], check, "{binding}");
+    assert_eq!(binding["node"], node);
+    let text = binding.to_string();
+    let said = [&binding["message"], &binding["warnings"][0]]
+        .iter()
+        .filter_map(|value| value.as_str())
+        .any(|text| text.contains(words));
+    assert!(said, "{words:?} not in {text}");
+}
+
+/// The table with `--node`: one "Binding to" section per object.
+#[test]
+fn the_table_of_bindings_to_a_busy_node() {
+    let output = explain(
+        &[
+            "tests/fixtures/objects/pods-4-and-16-gpus.yaml",
+            "tests/fixtures/objects/non-gpu-pod.yaml",
+            "tests/fixtures/objects/deployment-16-gpus.json",
+            "--nodes",
+            NODES,
+            "--node",
+            P5,
+            "--topology",
+            BUSY,
+        ],
+        None,
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    insta::assert_snapshot!(stdout(&output));
+}
+
+/// The JSON report's `binding` of each item (absent without `--node`: the
+/// report of the_json_report has none).
+#[test]
+fn the_json_bindings_to_a_free_node() {
+    let output = explain(
+        &[
+            "tests/fixtures/objects/pods-4-and-16-gpus.yaml",
+            "tests/fixtures/objects/non-gpu-pod.yaml",
+            "--nodes",
+            NODES,
+            "--node",
+            P5,
+            "--topology",
+            FREE,
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let bindings: Vec<&serde_json::Value> = report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| &item["binding"])
+        .collect();
+    insta::assert_json_snapshot!(bindings);
 }

@@ -2,10 +2,13 @@
 //! answers them from a cluster holding these objects.
 
 use gpu_topology::LabelPrefix;
-use gpu_topology_cli::fleet::files::{host_error, not_found, not_granted, FileCluster};
+use gpu_topology_cli::fleet::files::{
+    host_error, not_found, not_found_resource, not_granted, qualified_resource, FileCluster,
+};
+use gpu_topology_policy::cluster::binding::topology_request;
 use gpu_topology_policy::cluster::fleet_summary::summary_request;
 use gpu_topology_policy::cluster::host::ClusterReader;
-use gpu_topology_policy::cluster::nodes::node_list_request;
+use gpu_topology_policy::cluster::nodes::{node_list_request, node_request};
 use gpu_topology_policy::settings::FleetSummarySettings;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListAllResourcesRequest,
@@ -118,4 +121,86 @@ fn without_a_summary_file_the_summary_is_not_found_in_the_api_s_words() {
         missing.unwrap_err(),
         "Host error: ApiError: configmaps \"gpu-topology-fleet\" not found: NotFound (ErrorResponse { status: \"Failure\", message: \"configmaps \\\"gpu-topology-fleet\\\" not found\", reason: \"NotFound\", code: 404 })"
     );
+}
+
+const TOPOLOGY: &str = "tests/fixtures/topology/busy.yaml";
+
+/// The Node file, and the topology file when `with_topology`.
+fn binding_cluster(with_topology: bool) -> FileCluster {
+    let files = cluster(true, false);
+    if with_topology {
+        files.with_topology(&fixture(TOPOLOGY)).unwrap()
+    } else {
+        files
+    }
+}
+
+/// (the binding check's GET, the cluster has a topology file, the answer:
+/// `Ok` the object, `Err` the error): a Node by name from the Node file,
+/// pruned to the masks as the list is; a NodeResourceTopology by name from
+/// the topology file; a missing one is the API server's 404; without the
+/// file, the flag is named (no cluster was asked).
+#[rstest]
+#[case::a_node_by_name_pruned(node_request("gpu-a"), false,
+    Ok(json!({"metadata": {"name": "gpu-a", "labels": {"gpu-topology.io/gpus": "8", "pool": "train"}}})))]
+#[case::a_node_not_in_the_file(node_request("gpu-z"), false, Err(host_error(&not_found("Node", "gpu-z"))))]
+#[case::a_topology_by_name(topology_request("hgx-snn-1"), true, Ok(json!("hgx-snn-1")))]
+#[case::a_topology_not_in_the_file(topology_request("gpu-a"), true,
+    Err(host_error(&not_found_resource("noderesourcetopologies.topology.node.k8s.io", "gpu-a"))))]
+#[case::no_topology_file(topology_request("hgx-snn-1"), false,
+    Err("Host error: no NodeResourceTopology was read: it is read from --topology FILE, which was not given".to_owned()))]
+fn the_binding_check_s_gets_are_answered_by_name(
+    #[case] request: GetResourceRequest,
+    #[case] with_topology: bool,
+    #[case] answer: Result<Value, String>,
+) {
+    let got = binding_cluster(with_topology).get_resource(&request);
+    match (got, answer) {
+        (Ok(object), Ok(Value::String(name))) => {
+            let object: Value = serde_json::from_slice(&object).unwrap();
+            assert_eq!(object["metadata"]["name"], name);
+            assert_eq!(object["kind"], "NodeResourceTopology");
+            assert_eq!(object["zones"].as_array().unwrap().len(), 2);
+        }
+        (Ok(object), Ok(expected)) => {
+            assert_eq!(serde_json::from_slice::<Value>(&object).unwrap(), expected)
+        }
+        (got, expected) => assert_eq!(got.map(|_| Value::Null), expected),
+    }
+}
+
+/// The 404 names the resource as the API server does: its plural,
+/// qualified by its group outside the core group.
+#[rstest]
+#[case::core("v1", "Node", "nodes")]
+#[case::grouped(
+    "topology.node.k8s.io/v1alpha2",
+    "NodeResourceTopology",
+    "noderesourcetopologies.topology.node.k8s.io"
+)]
+fn not_found_names_the_qualified_resource(
+    #[case] api_version: &str,
+    #[case] kind: &str,
+    #[case] resource: &str,
+) {
+    assert_eq!(qualified_resource(api_version, kind), resource);
+}
+
+/// A topology file of other objects is bad input, named by file and item;
+/// a JSON List of them is read like multi-document YAML.
+#[rstest]
+#[case::nodes_are_no_topology(NODES, Err("tests/fixtures/fleet/three-nodes.yaml, document 1, item 1: is a Node, not a NodeResourceTopology"))]
+#[case::a_json_list("tests/fixtures/topology/free.json", Ok(()))]
+fn topology_files_hold_node_resource_topologies(
+    #[case] file: &str,
+    #[case] expected: Result<(), &str>,
+) {
+    let loaded = cluster(true, false).with_topology(&fixture(file));
+    match (loaded, expected) {
+        (Ok(files), Ok(())) => assert!(files
+            .get_resource(&topology_request("ip-10-0-0-0.ec2.internal"))
+            .is_ok()),
+        (Err(error), Err(words)) => assert!(error.to_string().contains(words), "{error}"),
+        (got, expected) => panic!("got {got:?}, expected {expected:?}"),
+    }
 }

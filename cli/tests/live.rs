@@ -595,6 +595,8 @@ fn audit_reads_the_cluster_live_and_writes_the_report_api_it_serves(
     let mut steps = vec![
         version(),
         list(vec![live_pod("a", "gpu-a-1")], None),
+        // No pod failed.
+        list(vec![], None),
         Reply::json(&fixture("nodes-page-1.json")).into(),
         Reply::json(&fixture("nodes-page-2.json")).into(),
         refused(404, "the server could not find the requested resource"),
@@ -627,12 +629,153 @@ fn audit_reads_the_cluster_live_and_writes_the_report_api_it_serves(
     }
     let sent = server.finish();
     assert_eq!(sent[1].path, "/api/v1/pods");
-    assert_eq!(sent[2].path, "/api/v1/nodes");
-    assert_eq!(sent[4].path, "/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures");
-    let discovered: Vec<&str> = sent[5..]
+    assert_eq!(sent[2].path, "/api/v1/pods");
+    assert_eq!(sent[3].path, "/api/v1/nodes");
+    assert_eq!(sent[5].path, "/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures");
+    let discovered: Vec<&str> = sent[6..]
         .iter()
         .map(|request| request.path.as_str())
         .collect();
     assert_eq!(discovered, asked);
-    assert!(sent[5..].iter().all(|request| request.method == "GET"));
+    assert!(sent[6..].iter().all(|request| request.method == "GET"));
+}
+
+/// The documents of a file of `tests/fixtures`, Lists expanded.
+fn fixture_objects(path: &str) -> Vec<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(path);
+    gpu_topology_cli::input::read_file(&path)
+        .unwrap()
+        .into_iter()
+        .map(|document| document.object)
+        .collect()
+}
+
+/// The object of `file` (under tests/fixtures) named `name`.
+fn named(file: &str, name: &str) -> Value {
+    fixture_objects(file)
+        .into_iter()
+        .find(|object| object["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {file}"))
+}
+
+/// A 4-GPU pod the kubelet of `node` refused.
+fn failed_pod(name: &str, node: &str) -> Value {
+    json!({"metadata": {"name": name, "namespace": "ml", "uid": format!("uid-{name}")},
+           "spec": {"nodeName": node, "containers": [{"name": "trainer",
+               "resources": {"limits": {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "4"}}}]},
+           "status": {"phase": "Failed", "qosClass": "Guaranteed", "reason": "TopologyAffinityError",
+                      "message": "Pod was rejected: Resources cannot be allocated with Topology locality"}})
+}
+
+const NRT_PATH: &str = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies";
+
+/// Live, the failed pods are a second list (`status.phase=Failed`); their
+/// nodes are answered from the Node list (no GET per node), and the
+/// NodeResourceTopology of a node is read once for all its failed pods.
+#[test]
+fn audit_checks_the_bindings_of_failed_pods_live() {
+    let server = Server::start(vec![
+        version(),
+        list(vec![], None),
+        list(
+            vec![
+                failed_pod("train-0", "hgx-snn-1"),
+                failed_pod("train-1", "hgx-snn-1"),
+            ],
+            None,
+        ),
+        list(vec![named("audit/nodes.json", "hgx-snn-1")], None),
+        refused(404, "the server could not find the requested resource"),
+        Reply::json(&named("topology/busy.yaml", "hgx-snn-1")).into(),
+    ]);
+    let output = run_binary(
+        &server,
+        "audit-failed",
+        &["audit", "-o", "json", "--at", "2026-12-01T12:00:00Z"],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let checks: Vec<&Value> = report["failedPods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|pod| &pod["binding"]["check"])
+        .collect();
+    assert_eq!(checks, [&json!("refused"), &json!("refused")]);
+    assert_eq!(report["summary"]["failedPodsRefusedNow"], 2);
+    let sent = server.finish();
+    assert_eq!(sent.len(), 6, "one NodeResourceTopology GET for both pods");
+    assert_eq!(sent[2].path, "/api/v1/pods");
+    assert_eq!(
+        sent[2].query,
+        query(&["fieldSelector=status.phase%3DFailed", "limit=500"])
+    );
+    assert_eq!(sent[5].path, format!("{NRT_PATH}/hgx-snn-1"));
+}
+
+/// (extra arguments, whether the NodeResourceTopology is read live):
+/// `explain --node` GETs the Node and, without `--topology`, its
+/// NodeResourceTopology, after the policy's own reads.
+#[rstest]
+#[case::read_live(&[], true)]
+#[case::from_a_file(&["--topology", "tests/fixtures/topology/busy.yaml"], false)]
+fn explain_checks_a_binding_live(#[case] extra: &[&str], #[case] nrt_live: bool) {
+    let mut steps = vec![
+        version(),
+        refused(404, SUMMARY_MISSING),
+        Reply::json(&fixture("nodes-page-1.json")).into(),
+        Reply::json(&fixture("nodes-page-2.json")).into(),
+        Reply::json(&named("audit/nodes.json", "hgx-snn-1")).into(),
+    ];
+    if nrt_live {
+        steps.push(Reply::json(&named("topology/busy.yaml", "hgx-snn-1")).into());
+    }
+    let server = Server::start(steps);
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pod = crate_dir.join("tests/fixtures/objects/pods-4-and-16-gpus.yaml");
+    let extra: Vec<String> = extra
+        .iter()
+        .map(|arg| match arg.strip_prefix("tests/") {
+            Some(_) => crate_dir.join(arg).to_string_lossy().into_owned(),
+            None => (*arg).to_owned(),
+        })
+        .collect();
+    let mut args = vec![
+        "explain",
+        pod.to_str().unwrap(),
+        "--node",
+        "hgx-snn-1",
+        "-o",
+        "json",
+    ];
+    args.extend(extra.iter().map(String::as_str));
+    let output = run_binary(&server, &format!("explain-node-{nrt_live}"), &args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let binding = &report["items"][0]["binding"];
+    assert_eq!(binding["check"], "refused", "{binding}");
+    assert!(
+        binding["message"]
+            .as_str()
+            .unwrap()
+            .contains("NUMA node 0 has 2 free, NUMA node 1 has 2 free"),
+        "{binding}"
+    );
+    assert_eq!(report["items"][1]["binding"]["check"], "podRejected");
+    let sent = server.finish();
+    assert_eq!(sent[4].path, "/api/v1/nodes/hgx-snn-1");
+    let nrt: Vec<&str> = sent[5..].iter().map(|r| r.path.as_str()).collect();
+    let expected = format!("{NRT_PATH}/hgx-snn-1");
+    assert_eq!(
+        nrt,
+        if nrt_live {
+            vec![expected.as_str()]
+        } else {
+            vec![]
+        }
+    );
 }

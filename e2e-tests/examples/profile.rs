@@ -56,6 +56,11 @@
 //! 404, the DeviceClass list and the ResourceSlice list; anything else is
 //! refused and fails the run. It prints what it served, and the last answer.
 //!
+//! With `SESSION=FILE` set (Wasm only), the host answers from that kwctl
+//! session (`e2e-tests/scenarios/sessions/*.yml`), rewound before every
+//! call, every resource granted: the binding check's three reads, for
+//! example. It fails if a call leaves a recorded exchange unasked.
+//!
 //! With `MEMORY_LIMIT_MIB=N`, each instance's linear memory may grow to N
 //! MiB at most, as policy-server's `--policy-memory-limit` caps it (256 by
 //! default): a run that needs more fails. The smallest N that passes is the
@@ -140,8 +145,32 @@ fn main() -> Result<()> {
     if summary.is_some() && dra.is_some() {
         bail!("SUMMARY_NODES and DRA_NODES: one host at a time");
     }
+    let session = match std::env::var_os("SESSION") {
+        Some(path) => {
+            if summary.is_some() || dra.is_some() {
+                bail!("SESSION: one host at a time");
+            }
+            let session = e2e_tests::session::Session::load(&PathBuf::from(&path))?;
+            let granted = session
+                .exchanges()
+                .iter()
+                .map(|exchange| {
+                    let (api_version, kind) = exchange.request.resource();
+                    e2e_tests::host::ContextAwareResource {
+                        api_version: api_version.to_owned(),
+                        kind: kind.to_owned(),
+                    }
+                })
+                .collect();
+            Some(Arc::new(e2e_tests::host::HostCapabilities::new(
+                granted,
+                Some(&session),
+            )))
+        }
+        None => None,
+    };
     if module.as_os_str() == "native" {
-        if summary.is_some() || dra.is_some() {
+        if summary.is_some() || dra.is_some() || session.is_some() {
             bail!("SUMMARY_NODES needs a module: natively the policy has no host to ask");
         }
         let call = || gpu_topology_policy::validate(&payload).map_err(|e| anyhow!("validate: {e}"));
@@ -172,17 +201,34 @@ fn main() -> Result<()> {
         .build_pre()
         .map_err(|e| anyhow!("cannot compile {}: {e}", module.display()))?;
     let instance = || {
-        let callback: Box<HostCallback> = match (&summary, &dra) {
-            (Some(host), _) => host.callback(),
-            (_, Some(host)) => host.callback(),
+        let callback: Box<HostCallback> = match (&summary, &dra, &session) {
+            (Some(host), _, _) => host.callback(),
+            (_, Some(host), _) => host.callback(),
+            (_, _, Some(host)) => {
+                let host = Arc::clone(host);
+                Box::new(move |_, binding, namespace, operation, payload| {
+                    host.handle(binding, namespace, operation, payload)
+                })
+            }
             _ => Box::new(|_: u64, _: &str, _: &str, _: &str, _: &[u8]| Err("refused".into())),
         };
         let engine = pre.rehydrate(None).map_err(|e| anyhow!("{e}"))?;
         WapcHost::new(Box::new(engine), Some(callback)).map_err(|e| anyhow!("{e}"))
     };
     let validate = |host: &WapcHost| {
-        host.call("validate", &payload)
-            .map_err(|e| anyhow!("validate: {e}"))
+        if let Some(session) = &session {
+            session.reset();
+        }
+        let answer = host
+            .call("validate", &payload)
+            .map_err(|e| anyhow!("validate: {e}"))?;
+        match &session {
+            Some(session) if session.unreplayed_exchanges() > 0 => bail!(
+                "the call left {} recorded exchanges unasked",
+                session.unreplayed_exchanges()
+            ),
+            _ => Ok(answer),
+        }
     };
     let (answer, calls) = if std::env::var_os("FRESH").is_some() {
         // As policy-server does: a new instance for every request.

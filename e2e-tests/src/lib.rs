@@ -11,6 +11,8 @@
 //! - [`readable`]: patches as `field: before -> after` lines for the demo;
 //! - [`kwctl`]: the same evaluation through a real `kwctl run`;
 //! - [`fleets`]: fleet descriptions and the session files built from them;
+//! - [`binding_sessions`]: the binding check's reads (Pod, Node,
+//!   NodeResourceTopology) as session files;
 //! - [`demo`]: the demo's plan file and its readable fleet and affinity lines;
 //! - [`documented_settings`]: every settings block the docs and examples show.
 //! - [`markdown`]: the documents' code blocks, headings, links and keys, which
@@ -20,6 +22,7 @@
 //! - [`tool_files`]: a scenario as the `gpu-topology` tool's input files.
 
 pub mod admission;
+pub mod binding_sessions;
 pub mod demo;
 pub mod documented_settings;
 pub mod dra_fleets;

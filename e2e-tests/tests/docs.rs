@@ -171,7 +171,8 @@ fn the_chinese_edition_is_at_parity(
         "docs/workload-controllers.md",
         "docs/kubelet-model.md",
         "docs/known-limits.md",
-        "docs/cli.md"
+        "docs/cli.md",
+        "docs/binding-check.md"
     )]
     english: &str,
     #[values("headings", "code blocks", "code spans", "links", "named keys")] aspect: &str,

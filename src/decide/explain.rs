@@ -666,7 +666,7 @@ fn possessive(resource: Resource, words: &str) -> String {
 /// Whether [`request_words`] of `request` is a plural subject: counted
 /// GPUs, CPUs and devices other than one; memory and huge pages are
 /// measured (`the 600Gi of memory needs`).
-fn is_plural(resource: Resource, request: u64) -> bool {
+pub(crate) fn is_plural(resource: Resource, request: u64) -> bool {
     countable(resource) && request != 1
 }
 

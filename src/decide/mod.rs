@@ -327,6 +327,39 @@ impl<'a> PodInput<'a> {
     }
 }
 
+/// The scheduler a pod that names none is scheduled by.
+pub const DEFAULT_SCHEDULER: &str = "default-scheduler";
+
+/// `topology.topologyAwareScheduler`: a GPU pod the policy steers (its
+/// node affinity applies, and no `spec.nodeName` skips scheduling) that
+/// asks for the default scheduler is handed to the named one, which sees
+/// each node's NUMA occupancy (scheduler-plugins' NodeResourceTopologyMatch)
+/// where the default scheduler counts only node totals. A pod that names a
+/// scheduler of its own keeps it.
+fn hand_to_topology_aware_scheduler(spec: &mut Value, input: &PodInput, config: &Config) {
+    let Some(scheduler) = &config.topology_aware_scheduler else {
+        return;
+    };
+    let by_node_name = matches!(
+        input.pinned,
+        Some(Pinned {
+            by: PinnedBy::NodeName,
+            ..
+        })
+    );
+    if by_node_name || !fit::affinity_applies(config, input.pinned.is_some()) {
+        return;
+    }
+    let asks_default = match spec.get("schedulerName") {
+        None | Some(Value::Null) => true,
+        Some(Value::String(name)) => name.is_empty() || name == DEFAULT_SCHEDULER,
+        Some(_) => false,
+    };
+    if let (true, Some(fields)) = (asks_default, spec.as_object_mut()) {
+        fields.insert("schedulerName".to_owned(), Value::String(scheduler.clone()));
+    }
+}
+
 /// Decides on a Pod being created, given as a JSON tree (the whole pod, or
 /// the reduced pod of [`PodText`]); a mutation is the changed tree.
 pub fn evaluate_pod(pod: &Value, config: &Config, cluster: &dyn ClusterReader) -> Decision<Value> {
@@ -362,6 +395,9 @@ fn decide_pod_tree(pod: &Value, config: &Config, cluster: &dyn ClusterReader) ->
         {
             plan.rejection = Some(format!("GPU pod is malformed: {problem}"));
         }
+    }
+    if plan.rejection.is_none() {
+        hand_to_topology_aware_scheduler(mutated_spec, &input, config);
     }
     let decision = match &plan.rejection {
         Some(message) => Decision::reject(message.clone()),
@@ -773,5 +809,58 @@ mod tests {
             (Err(message), Err(expected)) => assert_eq!(message, expected),
             (placement, _) => panic!("{placement:?}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod scheduler_tests {
+    use super::*;
+    use crate::decide::testing::{config, hgx, pod, view, Remembered};
+    use rstest::rstest;
+    use serde_json::json;
+
+    /// The scheduler the pod asks for after the decision, by its pod text.
+    fn scheduler_after(extra: Value, settings: Value) -> Option<String> {
+        let mut spec = pod(4, 16);
+        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+            spec.extend(extra.clone());
+        }
+        let text = json!({"apiVersion": "v1", "kind": "Pod", "spec": spec}).to_string();
+        let cluster = Remembered(view(vec![(hgx("single-numa-node"), 2)]));
+        let decision = evaluate_pod_text(&text, &config(settings), &cluster);
+        let object = match decision.verdict {
+            Verdict::Mutate(object) => object.to_value().unwrap(),
+            Verdict::Accept => serde_json::from_str(&text).unwrap(),
+            Verdict::Reject(message) => panic!("rejected: {message}"),
+        };
+        object["spec"]["schedulerName"].as_str().map(str::to_owned)
+    }
+
+    const TOPO: &str = "topo-aware-scheduler";
+
+    #[rstest]
+    #[case::off_by_default(json!({}), json!({}), None)]
+    #[case::no_scheduler_named(json!({}), json!({"topology": {"topologyAwareScheduler": TOPO}}), Some(TOPO))]
+    #[case::the_default_scheduler_named(json!({"schedulerName": "default-scheduler"}), json!({"topology": {"topologyAwareScheduler": TOPO}}), Some(TOPO))]
+    #[case::a_scheduler_of_its_own_kept(json!({"schedulerName": "volcano"}), json!({"topology": {"topologyAwareScheduler": TOPO}}), Some("volcano"))]
+    #[case::not_steered_under_affinity_off(json!({}), json!({"topology": {"affinity": "off", "topologyAwareScheduler": TOPO}}), None)]
+    #[case::no_scheduler_for_a_pod_with_a_node_name(json!({"nodeName": "gpu-1"}), json!({"topology": {"topologyAwareScheduler": TOPO}}), None)]
+    fn gpu_pods_are_handed_to_the_topology_aware_scheduler(
+        #[case] extra: Value,
+        #[case] settings: Value,
+        #[case] expected: Option<&str>,
+    ) {
+        assert_eq!(scheduler_after(extra, settings).as_deref(), expected);
+    }
+
+    #[test]
+    fn a_scheduler_name_the_api_server_refuses_is_refused() {
+        let error = crate::settings::settings_from_value(
+            json!({"topology": {"topologyAwareScheduler": "Topo_Aware"}}),
+        )
+        .unwrap()
+        .config()
+        .unwrap_err();
+        assert!(error.contains("topology.topologyAwareScheduler"), "{error}");
     }
 }

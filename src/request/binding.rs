@@ -2,7 +2,7 @@
 //! on a node (`k8s.io/api/core/v1` `Binding`: `metadata` names the pod,
 //! `target` the node). It carries no pod spec and no pod labels.
 
-use serde::Deserialize;
+use serde_json::Value;
 use std::borrow::Cow;
 
 /// The subresource of a binding request.
@@ -23,28 +23,6 @@ pub struct Binding<'a> {
     pub node: Cow<'a, str>,
 }
 
-#[derive(Deserialize)]
-struct Object<'a> {
-    #[serde(default, borrow)]
-    metadata: Metadata<'a>,
-    #[serde(borrow)]
-    target: Target<'a>,
-}
-
-#[derive(Deserialize, Default)]
-struct Metadata<'a> {
-    #[serde(default, borrow)]
-    name: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct Target<'a> {
-    #[serde(default, borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-}
-
 impl<'a> Binding<'a> {
     /// Reads the Binding `object` of a request for pod `name` in
     /// `namespace`. `Ok(None)`: its target is not a Node (nothing the
@@ -54,27 +32,34 @@ impl<'a> Binding<'a> {
         name: Cow<'a, str>,
         namespace: Cow<'a, str>,
     ) -> Result<Option<Self>, String> {
-        let object: Object = serde_json::from_str(object)
+        // A small object, read as a tree: the module already holds that
+        // reader, where a derived one would add its own code.
+        let object: Value = serde_json::from_str(object)
             .map_err(|error| format!("the Binding cannot be read: {error}"))?;
-        if object
-            .target
-            .kind
-            .as_deref()
-            .is_some_and(|k| k != NODE_KIND)
-        {
+        let target = object.get("target").unwrap_or(&Value::Null);
+        let kind = target.get("kind").and_then(Value::as_str);
+        if kind.is_some_and(|k| !k.is_empty() && k != NODE_KIND) {
             return Ok(None);
         }
-        let pod = match object.metadata.name {
-            Some(pod) if !pod.is_empty() => pod,
-            _ => name,
+        let body_name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .filter(|pod| !pod.is_empty());
+        let pod = match body_name {
+            Some(pod) => Cow::Owned(pod.to_owned()),
+            None => name,
         };
-        if pod.is_empty() || object.target.name.is_empty() {
+        let node = target
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if pod.is_empty() || node.is_empty() {
             return Err("the Binding names no pod or no node".to_owned());
         }
         Ok(Some(Binding {
             pod,
             namespace,
-            node: object.target.name,
+            node: Cow::Owned(node.to_owned()),
         }))
     }
 }

@@ -8,7 +8,8 @@
 //! rewrite sits, and builds
 //! the *reduced pod*: a small JSON tree holding only the fields the policy
 //! reads (`spec.containers[].{name,restartPolicy,resources}`, the same for
-//! `initContainers`, `spec.resources`, `spec.nodeName`, `spec.affinity`).
+//! `initContainers`, `spec.resources`, `spec.nodeName`, `spec.affinity`,
+//! `spec.schedulerName`).
 //! The decision runs on the reduced pod, and [`PodText::rewrite`] splices the
 //! values it changed back into the original text: a changed value in place,
 //! an added field after a sibling (container `resources` after its `name`,
@@ -25,6 +26,8 @@ use serde_json::{Map, Value};
 /// The PodSpec fields the policy may rewrite, besides container resources.
 const SPEC_RESOURCES: &str = "resources";
 const SPEC_AFFINITY: &str = "affinity";
+/// The scheduler a GPU pod is handed to (`scheduling.topologyAwareScheduler`).
+const SPEC_SCHEDULER_NAME: &str = "schedulerName";
 /// The container field the policy may rewrite.
 const CONTAINER_RESOURCES: &str = "resources";
 /// Room for one written value: a node affinity with a few terms fits, so
@@ -60,6 +63,7 @@ struct Slot {
 struct SpecPlaces {
     resources: Slot,
     affinity: Slot,
+    scheduler_name: Slot,
     /// Per list of [`CONTAINER_LISTS`], each container's `resources` slot.
     containers: [Vec<Slot>; 2],
 }
@@ -87,6 +91,7 @@ struct SpecFields {
     resources: Option<Span>,
     node_name: Option<Span>,
     affinity: Option<Span>,
+    scheduler_name: Option<Span>,
     /// `spec.resourceClaims`: only its presence is read here (DRA claims
     /// are decided by `decide::claim`, from the whole pod).
     resource_claims: Option<Span>,
@@ -204,6 +209,7 @@ impl<'a> PodText<'a> {
             (SPEC_RESOURCES, fields.resources),
             ("nodeName", fields.node_name),
             (SPEC_AFFINITY, fields.affinity),
+            (SPEC_SCHEDULER_NAME, fields.scheduler_name),
         ] {
             if let Some(value) = value {
                 reduced.insert(key.to_owned(), parse(text, value)?);
@@ -220,6 +226,7 @@ impl<'a> PodText<'a> {
         let spec = SpecPlaces {
             resources: slot(fields.resources),
             affinity: slot(fields.affinity),
+            scheduler_name: slot(fields.scheduler_name),
             containers,
         };
         let mut pod = Map::new();
@@ -262,7 +269,7 @@ impl<'a> PodText<'a> {
         };
         let before = &self.reduced["spec"];
         let after = changed.get("spec").ok_or("the rewrite lost spec")?;
-        let pod_level = [SPEC_RESOURCES, SPEC_AFFINITY];
+        let pod_level = [SPEC_RESOURCES, SPEC_AFFINITY, SPEC_SCHEDULER_NAME];
         if !same_except(&self.reduced, changed, &["spec"])
             || !same_except(
                 before,
@@ -273,7 +280,8 @@ impl<'a> PodText<'a> {
             return Err(unplaceable());
         }
         let mut edits = Vec::new();
-        for (key, slot) in pod_level.iter().zip([&places.resources, &places.affinity]) {
+        let slots = [&places.resources, &places.affinity, &places.scheduler_name];
+        for (key, slot) in pod_level.iter().zip(slots) {
             edits.extend(edit(key, slot, before.get(key), after.get(key))?);
         }
         for (field, slots) in CONTAINER_LISTS.iter().zip(&places.containers) {
@@ -398,6 +406,7 @@ fn read_spec(scanner: &mut Scanner<'_>) -> Option<Option<SpecFields>> {
             SPEC_RESOURCES => Some(&mut fields.resources),
             "nodeName" => Some(&mut fields.node_name),
             SPEC_AFFINITY => Some(&mut fields.affinity),
+            SPEC_SCHEDULER_NAME => Some(&mut fields.scheduler_name),
             "resourceClaims" => Some(&mut fields.resource_claims),
             _ => None,
         };
@@ -516,6 +525,16 @@ mod tests {
         r#"{"spec":{"containers":[] ,"x":1}}"#,
         json!({"containers": [], "affinity": {"a": 1}, "resources": {"r": 1}}),
         r#"{"spec":{"containers":[],"resources":{"r":1},"affinity":{"a":1} ,"x":1}}"#
+    )]
+    #[case::inserts_the_scheduler_name_after_the_containers(
+        r#"{"spec":{"containers":[] ,"x":1}}"#,
+        json!({"containers": [], "schedulerName": "topo-aware-scheduler"}),
+        r#"{"spec":{"containers":[],"schedulerName":"topo-aware-scheduler" ,"x":1}}"#
+    )]
+    #[case::replaces_the_default_scheduler_in_place(
+        r#"{"spec":{"schedulerName": "default-scheduler","containers":[]}}"#,
+        json!({"containers": [], "schedulerName": "topo-aware-scheduler"}),
+        r#"{"spec":{"schedulerName": "topo-aware-scheduler","containers":[]}}"#
     )]
     #[case::inserts_after_init_containers_without_containers(
         r#"{"spec":{"initContainers":[]}}"#,

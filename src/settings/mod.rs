@@ -245,6 +245,9 @@ pub struct TopologySettings {
     pub affinity: AffinityMode,
     /// `None` when not written; [`DEFAULT_PREFERRED_WEIGHT`] applies then.
     pub preferred_weight: Option<i64>,
+    /// A topology-aware secondary scheduler that GPU pods the policy steers
+    /// are handed to when they ask for the default scheduler; empty: off.
+    pub topology_aware_scheduler: String,
 }
 
 impl Default for TopologySettings {
@@ -254,6 +257,7 @@ impl Default for TopologySettings {
             alignment: None,
             affinity: AffinityMode::Preferred,
             preferred_weight: None,
+            topology_aware_scheduler: String::new(),
         }
     }
 }
@@ -588,6 +592,8 @@ pub struct Config {
     /// Seconds after which the binding check does not trust a
     /// NodeResourceTopology (`binding.topologyMaxAgeSeconds`); `None`: never.
     pub topology_max_age: Option<u64>,
+    /// `topology.topologyAwareScheduler`; `None`: off.
+    pub topology_aware_scheduler: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -767,6 +773,8 @@ impl Settings {
                 },
                 topology_max_age: Some(self.binding.topology_max_age_seconds)
                     .filter(|&seconds| seconds > 0),
+                topology_aware_scheduler: Some(self.topology.topology_aware_scheduler.clone())
+                    .filter(|name| !name.is_empty()),
             }),
             _ => Err(errors.join("; ")),
         }
@@ -795,6 +803,17 @@ impl Settings {
     /// outside `preferred`; `alignment` is ignored under `off` (the module's
     /// comment says why neither is refused there).
     fn check_topology(&self, errors: &mut Vec<String>) {
+        let scheduler = &self.topology.topology_aware_scheduler;
+        if !scheduler.is_empty() {
+            // The API server validates spec.schedulerName as a DNS subdomain
+            // (ValidatePodSpec): any other name would make every pod it is
+            // written into fail.
+            if let Some(fault) = gpu_topology::names::dns_subdomain_fault(scheduler) {
+                errors.push(format!(
+                    "topology.topologyAwareScheduler: {scheduler:?} is no scheduler name: {fault}"
+                ));
+            }
+        }
         if let Some(weight) = self.topology.preferred_weight {
             if !(MIN_PREFERRED_WEIGHT..=MAX_PREFERRED_WEIGHT).contains(&weight) {
                 errors.push(format!(

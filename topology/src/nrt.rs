@@ -36,8 +36,7 @@
 use crate::kubelet::{NodeFacts, NumaOccupancy, Occupancy};
 use crate::quantity::Quantity;
 use crate::{TopologyManagerPolicy, TopologyManagerScope};
-use serde::Deserialize;
-use std::borrow::Cow;
+use serde_json::Value;
 use std::fmt;
 
 /// The NodeResourceTopology API the topology-updater writes.
@@ -61,54 +60,32 @@ const NUMA_ZONE_PREFIX: &str = "node-";
 const POLICY_ATTRIBUTE: &str = "topologyManagerPolicy";
 const SCOPE_ATTRIBUTE: &str = "topologyManagerScope";
 
-#[derive(Deserialize)]
-struct Object<'a> {
-    #[serde(default, borrow)]
-    metadata: Metadata<'a>,
-    #[serde(default, borrow)]
-    zones: Vec<Zone<'a>>,
-    #[serde(default, borrow)]
-    attributes: Vec<Attribute<'a>>,
+// The object is read as a JSON tree and walked: the policy's module
+// already holds serde_json's tree reader, where derived readers for these
+// few fields would each add their own code to it.
+
+/// The array at `key` of `object` (absent or `null`: empty), at most
+/// `limit` long.
+fn list<'v>(
+    object: &'v Value,
+    key: &str,
+    limit: usize,
+    name: &'static str,
+) -> Result<&'v [Value], NrtProblem> {
+    let items = match object.get(key) {
+        None | Some(Value::Null) => return Ok(&[]),
+        Some(Value::Array(items)) => items.as_slice(),
+        Some(_) => return Err(NrtProblem::Unreadable(format!("{key} is not a list"))),
+    };
+    if items.len() > limit {
+        return Err(NrtProblem::TooLarge { list: name, limit });
+    }
+    Ok(items)
 }
 
-#[derive(Deserialize, Default)]
-struct Metadata<'a> {
-    #[serde(default, rename = "managedFields", borrow)]
-    managed_fields: Vec<ManagedField<'a>>,
-}
-
-#[derive(Deserialize)]
-struct ManagedField<'a> {
-    #[serde(default, borrow)]
-    time: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct Zone<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(default, rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(default, borrow)]
-    resources: Vec<ResourceInfo<'a>>,
-}
-
-#[derive(Deserialize)]
-struct ResourceInfo<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(default, borrow)]
-    allocatable: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    available: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct Attribute<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(default, borrow)]
-    value: Cow<'a, str>,
+/// The string at `key` of `object`, when it is one.
+fn text<'v>(object: &'v Value, key: &str) -> Option<&'v str> {
+    object.get(key).and_then(Value::as_str)
 }
 
 /// Why a NodeResourceTopology cannot be used: the binding is then allowed.
@@ -243,60 +220,52 @@ pub struct NrtReading {
 
 /// [`read_occupancy`], with when the object last changed.
 pub fn read(object: &str, facts: &NodeFacts, gpu_resource: &str) -> Result<NrtReading, NrtProblem> {
-    let object: Object =
+    let object: Value =
         serde_json::from_str(object).map_err(|e| NrtProblem::Unreadable(e.to_string()))?;
-    if object.metadata.managed_fields.len() > MAX_MANAGED_FIELDS {
-        return Err(NrtProblem::TooLarge {
-            list: "managedFields",
-            limit: MAX_MANAGED_FIELDS,
-        });
+    if !object.is_object() {
+        return Err(NrtProblem::Unreadable("it is not an object".to_owned()));
     }
-    let changed_at = object
-        .metadata
-        .managed_fields
-        .iter()
-        .filter_map(|entry| crate::parse_heartbeat(entry.time.as_deref()?).ok())
-        .max();
-    if object.zones.len() > MAX_ZONES {
-        return Err(NrtProblem::TooLarge {
-            list: "zones",
-            limit: MAX_ZONES,
-        });
-    }
-    if object.attributes.len() > MAX_ATTRIBUTES {
-        return Err(NrtProblem::TooLarge {
-            list: "attributes",
-            limit: MAX_ATTRIBUTES,
-        });
-    }
-    check_settings(&object.attributes, facts)?;
+    let metadata = object.get("metadata").unwrap_or(&Value::Null);
+    let changed_at = list(
+        metadata,
+        "managedFields",
+        MAX_MANAGED_FIELDS,
+        "managedFields",
+    )?
+    .iter()
+    .filter_map(|entry| crate::parse_heartbeat(text(entry, "time")?).ok())
+    .max();
+    let zones = list(&object, "zones", MAX_ZONES, "zones")?;
+    let attributes = list(&object, "attributes", MAX_ATTRIBUTES, "attributes")?;
+    check_settings(attributes, facts)?;
     let numas = facts.numa_nodes.as_deref().ok_or(NrtProblem::NoNumaNodes)?;
     let mut held: Vec<Option<NumaOccupancy>> = vec![None; numas.len()];
-    for zone in &object.zones {
-        if zone.kind != NUMA_ZONE_TYPE {
+    for zone in zones {
+        if text(zone, "type") != Some(NUMA_ZONE_TYPE) {
             continue;
         }
-        let Some(numa) = zone_id(&zone.name) else {
+        let name = text(zone, "name").unwrap_or_default();
+        let Some(numa) = zone_id(name) else {
             continue;
         };
-        if zone.resources.len() > MAX_RESOURCES_PER_ZONE {
-            return Err(NrtProblem::TooLarge {
-                list: "resources in a zone",
-                limit: MAX_RESOURCES_PER_ZONE,
-            });
-        }
+        let resources = list(
+            zone,
+            "resources",
+            MAX_RESOURCES_PER_ZONE,
+            "resources in a zone",
+        )?;
         let slot = held.get_mut(numa).ok_or_else(|| {
             NrtProblem::Inconsistent(Inconsistency::ZoneBeyondLabels {
-                zone: zone.name.to_string(),
+                zone: name.to_owned(),
                 numa_nodes: numas.len(),
             })
         })?;
         if slot.is_some() {
             return Err(NrtProblem::Inconsistent(Inconsistency::ZoneTwice {
-                zone: zone.name.to_string(),
+                zone: name.to_owned(),
             }));
         }
-        *slot = Some(zone_occupancy(zone, numa, facts, gpu_resource)?);
+        *slot = Some(zone_occupancy(name, resources, numa, facts, gpu_resource)?);
     }
     Ok(NrtReading {
         occupancy: Occupancy {
@@ -319,24 +288,24 @@ fn zone_id(name: &str) -> Option<usize> {
 
 /// The Topology Manager's policy and scope, where both the object and the
 /// labels state them, must agree: they decide every answer.
-fn check_settings(attributes: &[Attribute], facts: &NodeFacts) -> Result<(), NrtProblem> {
+fn check_settings(attributes: &[Value], facts: &NodeFacts) -> Result<(), NrtProblem> {
     let tm = &facts.topology_manager;
     for attribute in attributes {
-        let labeled = match attribute.name.as_ref() {
-            POLICY_ATTRIBUTE => tm.policy.map(TopologyManagerPolicy::as_str),
-            SCOPE_ATTRIBUTE => tm.scope.map(TopologyManagerScope::as_str),
+        let (name, labeled) = match text(attribute, "name") {
+            Some(POLICY_ATTRIBUTE) => (
+                POLICY_ATTRIBUTE,
+                tm.policy.map(TopologyManagerPolicy::as_str),
+            ),
+            Some(SCOPE_ATTRIBUTE) => (SCOPE_ATTRIBUTE, tm.scope.map(TopologyManagerScope::as_str)),
             _ => continue,
         };
-        let Some(labeled) = labeled else { continue };
-        if attribute.value != labeled {
-            let name = if attribute.name == POLICY_ATTRIBUTE {
-                POLICY_ATTRIBUTE
-            } else {
-                SCOPE_ATTRIBUTE
-            };
+        let (Some(labeled), Some(value)) = (labeled, text(attribute, "value")) else {
+            continue;
+        };
+        if value != labeled {
             return Err(NrtProblem::Inconsistent(Inconsistency::Setting {
                 name,
-                object: attribute.value.to_string(),
+                object: value.to_owned(),
                 labels: labeled.to_owned(),
             }));
         }
@@ -345,7 +314,8 @@ fn check_settings(attributes: &[Attribute], facts: &NodeFacts) -> Result<(), Nrt
 }
 
 fn zone_occupancy(
-    zone: &Zone,
+    zone: &str,
+    resources: &[Value],
     numa: usize,
     facts: &NodeFacts,
     gpu_resource: &str,
@@ -356,23 +326,28 @@ fn zone_occupancy(
         .as_deref()
         .and_then(|n| n.get(numa))
         .and_then(|n| n.gpus);
-    for resource in &zone.resources {
-        let name = resource.name.as_ref();
-        let count = |value: &Option<Cow<str>>| -> Result<Option<u64>, NrtProblem> {
-            let Some(text) = value else { return Ok(None) };
+    for resource in resources {
+        let name = text(resource, "name").unwrap_or_default();
+        let count = |key: &str| -> Result<Option<u64>, NrtProblem> {
+            let value = match resource.get(key) {
+                None | Some(Value::Null) => return Ok(None),
+                Some(value) => value,
+            };
+            let bad = || NrtProblem::BadQuantity {
+                zone: zone.to_owned(),
+                resource: name.to_owned(),
+                value: value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_owned),
+            };
+            let text = value.as_str().ok_or_else(bad)?;
             Quantity::parse(text)
                 .ok()
                 .and_then(|q| q.whole_units())
                 .map(Some)
-                .ok_or_else(|| NrtProblem::BadQuantity {
-                    zone: zone.name.to_string(),
-                    resource: name.to_owned(),
-                    value: text.to_string(),
-                })
+                .ok_or_else(bad)
         };
-        let (Some(available), allocatable) =
-            (count(&resource.available)?, count(&resource.allocatable)?)
-        else {
+        let (Some(available), allocatable) = (count("available")?, count("allocatable")?) else {
             continue;
         };
         let above = || {

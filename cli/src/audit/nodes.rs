@@ -72,6 +72,16 @@ pub fn from_cluster(
     live: &LiveCluster,
     prefix: &LabelPrefix,
 ) -> Result<(Nodes, Option<String>), String> {
+    from_cluster_objects(live, prefix).map(|(_, nodes, problem)| (nodes, problem))
+}
+
+/// [`from_cluster`], with the Node objects as listed (pruned to
+/// [`NODE_FIELD_MASKS`], the masks of the policy's own Node GET), which
+/// answer the binding check's Node reads.
+pub fn from_cluster_objects(
+    live: &LiveCluster,
+    prefix: &LabelPrefix,
+) -> Result<(Vec<Value>, Nodes, Option<String>), String> {
     let masks: BTreeSet<String> = NODE_FIELD_MASKS.iter().map(|m| (*m).to_owned()).collect();
     let objects = live
         .list(&api_resource("v1", "Node"), None, None, Some(&masks))
@@ -93,7 +103,7 @@ pub fn from_cluster(
         }
         Err(problem) => Some(problem),
     };
-    Ok((nodes, problem))
+    Ok((objects, nodes, problem))
 }
 
 /// Takes the heartbeat of each labeler NodeFeature object for its node,

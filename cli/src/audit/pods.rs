@@ -1,7 +1,11 @@
-//! The running pods to audit: from a `kubectl get pods -A -o json|yaml`
-//! dump (`--pods FILE`), or listed live, all namespaces, page by page.
-//! Pods that ended (`Succeeded`, `Failed`) are left out; which are GPU pods
-//! the checks decide, with the policy's demand.
+//! The pods to audit: from a `kubectl get pods -A -o json|yaml` dump
+//! (`--pods FILE`), or listed live, all namespaces, page by page.
+//!
+//! - The running pods: those that have not ended (`Succeeded`, `Failed`);
+//!   which are GPU pods the checks decide, with the policy's demand.
+//! - The pods that failed at the kubelet's admission ([`FailedPod`]):
+//!   `status.phase` `Failed` with one of [`ADMISSION_FAILURES`] as
+//!   `status.reason`. Live, a second list asks for `Failed` pods alone.
 
 use crate::fleet::live::{api_resource, LiveCluster};
 use crate::input::{read_file, Document};
@@ -34,6 +38,84 @@ pub const POD_FIELD_MASKS: [&str; 6] = [
 
 /// Pods that ended hold no resources: the API server leaves them out.
 const NOT_ENDED: &str = "status.phase!=Succeeded,status.phase!=Failed";
+/// The pods that failed, among them those the kubelet refused.
+const FAILED: &str = "status.phase=Failed";
+
+/// The fields of a failed Pod the audit reads (live mode prunes the rest):
+/// the running pod's, and why it failed.
+pub const FAILED_POD_FIELD_MASKS: [&str; 8] = [
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.uid",
+    "spec",
+    "status.phase",
+    "status.qosClass",
+    "status.reason",
+    "status.message",
+];
+
+/// The `status.reason` of a pod the kubelet refused at admission for what
+/// the binding check models: the Topology Manager found no NUMA placement
+/// (`TopologyAffinityError`, `pkg/kubelet/cm/topologymanager`), the static
+/// CPU Manager's `full-pcpus-only` found no whole cores
+/// (`SMTAlignmentError`, `cpumanager/policy_static.go`), or an allocation
+/// failed after admission began (`UnexpectedAdmissionError`,
+/// `pkg/kubelet/lifecycle/predicate.go`: a device plugin or the Memory
+/// Manager's allocation).
+pub const ADMISSION_FAILURES: [&str; 3] = [
+    "TopologyAffinityError",
+    "SMTAlignmentError",
+    "UnexpectedAdmissionError",
+];
+
+/// A pod the kubelet refused: `Failed`, with one of [`ADMISSION_FAILURES`].
+/// It holds nothing on its node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedPod {
+    pub namespace: String,
+    pub name: String,
+    pub uid: Option<String>,
+    /// `spec.nodeName`: the node that refused it.
+    pub node: Option<String>,
+    /// `status.reason`.
+    pub reason: String,
+    /// `status.message`: the kubelet's words.
+    pub message: Option<String>,
+    /// The Pod as read, which answers the binding check's Pod GET.
+    pub object: Value,
+}
+
+impl FailedPod {
+    /// The failed pod of a Pod object; `None` for any other pod.
+    pub fn read(object: &Value) -> Result<Option<Self>, String> {
+        let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str);
+        if text("/status/phase") != Some("Failed") {
+            return Ok(None);
+        }
+        let Some(reason) = text("/status/reason").filter(|r| ADMISSION_FAILURES.contains(r)) else {
+            return Ok(None);
+        };
+        let name = text("/metadata/name").ok_or("the Pod has no metadata.name")?;
+        Ok(Some(FailedPod {
+            namespace: text("/metadata/namespace").unwrap_or("default").to_owned(),
+            name: name.to_owned(),
+            uid: text("/metadata/uid").map(str::to_owned),
+            node: text("/spec/nodeName")
+                .filter(|node| !node.is_empty())
+                .map(str::to_owned),
+            reason: reason.to_owned(),
+            message: text("/status/message").map(str::to_owned),
+            object: object.clone(),
+        }))
+    }
+}
+
+/// The pods of a dump or a cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pods {
+    pub running: Vec<RunningPod>,
+    pub failed: Vec<FailedPod>,
+}
 
 impl RunningPod {
     /// The pod of a Pod object; `Err` names what is missing. `None` for a
@@ -61,15 +143,26 @@ impl RunningPod {
     }
 }
 
-/// The pods of a dump; other kinds are bad input, named by file and document.
+/// The running pods of a dump; other kinds are bad input, named by file
+/// and document.
 pub fn from_file(path: &Path) -> Result<Vec<RunningPod>, String> {
-    let documents = read_file(path).map_err(|error| error.to_string())?;
-    from_documents(&documents)
+    read_dump(path).map(|pods| pods.running)
 }
 
-/// The pods of `documents` (a dump's documents, Lists expanded).
+/// The running and the failed pods of a dump.
+pub fn read_dump(path: &Path) -> Result<Pods, String> {
+    let documents = read_file(path).map_err(|error| error.to_string())?;
+    all_of_documents(&documents)
+}
+
+/// The running pods of `documents` (a dump's documents, Lists expanded).
 pub fn from_documents(documents: &[Document]) -> Result<Vec<RunningPod>, String> {
-    let mut pods = Vec::with_capacity(documents.len());
+    all_of_documents(documents).map(|pods| pods.running)
+}
+
+/// The running and the failed pods of `documents`.
+pub fn all_of_documents(documents: &[Document]) -> Result<Pods, String> {
+    let mut pods = Pods::default();
     for document in documents {
         if document.kind() != "Pod" {
             return Err(format!(
@@ -78,9 +171,11 @@ pub fn from_documents(documents: &[Document]) -> Result<Vec<RunningPod>, String>
                 document.kind()
             ));
         }
-        let pod = RunningPod::read(&document.object)
-            .map_err(|problem| format!("{}: {problem}", document.source))?;
-        pods.extend(pod);
+        let place = |problem| format!("{}: {problem}", document.source);
+        let pod = RunningPod::read(&document.object).map_err(place)?;
+        pods.running.extend(pod);
+        let failed = FailedPod::read(&document.object).map_err(place)?;
+        pods.failed.extend(failed);
     }
     Ok(pods)
 }
@@ -99,6 +194,29 @@ pub fn from_cluster(live: &LiveCluster) -> Result<Vec<RunningPod>, String> {
     let mut pods = Vec::with_capacity(objects.len());
     for object in &objects {
         pods.extend(RunningPod::read(object)?);
+    }
+    Ok(pods)
+}
+
+/// Every pod of the cluster that failed at the kubelet's admission: a list
+/// of the `Failed` pods (which the running pods' list leaves out), the
+/// kubelet's reason picked from them.
+pub fn failed_from_cluster(live: &LiveCluster) -> Result<Vec<FailedPod>, String> {
+    let masks: BTreeSet<String> = FAILED_POD_FIELD_MASKS
+        .iter()
+        .map(|m| (*m).to_owned())
+        .collect();
+    let objects = live
+        .list(&api_resource("v1", "Pod"), None, Some(FAILED), Some(&masks))
+        .map_err(|problem| {
+            format!(
+                "cannot list the failed pods of {}: {problem}",
+                live.server()
+            )
+        })?;
+    let mut pods = Vec::new();
+    for object in &objects {
+        pods.extend(FailedPod::read(object)?);
     }
     Ok(pods)
 }

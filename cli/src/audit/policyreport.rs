@@ -41,6 +41,7 @@
 //! [`choose`]n from what the API server serves (its discovery).
 
 use super::checks::{Outcome, PodAudit};
+use super::failed::{FailedAudit, RULE as FAILED_RULE};
 use crate::args::ReportApi;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -155,37 +156,69 @@ pub fn choose(mut serves: impl FnMut(ReportApi) -> Result<bool, String>) -> Choi
     }
 }
 
-/// One report per namespace holding audited pods, namespaces sorted.
-pub fn reports(audits: &[PodAudit], judged_at: u64, api: ReportApi) -> Vec<Value> {
-    let mut by_namespace: BTreeMap<&str, Vec<&PodAudit>> = BTreeMap::new();
+/// The audited and the failed pods of one namespace.
+type Namespace<'a> = (Vec<&'a PodAudit>, Vec<&'a FailedAudit>);
+
+/// One report per namespace holding audited or failed pods, namespaces
+/// sorted; in each, the running pods' results, then one per failed pod.
+pub fn reports(
+    audits: &[PodAudit],
+    failed: &[FailedAudit],
+    judged_at: u64,
+    api: ReportApi,
+) -> Vec<Value> {
+    let mut by_namespace: BTreeMap<&str, Namespace> = BTreeMap::new();
     for audit in audits {
         by_namespace
             .entry(audit.pod.namespace.as_str())
             .or_default()
+            .0
             .push(audit);
+    }
+    for failed in failed {
+        by_namespace
+            .entry(failed.pod.namespace.as_str())
+            .or_default()
+            .1
+            .push(failed);
     }
     by_namespace
         .into_iter()
-        .map(|(namespace, audits)| report(namespace, &audits, judged_at, api))
+        .map(|(namespace, (audits, failed))| report(namespace, &audits, &failed, judged_at, api))
         .collect()
 }
 
-fn report(namespace: &str, audits: &[&PodAudit], judged_at: u64, api: ReportApi) -> Value {
+fn pod_resource(name: &str, namespace: &str, uid: Option<&str>) -> Value {
+    let mut resource = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": name,
+        "namespace": namespace,
+    });
+    if let Some(uid) = uid {
+        resource["uid"] = json!(uid);
+    }
+    resource
+}
+
+fn report(
+    namespace: &str,
+    audits: &[&PodAudit],
+    failed: &[&FailedAudit],
+    judged_at: u64,
+    api: ReportApi,
+) -> Value {
     let mut counts: BTreeMap<&str, u64> = ["pass", "fail", "warn", "error", "skip"]
         .into_iter()
         .map(|result| (result, 0))
         .collect();
     let mut results = Vec::new();
     for audit in audits {
-        let mut resource = json!({
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "name": audit.pod.name,
-            "namespace": audit.pod.namespace,
-        });
-        if let Some(uid) = &audit.pod.uid {
-            resource["uid"] = json!(uid);
-        }
+        let resource = pod_resource(
+            &audit.pod.name,
+            &audit.pod.namespace,
+            audit.pod.uid.as_deref(),
+        );
         for check in &audit.checks {
             let outcome = check.outcome();
             *counts.entry(outcome.as_str()).or_default() += 1;
@@ -212,6 +245,30 @@ fn report(namespace: &str, audits: &[&PodAudit], judged_at: u64, api: ReportApi)
             }
             results.push(result);
         }
+    }
+    for failed in failed {
+        let outcome = failed.outcome();
+        *counts.entry(outcome.as_str()).or_default() += 1;
+        let mut properties = BTreeMap::from([
+            ("reason", failed.pod.reason.as_str()),
+            ("bindingCheck", failed.short()),
+        ]);
+        if let Some(node) = &failed.pod.node {
+            properties.insert("node", node.as_str());
+        }
+        results.push(json!({
+            "policy": POLICY,
+            "rule": FAILED_RULE,
+            "category": CATEGORY,
+            "result": outcome.as_str(),
+            "severity": "high",
+            "message": failed.message(),
+            "scored": true,
+            "source": SOURCE,
+            "timestamp": {"seconds": judged_at, "nanos": 0},
+            "resources": [pod_resource(&failed.pod.name, &failed.pod.namespace, failed.pod.uid.as_deref())],
+            "properties": properties,
+        }));
     }
     let mut report = json!({
         "apiVersion": api.api_version(),

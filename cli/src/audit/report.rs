@@ -3,6 +3,8 @@
 //! AuditReport`. Fields are only ever added within a version.
 
 use super::checks::{Outcome, PodAudit};
+use super::failed::FailedAudit;
+use crate::binding::BindingView;
 use gpu_topology::format_heartbeat;
 use serde::Serialize;
 
@@ -19,6 +21,8 @@ pub struct AuditReport<'a> {
     pub stale_after_seconds: u64,
     pub summary: Summary,
     pub pods: Vec<PodEntry<'a>>,
+    /// The pods that failed at the kubelet's admission.
+    pub failed_pods: Vec<FailedEntry<'a>>,
 }
 
 /// Checks by outcome, and pods with at least one finding.
@@ -31,12 +35,22 @@ pub struct Summary {
     pub warn: usize,
     pub fail: usize,
     pub skip: usize,
+    /// Pods that failed at the kubelet's admission (each a finding).
+    pub failed_pods: usize,
+    /// Of those, the pods whose binding the binding check refuses now.
+    pub failed_pods_refused_now: usize,
 }
 
 impl Summary {
-    pub fn of(audits: &[PodAudit]) -> Self {
+    pub fn of(audits: &[PodAudit], failed: &[FailedAudit]) -> Self {
+        let refused = failed
+            .iter()
+            .filter(|failed| failed.view().is_some_and(|view| view.refused()))
+            .count();
         let mut summary = Summary {
             pods: audits.len(),
+            failed_pods: failed.len(),
+            failed_pods_refused_now: refused,
             ..Summary::default()
         };
         for audit in audits {
@@ -70,6 +84,27 @@ pub struct PodEntry<'a> {
     pub checks: Vec<CheckEntry>,
 }
 
+/// A pod that failed at the kubelet's admission.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedEntry<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub uid: Option<&'a str>,
+    /// The node that refused it (`spec.nodeName`).
+    pub node: Option<&'a str>,
+    /// `status.reason`: `TopologyAffinityError`, `SMTAlignmentError` or
+    /// `UnexpectedAdmissionError`.
+    pub reason: &'a str,
+    /// `status.message`: the kubelet's words.
+    pub message: Option<&'a str>,
+    /// Always `fail`.
+    pub result: Outcome,
+    /// The binding check of the pod to its node, on the node's occupancy
+    /// now (`null` when it names no node).
+    pub binding: Option<BindingView>,
+}
+
 #[derive(Debug, Serialize)]
 pub struct CheckEntry {
     pub rule: &'static str,
@@ -78,13 +113,18 @@ pub struct CheckEntry {
 }
 
 impl<'a> AuditReport<'a> {
-    pub fn new(audits: &'a [PodAudit], judged_at: u64, stale_after_seconds: u64) -> Self {
+    pub fn new(
+        audits: &'a [PodAudit],
+        failed: &'a [FailedAudit],
+        judged_at: u64,
+        stale_after_seconds: u64,
+    ) -> Self {
         AuditReport {
             api_version: API_VERSION,
             kind: KIND,
             judged_at: format_heartbeat(judged_at),
             stale_after_seconds,
-            summary: Summary::of(audits),
+            summary: Summary::of(audits, failed),
             pods: audits
                 .iter()
                 .map(|audit| PodEntry {
@@ -103,6 +143,19 @@ impl<'a> AuditReport<'a> {
                             message: check.message(),
                         })
                         .collect(),
+                })
+                .collect(),
+            failed_pods: failed
+                .iter()
+                .map(|failed| FailedEntry {
+                    namespace: &failed.pod.namespace,
+                    name: &failed.pod.name,
+                    uid: failed.pod.uid.as_deref(),
+                    node: failed.pod.node.as_deref(),
+                    reason: &failed.pod.reason,
+                    message: failed.pod.message.as_deref(),
+                    result: failed.outcome(),
+                    binding: failed.view(),
                 })
                 .collect(),
         }

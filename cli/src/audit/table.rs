@@ -5,6 +5,7 @@
 //! set (the explain report's colour policy).
 
 use super::checks::{Check, Outcome, PodAudit};
+use super::failed::FailedAudit;
 use super::report::Summary;
 use anstyle::{AnsiColor, Style};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
@@ -44,7 +45,7 @@ fn cell(audit: &PodAudit, rule: &str) -> String {
         .map_or_else(|| "-".to_owned(), Check::short)
 }
 
-pub fn render(audits: &[PodAudit]) -> String {
+pub fn render(audits: &[PodAudit], failed: &[FailedAudit]) -> String {
     let mut table = Table::new();
     table
         .load_preset(UTF8_FULL_CONDENSED)
@@ -95,7 +96,10 @@ pub fn render(audits: &[PodAudit]) -> String {
             out.push('\n');
         }
     }
-    let summary = Summary::of(audits);
+    if !failed.is_empty() {
+        render_failed(failed, &mut out);
+    }
+    let summary = Summary::of(audits, failed);
     out.push_str(&format!(
         "\n{} GPU pods, {} with findings: {} fail, {} warn, {} pass, {} skipped checks\n",
         summary.pods,
@@ -105,5 +109,46 @@ pub fn render(audits: &[PodAudit]) -> String {
         styled(Outcome::Pass, &summary.pass.to_string()),
         summary.skip
     ));
+    if summary.failed_pods > 0 {
+        out.push_str(&format!(
+            "{} failed at the kubelet: the binding check refuses {} of their bindings now\n",
+            match summary.failed_pods {
+                1 => "1 pod".to_owned(),
+                n => format!("{n} pods"),
+            },
+            styled(Outcome::Fail, &summary.failed_pods_refused_now.to_string()),
+        ));
+    }
     out
+}
+
+/// The pods that failed at the kubelet: one row each (its node, the
+/// kubelet's reason, what the binding check says now), then each in full.
+fn render_failed(failed: &[FailedAudit], out: &mut String) {
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(["FAILED POD", "NODE", "REASON", "BINDING CHECK NOW"]);
+    for failed in failed {
+        table.add_row(vec![
+            format!("{}/{}", failed.pod.namespace, failed.pod.name),
+            failed.pod.node.clone().unwrap_or_else(|| "-".to_owned()),
+            failed.pod.reason.clone(),
+            failed.short().to_owned(),
+        ]);
+    }
+    out.push_str("\nPods that failed at the kubelet's admission; the binding check answers on each node's occupancy now, which a failed pod holds no part of:\n");
+    out.push_str(&table.to_string());
+    out.push_str("\n\n");
+    for failed in failed {
+        out.push_str(&format!(
+            "{}/{} {}: {}\n  {}\n",
+            failed.pod.namespace,
+            failed.pod.name,
+            styled(failed.outcome(), failed.outcome().as_str()),
+            failed.failure(),
+            failed.check_words()
+        ));
+    }
 }

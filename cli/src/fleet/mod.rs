@@ -11,6 +11,9 @@ pub mod selector;
 use crate::args::FleetArgs;
 use files::{FileCluster, FleetFileError};
 use gpu_topology_policy::cluster::host::ClusterReader;
+use kubewarden_policy_sdk::host_capabilities::kubernetes::{
+    GetResourceRequest, ListAllResourcesRequest,
+};
 use live::{ConnectError, Credentials, LiveCluster};
 use std::fmt;
 
@@ -83,5 +86,38 @@ pub fn credentials(args: &FleetArgs) -> Credentials {
     Credentials {
         kubeconfig: args.kubeconfig.clone(),
         context: args.context.clone(),
+    }
+}
+
+/// Files for what they hold ([`FileCluster::holds`]), another reader for
+/// the rest (a live cluster, or the fleet's files); without one, the files
+/// answer that too, as they answer what they do not hold. `audit` reads
+/// the pods' nodes from `--nodes` or one live list, and answers the binding
+/// check's Node GETs from them rather than with a GET per node (no `get` on
+/// nodes needed); `explain --node --topology` answers the
+/// NodeResourceTopology from the file and the rest as the fleet does.
+pub struct Layered<'a> {
+    pub files: &'a FileCluster,
+    pub rest: Option<&'a dyn ClusterReader>,
+}
+
+impl Layered<'_> {
+    fn reader(&self, api_version: &str, kind: &str) -> &dyn ClusterReader {
+        match self.rest {
+            Some(rest) if !self.files.holds(api_version, kind) => rest,
+            _ => self.files,
+        }
+    }
+}
+
+impl ClusterReader for Layered<'_> {
+    fn list_all_resources(&self, request: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+        self.reader(&request.api_version, &request.kind)
+            .list_all_resources(request)
+    }
+
+    fn get_resource(&self, request: &GetResourceRequest) -> Result<Vec<u8>, String> {
+        self.reader(&request.api_version, &request.kind)
+            .get_resource(request)
     }
 }

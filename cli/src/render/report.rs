@@ -3,6 +3,7 @@
 //! only ever added within a version; a removal or a change of meaning
 //! takes a new `apiVersion`.
 
+use crate::binding::BindingView;
 use crate::explain::{Explanation, ObjectRef, Outcome};
 use crate::input::Source;
 use crate::render::diff::Change;
@@ -49,6 +50,10 @@ pub struct Item<'a> {
     pub changes: &'a [Change],
     /// The record of a GPU pod or pod template (`null` for other objects).
     pub record: Option<&'a RecordView>,
+    /// `explain --node`: the binding check of the pod bound to that node
+    /// (absent without `--node`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub binding: Option<&'a BindingView>,
 }
 
 impl<'a> ExplainReport<'a> {
@@ -105,6 +110,7 @@ impl<'a> Item<'a> {
             answer: Answer::of(explanation),
             changes: &explanation.changes,
             record: explanation.record.as_ref(),
+            binding: explanation.binding.as_ref(),
         }
     }
 }

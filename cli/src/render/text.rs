@@ -3,6 +3,7 @@
 //! anstyle's and reach the terminal through anstream, which drops them
 //! when standard output is not a terminal or NO_COLOR is set.
 
+use crate::binding::{BindingView, CheckResult};
 use crate::explain::{Explanation, Outcome};
 use crate::render::shapes::{RecordView, ShapeRow, View, NAMES_SHOWN};
 use anstyle::{AnsiColor, Style};
@@ -30,7 +31,7 @@ pub fn render(explanations: &[Explanation], verbose: bool) -> String {
         out.push('\n');
     }
     let count = |outcome| explanations.iter().filter(|e| e.outcome == outcome).count();
-    let _ = writeln!(
+    let _ = write!(
         out,
         "{}: {} accepted, {} mutated, {} rejected",
         counted(explanations.len(), "object"),
@@ -38,6 +39,22 @@ pub fn render(explanations: &[Explanation], verbose: bool) -> String {
         count(Outcome::Mutated),
         count(Outcome::Rejected)
     );
+    let bindings: Vec<&BindingView> = explanations
+        .iter()
+        .filter_map(|e| e.binding.as_ref())
+        .filter(|b| b.allowed.is_some())
+        .collect();
+    if let Some(first) = bindings.first() {
+        let refused = bindings.iter().filter(|b| b.refused()).count();
+        let _ = write!(
+            out,
+            "; {} to {}: {} allowed, {refused} refused",
+            counted(bindings.len(), "binding"),
+            first.node,
+            bindings.len() - refused
+        );
+    }
+    out.push('\n');
     out
 }
 
@@ -75,6 +92,38 @@ fn render_one(explanation: &Explanation, verbose: bool, out: &mut String) {
     }
     if let Some(record) = &explanation.record {
         render_record(record, verbose, out);
+    }
+    if let Some(binding) = &explanation.binding {
+        render_binding(binding, out);
+    }
+}
+
+/// `explain --node`: the binding check, as the policy would answer the
+/// scheduler's binding of the pod to that node.
+fn render_binding(binding: &BindingView, out: &mut String) {
+    let _ = writeln!(out, "  Binding to {}:", binding.node);
+    let decision = match (binding.check, binding.allowed) {
+        (_, None) => None,
+        (CheckResult::Refused, _) => Some(styled(REJECTED, "REFUSED")),
+        (CheckResult::NotChecked, _) => Some(styled(WARNING, "allowed, not checked")),
+        (CheckResult::Unknown, _) => Some(styled(WARNING, "allowed, unknown")),
+        _ => Some(styled(ACCEPTED, "allowed")),
+    };
+    match decision {
+        Some(decision) => {
+            let _ = writeln!(out, "    decision: {decision}");
+            if let Some(message) = &binding.message {
+                let _ = writeln!(out, "    message:  {message}");
+            }
+        }
+        None => {
+            if let Some(message) = &binding.message {
+                let _ = writeln!(out, "    note:     {message}");
+            }
+        }
+    }
+    for warning in &binding.warnings {
+        let _ = writeln!(out, "    {}  {warning}", styled(WARNING, "warning:"));
     }
 }
 

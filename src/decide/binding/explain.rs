@@ -3,7 +3,7 @@
 
 use super::record::{BindingOutcome, BindingRecord, Checked, NotChecked};
 use crate::decide::explain::{
-    bytes, plural, refused, request_words, unknown_words, verb_s, who, NumaFigures,
+    bytes, is_plural, plural, refused, request_words, unknown_words, verb_s, who, NumaFigures,
 };
 use crate::decide::Decision;
 use gpu_topology::kubelet::{
@@ -93,10 +93,16 @@ fn refusal_message(record: &BindingRecord, checked: &Checked, refusal: &Refusal)
         .0
     });
     let free = unit.map_or_else(Vec::new, |unit| free_words(checked, &unit.resources));
-    let free = if free.is_empty() {
-        String::new()
-    } else {
-        format!("; free now: {}", free.join("; "))
+    // The figures are the node's before this pod: for a later container
+    // (scope container), its earlier containers have taken some of them.
+    let after_earlier = unit.is_some_and(|u| u.container.is_some_and(|i| i > 0));
+    let free = match (free.is_empty(), after_earlier) {
+        (true, _) => String::new(),
+        (false, false) => format!("; free now: {}", free.join("; ")),
+        (false, true) => format!(
+            "; free before the pod's earlier containers: {}",
+            free.join("; ")
+        ),
     };
     format!(
         "the kubelet of {} would refuse pod {} now: {why}{free}. The scheduler queues the pod again and binds it where the kubelet admits it",
@@ -141,21 +147,22 @@ fn topology_affinity(
         _ => None,
     })?;
     let (report, capacity, available) = short;
-    let needs = if capacity > 0 {
-        format!("{} ({policy})", plural(u64::from(capacity), "NUMA node"))
+    let what = request_words(report.resource, report.request);
+    let verb = verb_s(report.resource, report.request);
+    let pronoun = if is_plural(report.resource, report.request) {
+        "them"
     } else {
-        format!("one NUMA mask ({policy})")
+        "it"
     };
-    Some(format!(
-        "{}{whose} need{} {needs}, and the fewest NUMA nodes with {} free are {}: TopologyAffinityError",
-        request_words(report.resource, report.request),
-        verb_s(report.resource, report.request),
-        if report.request == 1 { "it" } else { "them" },
-        match available {
-            Some(n) => n.to_string(),
-            None => "none: no mask has room".to_owned(),
-        }
-    ))
+    Some(match available {
+        Some(available) => format!(
+            "{what}{whose} need{verb} {} ({policy}), and the fewest NUMA nodes with {pronoun} free are {available}: TopologyAffinityError",
+            plural(u64::from(capacity), "NUMA node")
+        ),
+        None => format!(
+            "{what}{whose} fit{verb} no NUMA nodes with what is free ({policy}): TopologyAffinityError"
+        ),
+    })
 }
 
 /// What each resource of the refused unit has free per NUMA node:

@@ -172,7 +172,8 @@ impl MemoryState {
         for (i, (table, &held)) in node.tables.iter_mut().zip(held).enumerate() {
             table.free = table.allocatable.checked_sub(held).ok_or(i)?;
         }
-        if held.iter().any(|&h| h > 0) {
+        // On a machine of one NUMA node every group is that node: known.
+        if held.iter().any(|&h| h > 0) && self.numas.len() > 1 {
             self.groups_unknown = self.groups_unknown.with(numa);
         }
         Ok(())

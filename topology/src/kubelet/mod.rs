@@ -5,8 +5,11 @@
 //!
 //! [`admit()`] takes what is known about a node ([`NodeFacts`]) and what the
 //! pod asks for ([`PodDemand`]) and answers ([`Admission`]) for the node
-//! **when it runs no other pod**: the policy cannot know current usage. An
-//! admission may still fail on a busy node. A refusal holds on a busy node
+//! **when it runs no other pod**: at pod creation the policy cannot know
+//! which node, nor its usage. [`admit_on_busy_node()`] answers the same
+//! question with what other pods hold ([`Occupancy`], from the node's
+//! NodeResourceTopology, [`crate::nrt`]): the binding check's. An
+//! admission on the empty node may still fail on a busy node. A refusal holds on a busy node
 //! too under scope `pod` and for the first container (every rule only loses
 //! options as resources are taken); under scope `container` other pods can
 //! move where an earlier container lands, and so, rarely, make room for a
@@ -113,8 +116,12 @@
 //!
 //! # Left out, and which way the answer errs
 //!
-//! - Other pods and unhealthy GPUs: the node is taken empty and healthy.
-//!   Errs toward admitting.
+//! - Other pods and unhealthy GPUs: [`admit()`] takes the node empty and
+//!   healthy, and errs toward admitting. [`admit_on_busy_node()`] takes
+//!   them from the occupancy (an unhealthy device counts as held); where
+//!   the occupancy leaves a choice open it answers unknown: the cores
+//!   other pods' exclusive CPUs sit on ([`Indeterminate::BusyCores`]) and
+//!   the NUMA groups of their pinned memory ([`Indeterminate::MemoryGroups`]).
 //! - The kubelet's other admission checks (eviction, node affinity), and
 //!   the exact allocatable: reservations not published (`kubeReserved`
 //!   under the `none` CPU Manager) are taken as none. Errs toward
