@@ -388,7 +388,8 @@ fn zone_occupancy(
         } else if let Some(counts) = facts.devices.get(name) {
             let labeled = counts.get(numa).copied();
             if let Some(count) = labeled_devices(labeled)? {
-                held.devices.insert(name.to_owned(), count);
+                held.devices.retain(|(listed, _)| listed != name);
+                held.devices.push((name.to_owned(), count));
             }
         }
     }

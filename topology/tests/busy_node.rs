@@ -350,7 +350,7 @@ fn occupancy(held: &Option<Vec<Held>>, numa_nodes: usize) -> Occupancy {
                     h.hugepages_2mi_mib * MIB,
                     h.hugepages_1gi_mib * MIB,
                 ],
-                devices: h.devices.clone(),
+                devices: h.devices.clone().into_iter().collect(),
             })
             .collect(),
     }

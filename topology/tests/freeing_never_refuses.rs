@@ -290,7 +290,7 @@ fn occupancy(node: &NodeFacts, shares: &Shares) -> Occupancy {
                     gpus: part(u64::from(n.gpus.unwrap_or(0)), s[0]) as u32,
                     cpus: (part(u64::from(free_units), s[1]) * unit) as u32,
                     memory: [part(memory_gib, s[2]) * GIB, 0, part(pages, s[3]) * GIB],
-                    devices: BTreeMap::from([(NIC.to_owned(), part(u64::from(nics), s[4]) as u32)]),
+                    devices: vec![(NIC.to_owned(), part(u64::from(nics), s[4]) as u32)],
                 }
             })
             .collect(),
@@ -316,7 +316,7 @@ fn freer(node: &NodeFacts, more: &Occupancy, kept: &Shares) -> Occupancy {
                 devices: n
                     .devices
                     .iter()
-                    .map(|(r, &c)| (r.clone(), part(u64::from(c), k[4]) as u32))
+                    .map(|(r, c)| (r.clone(), part(u64::from(*c), k[4]) as u32))
                     .collect(),
             })
             .collect(),

@@ -72,9 +72,7 @@ fn held(gpus: u32, cpus: u32, memory_gib: u64, nics: Option<u32>) -> NumaOccupan
         gpus,
         cpus,
         memory: [memory_gib * GIB, 0, 0],
-        devices: nics
-            .map(|n| BTreeMap::from([(NIC.to_owned(), n)]))
-            .unwrap_or_default(),
+        devices: nics.map(|n| vec![(NIC.to_owned(), n)]).unwrap_or_default(),
     }
 }
 

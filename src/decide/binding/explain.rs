@@ -224,9 +224,7 @@ pub(crate) fn free_per_numa(
         Resource::Device(name) => {
             let counts = figures.devices.get(name.as_str())?;
             less(counts, &|n| {
-                held(n)
-                    .and_then(|h| h.devices.get(name.as_str()))
-                    .map_or(0, |&c| u64::from(c))
+                held(n).map_or(0, |h| u64::from(h.device(name.as_str())))
             })
         }
     })

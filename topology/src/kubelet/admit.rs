@@ -1051,12 +1051,10 @@ fn occupy(
             }
         }
         for provider in devices.iter_mut() {
-            let (Ok(state), Some(&count)) = (
-                provider.state.as_mut(),
-                on.devices.get(provider.name.as_str()),
-            ) else {
+            let Ok(state) = provider.state.as_mut() else {
                 continue;
             };
+            let count = on.device(provider.name.as_str());
             if !state.occupy(numa, count) {
                 let unit = CountedUnit::Devices(provider.name.as_str().to_owned());
                 return Err(exceeds(unit));

@@ -135,8 +135,19 @@ pub struct NumaOccupancy {
     /// Bytes of memory, hugepages-2Mi and hugepages-1Gi the static Memory
     /// Manager assigned.
     pub memory: [u64; 3],
-    /// Devices of other device-plugin resources allocated, by resource.
-    pub devices: BTreeMap<String, u32>,
+    /// Devices of other device-plugin resources allocated, by resource
+    /// (each resource once; a list, as a node has a handful).
+    pub devices: Vec<(String, u32)>,
+}
+
+impl NumaOccupancy {
+    /// Devices of `resource` held (0 when not listed).
+    pub fn device(&self, resource: &str) -> u32 {
+        self.devices
+            .iter()
+            .find(|(name, _)| name == resource)
+            .map_or(0, |(_, held)| *held)
+    }
 }
 
 impl Occupancy {
