@@ -53,6 +53,10 @@ pub fn not_checked_words(why: &NotChecked) -> String {
     match why {
         NotChecked::PodUnread(error) => format!("the Pod could not be read ({error})"),
         NotChecked::PodMalformed(problem) => format!("the Pod's resources do not read ({problem})"),
+        NotChecked::TooManyContainers { containers } => format!(
+            "the pod has {containers} containers, more than the {} the kubelet model is asked about",
+            crate::decide::MAX_CONTAINERS
+        ),
         NotChecked::NodeUnread(error) => format!("the Node could not be read ({error})"),
         NotChecked::NodeUnlabeled => {
             "the node publishes no topology labels (run the node labeler there)".to_owned()

@@ -28,7 +28,7 @@ use crate::cluster::host::{quote_host_error, ClusterReader, HostErrorKind};
 use crate::cluster::nodes::{node_request, parse_node};
 use crate::decide::demand::{Demand, PodDemand};
 use crate::decide::model::model_pod;
-use crate::decide::Decision;
+use crate::decide::{Decision, MAX_CONTAINERS};
 use crate::request::binding::Binding;
 use crate::settings::Config;
 use gpu_topology::kubelet::{admit_on_busy_node, facts_from_topology};
@@ -76,6 +76,11 @@ fn outcome(
         Ok(None) => return BindingOutcome::NotGpuPod,
         Err(problem) => return NotChecked::PodMalformed(problem).into(),
     };
+    // Each container is a step of the model: bounded, as at admission.
+    if demand.pod.containers.len() > MAX_CONTAINERS {
+        let containers = demand.pod.containers.len();
+        return NotChecked::TooManyContainers { containers }.into();
+    }
     let node = match cluster.get_resource(&node_request(&binding.node)) {
         Ok(node) => node,
         Err(error) => return NotChecked::NodeUnread(quote_host_error(&error)).into(),
@@ -296,6 +301,25 @@ mod tests {
         assert_eq!(decision.verdict, Verdict::Accept);
         assert!(
             decision.warnings[0].contains(warning),
+            "{:?}",
+            decision.warnings
+        );
+    }
+
+    #[test]
+    fn a_pod_past_the_container_cap_is_allowed_with_a_warning_after_one_read() {
+        let containers: Vec<Value> = (0..=crate::decide::MAX_CONTAINERS)
+            .map(|i| json!({"name": format!("c{i}"), "resources": {"limits": {"nvidia.com/gpu": "1"}}}))
+            .collect();
+        let reads = Reads {
+            pod: json!({"spec": {"containers": containers}}),
+            node: Value::Null,
+            topology: None,
+        };
+        let decision = decide(&reads);
+        assert_eq!(decision.verdict, Verdict::Accept);
+        assert!(
+            decision.warnings[0].contains("the pod has 65 containers, more than the 64"),
             "{:?}",
             decision.warnings
         );

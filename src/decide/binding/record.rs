@@ -37,6 +37,9 @@ pub enum NotChecked {
     PodUnread(String),
     /// The Pod's resources do not read.
     PodMalformed(String),
+    /// More containers than the model is asked about
+    /// ([`crate::decide::MAX_CONTAINERS`]).
+    TooManyContainers { containers: usize },
     /// The Node could not be read (host error, quoted).
     NodeUnread(String),
     /// The Node carries no topology labels (`<prefix>/gpus`).
