@@ -4,6 +4,7 @@
 #   make test        fmt check, clippy, unit tests, e2e tests and the manifests' schema
 #                    check (what .ci/run runs)
 #   make schema-venv the pinned Python packages of the schema check (target/schema-venv)
+#   make module-size the optimized module within 1 MiB (part of `make test`)
 #   make e2e-tests   the built module against e2e-tests/scenarios (harness; kwctl bats when available)
 #   make bench       criterion benchmarks (Wasm harness vs native; the tool at scale); not part of `make test`
 #   make miri        the allocator's tests under Miri (nightly); not part of `make test`
@@ -20,7 +21,7 @@ BUILT_WASM := $(WASM_TARGET)/release/gpu_topology_policy.wasm
 # The generated bats suite: one @test per e2e-tests/scenarios/*.json (git-ignored).
 KWCTL_BATS := e2e-tests/kwctl.bats
 
-.PHONY: schema-venv test unit-tests e2e-tests kwctl-e2e-tests $(KWCTL_BATS) demo bench miri fuzz fmt lint clean FORCE
+.PHONY: module-size schema-venv test unit-tests e2e-tests kwctl-e2e-tests $(KWCTL_BATS) demo bench miri fuzz fmt lint clean FORCE
 
 # Cargo decides what is stale; the copy (and so the file's date) changes only
 # when the module does, so annotated-policy.wasm is rebuilt only then.
@@ -58,6 +59,19 @@ policy.wasm: FORCE
 	{ cmp -s "$$built.optimized" policy.wasm || cp "$$built.optimized" policy.wasm; } && \
 	cp "$$built" "$$input"
 	@echo "policy.wasm: $$(stat -c %s policy.wasm) bytes"
+
+# The module stays within 1 MiB (BENCHMARKS.md, "Module size"). Checked on
+# the optimized module only: without wasm-opt the build warns and is larger.
+MODULE_MAX_BYTES := 1048576
+module-size: policy.wasm
+	@size=$$(stat -c %s policy.wasm); \
+	if ! command -v $(WASM_OPT) >/dev/null 2>&1; then \
+		echo "module-size: not checked, policy.wasm is not optimized ($(WASM_OPT) not found)" >&2; \
+	elif [ "$$size" -gt $(MODULE_MAX_BYTES) ]; then \
+		echo "module-size: policy.wasm is $$size bytes, over $(MODULE_MAX_BYTES) (1 MiB): see BENCHMARKS.md, \"Module size\"" >&2; exit 1; \
+	else \
+		echo "module-size: policy.wasm is $$size bytes, within $(MODULE_MAX_BYTES) (1 MiB)"; \
+	fi
 
 # The release module is always optimized.
 annotated-policy.wasm: policy.wasm policy-metadata.yml README.md
@@ -113,7 +127,7 @@ unit-tests: schema-venv
 
 # One `cargo test --workspace` runs the unit tests and the harness scenarios
 # together: a single native build, no second dependency resolution.
-test: lint policy.wasm schema-venv
+test: lint policy.wasm module-size schema-venv
 	$(CARGO) test --workspace
 	@echo "e2e: harness scenarios RAN (cargo test -p e2e-tests, module policy.wasm)"
 	@$(MAKE) --no-print-directory kwctl-e2e-tests

@@ -38,5 +38,5 @@ pub fn topology_request(node: &str) -> GetResourceRequest {
 }
 
 fn masks(list: &[&str]) -> BTreeSet<String> {
-    list.iter().map(|mask| (*mask).to_owned()).collect()
+    gpu_topology::sort::btree_set(list.iter().map(|mask| (*mask).to_owned()))
 }

@@ -19,7 +19,7 @@ pub use gpu_topology::dra::{
     STANDARD_PCIE_ROOT_ATTRIBUTE,
 };
 use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// The cluster's DRA devices and classes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -52,7 +52,7 @@ pub fn device_class_request() -> ListAllResourcesRequest {
         kind: "DeviceClass".to_owned(),
         label_selector: None,
         field_selector: None,
-        field_masks: Some(BTreeSet::from([
+        field_masks: Some(gpu_topology::sort::btree_set([
             "metadata.name".to_owned(),
             "spec.selectors".to_owned(),
             "spec.extendedResourceName".to_owned(),
@@ -67,7 +67,7 @@ pub fn resource_slice_request() -> ListAllResourcesRequest {
         kind: "ResourceSlice".to_owned(),
         label_selector: None,
         field_selector: None,
-        field_masks: Some(
+        field_masks: Some(gpu_topology::sort::btree_set(
             [
                 "spec.driver",
                 "spec.nodeName",
@@ -76,9 +76,8 @@ pub fn resource_slice_request() -> ListAllResourcesRequest {
                 "spec.devices.allowMultipleAllocations",
                 "spec.devices.capacity",
             ]
-            .map(str::to_owned)
-            .into(),
-        ),
+            .map(str::to_owned),
+        )),
     }
 }
 

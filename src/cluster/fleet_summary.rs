@@ -18,7 +18,7 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 const CONFIG_MAP_API_VERSION: &str = "v1";
@@ -35,7 +35,9 @@ pub fn summary_request(settings: &FleetSummarySettings) -> GetResourceRequest {
         name: settings.name.clone(),
         namespace: Some(settings.namespace.clone()),
         disable_cache: false,
-        field_masks: Some(BTreeSet::from([SUMMARY_FIELD_MASK.to_owned()])),
+        field_masks: Some(gpu_topology::sort::btree_set([
+            SUMMARY_FIELD_MASK.to_owned()
+        ])),
     }
 }
 
@@ -395,7 +397,7 @@ mod tests {
         let request = summary_request(&FleetSummarySettings::default());
         assert_eq!(
             request.field_masks,
-            Some(BTreeSet::from(["data".to_owned()]))
+            Some(std::collections::BTreeSet::from(["data".to_owned()]))
         );
         assert!(!request.disable_cache);
     }

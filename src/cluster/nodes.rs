@@ -51,12 +51,9 @@ pub fn node_list_request(prefix: &LabelPrefix) -> ListAllResourcesRequest {
         // "Exists": the selector the labeler's nodes all match.
         label_selector: Some(prefix.key(LabelKey::Gpus)),
         field_selector: None,
-        field_masks: Some(
-            NODE_FIELD_MASKS
-                .iter()
-                .map(|mask| (*mask).to_owned())
-                .collect(),
-        ),
+        field_masks: Some(gpu_topology::sort::btree_set(
+            NODE_FIELD_MASKS.iter().map(|mask| (*mask).to_owned()),
+        )),
     }
 }
 
@@ -162,12 +159,9 @@ pub fn node_request(name: &str) -> GetResourceRequest {
         name: name.to_owned(),
         namespace: None,
         disable_cache: false,
-        field_masks: Some(
-            NODE_FIELD_MASKS
-                .iter()
-                .map(|mask| (*mask).to_owned())
-                .collect(),
-        ),
+        field_masks: Some(gpu_topology::sort::btree_set(
+            NODE_FIELD_MASKS.iter().map(|mask| (*mask).to_owned()),
+        )),
     }
 }
 

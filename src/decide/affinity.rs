@@ -279,11 +279,14 @@ fn and_into_terms(terms: &mut Vec<Value>, required: Vec<Vec<Value>>) -> Result<(
                 continue;
             }
             // The term's other fields (matchFields, newer ones) are kept.
-            let mut expanded: Map<String, Value> = fields
-                .iter()
-                .filter(|(key, _)| key.as_str() != "matchExpressions")
-                .map(|(key, value)| (key.clone(), value.clone()))
-                .collect();
+            // Inserted one by one, as in `object`.
+            let mut expanded = Map::new();
+            expanded.extend(
+                fields
+                    .iter()
+                    .filter(|(key, _)| key.as_str() != "matchExpressions")
+                    .map(|(key, value)| (key.clone(), value.clone())),
+            );
             let mut all = existing.to_vec();
             all.extend(
                 expressions

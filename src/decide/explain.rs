@@ -753,13 +753,9 @@ impl NumaFigures {
                 list(&|n| huge(n.hugepages_2mi, 2 * MIB)),
                 list(&|n| huge(n.hugepages_1gi, 1024 * MIB)),
             ],
-            devices: facts
-                .devices
-                .iter()
-                .map(|(name, counts)| {
-                    (name.clone(), counts.iter().map(|&c| u64::from(c)).collect())
-                })
-                .collect(),
+            devices: gpu_topology::sort::btree_map(facts.devices.iter().map(|(name, counts)| {
+                (name.clone(), counts.iter().map(|&c| u64::from(c)).collect())
+            })),
         }
     }
 

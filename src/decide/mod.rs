@@ -124,7 +124,7 @@ impl MutatedObject {
 
     /// The object as a JSON tree (tests and tools; the answer uses the text).
     pub fn to_value(&self) -> Result<Value, serde_json::Error> {
-        serde_json::from_str(self.as_str())
+        serde_json::from_slice(self.as_str().as_bytes())
     }
 }
 
@@ -287,7 +287,7 @@ fn decide_pod(
             };
         }
     }
-    let pod: Value = match serde_json::from_str(text) {
+    let pod: Value = match serde_json::from_slice(text.as_bytes()) {
         Ok(pod) => pod,
         Err(error) => return Decision::reject(format!("the Pod cannot be read: {error}")).into(),
     };

@@ -140,7 +140,8 @@ pub(crate) fn evaluate(
 }
 
 fn read(text: &str) -> Result<Value, String> {
-    serde_json::from_str(text).map_err(|error| format!("the object cannot be read: {error}"))
+    serde_json::from_slice(text.as_bytes())
+        .map_err(|error| format!("the object cannot be read: {error}"))
 }
 
 /// `Deployment "llama-70b"` (or its generateName), for messages.

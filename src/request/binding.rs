@@ -34,7 +34,7 @@ impl<'a> Binding<'a> {
     ) -> Result<Option<Self>, String> {
         // A small object, read as a tree: the module already holds that
         // reader, where a derived one would add its own code.
-        let object: Value = serde_json::from_str(object)
+        let object: Value = serde_json::from_slice(object.as_bytes())
             .map_err(|error| format!("the Binding cannot be read: {error}"))?;
         let target = object.get("target").unwrap_or(&Value::Null);
         let kind = target.get("kind").and_then(Value::as_str);

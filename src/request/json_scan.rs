@@ -452,7 +452,7 @@ impl<'a> Key<'a> {
             let unquoted = self.quoted.get(1..self.quoted.len().saturating_sub(1));
             return Ok(Cow::Borrowed(unquoted.unwrap_or_default()));
         }
-        serde_json::from_str::<String>(self.quoted)
+        serde_json::from_slice::<String>(self.quoted.as_bytes())
             .map(Cow::Owned)
             .map_err(|error| format!("invalid object key {}: {error}", self.quoted))
     }
@@ -516,7 +516,7 @@ mod tests {
     use serde::de::IgnoredAny;
 
     fn serde_accepts(text: &str) -> bool {
-        serde_json::from_str::<IgnoredAny>(text).is_ok()
+        serde_json::from_slice::<IgnoredAny>(text.as_bytes()).is_ok()
     }
 
     #[rstest]

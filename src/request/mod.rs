@@ -258,7 +258,7 @@ fn string<'a>(scanner: &mut Scanner<'a>, field: &'static str) -> Result<Cow<'a, 
     let text = scanner.value_text().map_err(ReadError::at(field))?;
     match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
         Some(plain) if !plain.contains('\\') => Ok(Cow::Borrowed(plain)),
-        _ => serde_json::from_str::<String>(text)
+        _ => serde_json::from_slice::<String>(text.as_bytes())
             .map(Cow::Owned)
             .map_err(|error| ReadError::new(field, error.to_string())),
     }
@@ -270,7 +270,8 @@ fn deserialize<'a, T: Deserialize<'a>>(
     field: &'static str,
 ) -> Result<T, ReadError> {
     let text = scanner.value_text().map_err(ReadError::at(field))?;
-    serde_json::from_str(text).map_err(|error| ReadError::new(field, error.to_string()))
+    serde_json::from_slice(text.as_bytes())
+        .map_err(|error| ReadError::new(field, error.to_string()))
 }
 
 #[cfg(test)]

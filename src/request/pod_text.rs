@@ -257,7 +257,7 @@ impl<'a> PodText<'a> {
         // tree, which names the problem. Checked only for a pod holding a
         // `\u` escape or a number that may be one, which are rare.
         let object = self.object.of(self.text);
-        if self.may_be_refused && serde_json::from_str::<Value>(object).is_err() {
+        if self.may_be_refused && serde_json::from_slice::<Value>(object.as_bytes()).is_err() {
             return Err("the pod's text is not JSON serde_json reads".to_owned());
         }
         let Some(places) = &self.spec else {
@@ -462,7 +462,7 @@ fn read_value(scanner: &mut Scanner<'_>, field: Option<&mut Option<Span>>) -> Op
 }
 
 fn parse(text: &str, value: Span) -> Option<Value> {
-    serde_json::from_str(value.of(text)).ok()
+    serde_json::from_slice(value.of(text).as_bytes()).ok()
 }
 
 #[cfg(test)]

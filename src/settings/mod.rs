@@ -29,6 +29,7 @@
 //! reference says where each key is ignored.
 
 pub mod devices;
+mod key_path;
 pub mod names;
 
 use crate::request::quantity::{Quantity, QuantityError};
@@ -42,9 +43,11 @@ use gpu_topology::{
     HEARTBEAT_INTERVAL_SECONDS,
 };
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
+use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::error::Category;
 use std::collections::BTreeSet;
+use std::fmt;
 use std::str::FromStr;
 
 /// GPU resources counted when the operator configures none.
@@ -187,16 +190,17 @@ impl<'de, Q: Deserialize<'de>> Deserialize<'de> for InitContainer<Q> {
             cpu: Option<Q>,
             memory: Option<Q>,
         }
-        let value = serde_json::Value::deserialize(deserializer)?;
-        match value {
+        then(deserializer, |value| {
+            match value {
             serde_json::Value::String(word) if word == FIT_APP => Ok(InitContainer::FitApp),
             serde_json::Value::Object(_) => Fixed::<Q>::deserialize(value)
                 .map(|Fixed { cpu, memory }| InitContainer::Fixed { cpu, memory })
-                .map_err(serde::de::Error::custom),
-            other => Err(serde::de::Error::custom(format!(
+                .map_err(|error| error.to_string()),
+            other => Err(format!(
                 "{other} is not valid: expected {FIT_APP}, or fixed values such as {{cpu: \"2\", memory: 4Gi}}"
-            ))),
+            )),
         }
+        })
     }
 }
 
@@ -509,13 +513,13 @@ pub struct QuantityText(pub String);
 
 impl<'de> Deserialize<'de> for QuantityText {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match serde_json::Value::deserialize(deserializer)? {
+        then(deserializer, |value| match value {
             serde_json::Value::String(text) => Ok(QuantityText(text)),
             serde_json::Value::Number(number) => Ok(QuantityText(number.to_string())),
-            other => Err(serde::de::Error::custom(format!(
+            other => Err(format!(
                 "expected a quantity string such as \"4\" or \"16Gi\", got {other}"
-            ))),
-        }
+            )),
+        })
     }
 }
 
@@ -530,11 +534,13 @@ where
     D: Deserializer<'de>,
     T: serde::de::DeserializeOwned,
 {
-    let value = match serde_json::Value::deserialize(deserializer)? {
-        serde_json::Value::Bool(false) => serde_json::Value::from(OFF),
-        other => other,
-    };
-    T::deserialize(value).map_err(serde::de::Error::custom)
+    then(deserializer, |value| {
+        let value = match value {
+            serde_json::Value::Bool(false) => serde_json::Value::from(OFF),
+            other => other,
+        };
+        T::deserialize(value).map_err(|error| error.to_string())
+    })
 }
 
 /// The word `off` of [`QosMode::Off`] and [`AffinityMode::Off`].
@@ -547,22 +553,147 @@ pub trait Word: FromStr<Err = ()> {
 }
 
 fn word<'de, D: Deserializer<'de>, T: Word>(deserializer: D) -> Result<T, D::Error> {
-    let text = String::deserialize(deserializer)?;
-    text.parse().map_err(|()| {
-        serde::de::Error::custom(format!("{text:?} is not valid: expected {}", T::EXPECTED))
-    })
+    deserializer.deserialize_string(WordVisitor::<T>(std::marker::PhantomData))
 }
 
 fn optional_word<'de, D: Deserializer<'de>, T: Word>(
     deserializer: D,
 ) -> Result<Option<T>, D::Error> {
-    Option::<String>::deserialize(deserializer)?
-        .map(|text| {
-            text.parse().map_err(|()| {
-                serde::de::Error::custom(format!("{text:?} is not valid: expected {}", T::EXPECTED))
-            })
-        })
-        .transpose()
+    deserializer.deserialize_option(WordVisitor::<Option<T>>(std::marker::PhantomData))
+}
+
+/// Reads a [`Word`] in serde_json's call, so that a word not in the list
+/// is reported at the value (see [`then`]). Also reads `null` as no word,
+/// for [`optional_word`].
+struct WordVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Word> Visitor<'de> for WordVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a string")
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<T, E> {
+        text.parse()
+            .map_err(|()| E::custom(format!("{text:?} is not valid: expected {}", T::EXPECTED)))
+    }
+}
+
+impl<'de, T: Word> Visitor<'de> for WordVisitor<Option<T>> {
+    type Value = Option<T>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a string")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<T>, D::Error> {
+        word(deserializer).map(Some)
+    }
+}
+
+/// Reads any JSON value and answers `read` of it, raising `read`'s error
+/// while serde_json reads the value. An error raised after the value was
+/// read whole (from a `Value` deserialized first) would carry the position
+/// of the end of the object around it, where `key_path` would name that
+/// object instead of the key.
+fn then<'de, D, T>(
+    deserializer: D,
+    read: impl FnOnce(serde_json::Value) -> Result<T, String>,
+) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    let mut read = Some(read);
+    let mut answer = None;
+    deserializer.deserialize_any(Then(&mut |value| {
+        if let Some(read) = read.take() {
+            answer = Some(read(value)?);
+        }
+        Ok(())
+    }))?;
+    answer.ok_or_else(|| de::Error::custom("the value was not read"))
+}
+
+/// The visitor of [`then`]: builds the value as `serde_json::Value`'s own
+/// visitor does (the elements and members through `Value`'s reader), and
+/// hands it on. Not generic in what it answers, so that serde_json's
+/// reader is instantiated for it once.
+struct Then<'a>(&'a mut dyn FnMut(serde_json::Value) -> Result<(), String>);
+
+impl Then<'_> {
+    fn read<E: de::Error>(self, value: serde_json::Value) -> Result<(), E> {
+        (self.0)(value).map_err(E::custom)
+    }
+}
+
+impl<'de> Visitor<'de> for Then<'_> {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("any valid JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, value: bool) -> Result<(), E> {
+        self.read(serde_json::Value::Bool(value))
+    }
+
+    fn visit_i64<E: de::Error>(self, value: i64) -> Result<(), E> {
+        self.read(serde_json::Value::Number(value.into()))
+    }
+
+    fn visit_u64<E: de::Error>(self, value: u64) -> Result<(), E> {
+        self.read(serde_json::Value::Number(value.into()))
+    }
+
+    fn visit_f64<E: de::Error>(self, value: f64) -> Result<(), E> {
+        self.read(serde_json::Number::from_f64(value).map_or(serde_json::Value::Null, Into::into))
+    }
+
+    fn visit_str<E: de::Error>(self, value: &str) -> Result<(), E> {
+        self.read(serde_json::Value::String(value.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, value: String) -> Result<(), E> {
+        self.read(serde_json::Value::String(value))
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        self.read(serde_json::Value::Null)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.read(serde_json::Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        self.read(value)
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut elements: A) -> Result<(), A::Error> {
+        let mut array = Vec::new();
+        while let Some(element) = elements.next_element()? {
+            array.push(element);
+        }
+        self.read(serde_json::Value::Array(array))
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut members: A) -> Result<(), A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some((key, value)) = members.next_entry()? {
+            object.insert(key, value);
+        }
+        self.read(serde_json::Value::Object(object))
+    }
 }
 
 /// The validated settings that evaluation works from.
@@ -617,49 +748,63 @@ impl Default for Config {
 ///
 /// policy-server evaluates each request in a fresh instance, so every
 /// admission parses the settings: they are read straight from the bytes
-/// (no JSON tree first), with `serde_path_to_error` keeping the key path
-/// for the message of settings that do not read (BENCHMARKS.md).
+/// (no JSON tree first). Settings that do not read are named by the key
+/// that holds the bad value, found from where serde_json stopped
+/// ([`key_path::key_path_at`]), as serde_path_to_error names it.
 pub fn parse_settings(payload: &[u8]) -> Result<Settings, String> {
     let not_json = |error: serde_json::Error| format!("settings are not JSON: {error}");
     let mut deserializer = serde_json::Deserializer::from_slice(payload);
-    let settings: Option<Settings> =
-        serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-            let path = error.path().to_string();
-            let inner = error.into_inner();
-            if matches!(
-                inner.classify(),
-                Category::Syntax | Category::Eof | Category::Io
-            ) {
-                return not_json(inner);
-            }
-            // A value that does not read is named by its key path; where
-            // in the text it stands says nothing more.
-            let message = inner.to_string();
-            let position = format!(" at line {} column {}", inner.line(), inner.column());
-            let message = message.strip_suffix(&position).unwrap_or(&message);
-            match path.as_str() {
-                "." => message.to_owned(),
-                path => format!("{path}: {message}"),
-            }
-        })?;
+    let settings = Option::<Settings>::deserialize(&mut deserializer).map_err(|error| {
+        if matches!(
+            error.classify(),
+            Category::Syntax | Category::Eof | Category::Io
+        ) {
+            return not_json(error);
+        }
+        // A value that does not read is named by its key path; where in
+        // the text it stands says nothing more.
+        let message = error.to_string();
+        let position = format!(" at line {} column {}", error.line(), error.column());
+        let message = message.strip_suffix(&position).unwrap_or(&message);
+        let place = error_place(payload, error.line(), error.column());
+        // An unknown variant reported in a key is an enum written as an
+        // object (`{"variant": ...}`): the value is that object. Any other
+        // error in a key (unknown, or given twice) is about the key.
+        let path = match message.starts_with("unknown variant") {
+            true => place.as_ref().map_or(".", key_path::KeyPath::value_of_key),
+            false => place.as_ref().map_or(".", key_path::KeyPath::member),
+        };
+        match path {
+            "." => message.to_owned(),
+            path => format!("{path}: {message}"),
+        }
+    })?;
     deserializer.end().map_err(not_json)?;
     // `null`, no settings: the defaults.
     Ok(settings.unwrap_or_default())
 }
 
+/// Where serde_json's `line` and `column` stand (1-based lines; the column
+/// counts the bytes before the position on its line). Text that is not
+/// UTF-8 is refused by serde_json before any data error.
+fn error_place(payload: &[u8], line: usize, column: usize) -> Option<key_path::KeyPath> {
+    let text = std::str::from_utf8(payload).ok()?;
+    let line_start = match line.checked_sub(2) {
+        None => 0,
+        Some(newlines) => text
+            .match_indices('\n')
+            .nth(newlines)
+            .map_or(text.len(), |(at, _)| at + 1),
+    };
+    Some(key_path::key_path_at(
+        text,
+        line_start.saturating_add(column),
+    ))
+}
+
 /// Reads settings from their JSON value; `null` (no settings) means defaults.
 pub fn settings_from_value(value: serde_json::Value) -> Result<Settings, String> {
-    if value.is_null() {
-        return Ok(Settings::default());
-    }
-    serde_path_to_error::deserialize(value).map_err(|error| {
-        let path = error.path().to_string();
-        if path == "." {
-            error.inner().to_string()
-        } else {
-            format!("{path}: {}", error.inner())
-        }
-    })
+    parse_settings(value.to_string().as_bytes())
 }
 
 /// The answer to `validate_settings`: invalid settings are a `valid: false`
@@ -742,7 +887,9 @@ impl Settings {
                 gpu_resources: self.gpu_resources.clone(),
                 devices,
                 label_prefix,
-                exempt_namespaces: self.exempt_namespaces.iter().cloned().collect(),
+                exempt_namespaces: gpu_topology::sort::btree_set(
+                    self.exempt_namespaces.iter().cloned(),
+                ),
                 qos: qos_config,
                 topology: self.topology.config(),
                 capacity_source: source,
@@ -990,8 +1137,36 @@ mod tests {
         );
     }
 
-    /// Settings are read straight from the bytes; the answer is the one
-    /// the JSON tree read through `serde_path_to_error` gives.
+    /// What serde_path_to_error answers for `payload`, read as
+    /// `parse_settings` reads it: the oracle of the key paths.
+    fn keyed(payload: &[u8]) -> Result<Settings, String> {
+        let mut deserializer = serde_json::Deserializer::from_slice(payload);
+        let settings: Option<Settings> = serde_path_to_error::deserialize(&mut deserializer)
+            .map_err(|error| {
+                let path = error.path().to_string();
+                let inner = error.into_inner();
+                if matches!(
+                    inner.classify(),
+                    Category::Syntax | Category::Eof | Category::Io
+                ) {
+                    return format!("settings are not JSON: {inner}");
+                }
+                let message = inner.to_string();
+                let position = format!(" at line {} column {}", inner.line(), inner.column());
+                let message = message.strip_suffix(&position).unwrap_or(&message);
+                match path.as_str() {
+                    "." => message.to_owned(),
+                    path => format!("{path}: {message}"),
+                }
+            })?;
+        deserializer
+            .end()
+            .map_err(|error| format!("settings are not JSON: {error}"))?;
+        Ok(settings.unwrap_or_default())
+    }
+
+    /// Settings are read straight from the bytes, and a value that does
+    /// not read is named by the key serde_path_to_error names.
     #[rstest]
     #[case::none("null")]
     #[case::empty("{}")]
@@ -1000,21 +1175,100 @@ mod tests {
     // examples/settings.yaml as JSON: every section, every key set.
     #[case::every_section(include_str!("../../tests/settings/examples-settings.json"))]
     #[case::quantities(r#"{"qos": {"cpuPerGpu": "1500m", "memoryPerGpu": "64Gi"}, "capacity": {"staleFactsAfterSeconds": 0}}"#)]
-    fn the_fast_read_agrees_with_the_keyed_one(#[case] payload: &str) {
-        let keyed = settings_from_value(serde_json::from_str(payload).unwrap());
-        assert_eq!(parse_settings(payload.as_bytes()), keyed);
-    }
-
-    /// What the JSON tree hid (the last of two values won) is named: the
-    /// API server never stores a key twice, so only a hand-written file
-    /// for kwctl can hold one.
-    #[test]
-    fn a_key_given_twice_is_named() {
-        let payload = r#"{"labelPrefix": "a.example.com", "labelPrefix": "b.example.com"}"#;
+    #[case::a_string_for_a_list(r#"{"gpuResources": "nvidia.com/gpu"}"#)]
+    #[case::a_list_element(r#"{"gpuResources": ["nvidia.com/gpu", 5]}"#)]
+    #[case::an_object_for_a_word(r#"{"topology": {"affinity": {"mode": "off"}}}"#)]
+    #[case::a_list_for_a_number(r#"{"capacity":{"maxGpusPerNode":[8]}}"#)]
+    #[case::a_bad_value_last_in_its_object(r#"{"qos":{"mode":"enforce"}}"#)]
+    #[case::a_negative_number(r#"{"capacity": {"fleetSummary": {"maxAgeSeconds": -5}}}"#)]
+    #[case::a_bad_quantity(r#"{"qos": {"cpuPerGpu": "lots"}}"#)]
+    #[case::on_a_later_line("{\n  \"qos\": {\n    \"wholeCpus\": \"yes\"\n  }\n}")]
+    #[case::a_key_with_a_dot(r#"{"capacity": {"a.b": 1, "source": "cluster-view"}}"#)]
+    #[case::an_escaped_key(r#"{"qo\u0073": {"mode": 1}}"#)]
+    #[case::not_an_object(r#""not an object""#)]
+    #[case::a_bad_value_then_broken_text(r#"{"qos": {"mode": "enforce", oops}}"#)]
+    #[case::an_enum_as_an_object(r#"{"capacity": {"source": {"a": 1}}}"#)]
+    #[case::an_enum_as_an_object_of_a_known_variant(r#"{"capacity": {"source": {"auto": 1}}}"#)]
+    fn the_read_names_the_key_serde_path_to_error_names(#[case] payload: &str) {
         assert_eq!(
             parse_settings(payload.as_bytes()),
-            Err("duplicate field `labelPrefix`".to_owned())
+            keyed(payload.as_bytes())
         );
+    }
+
+    /// The places in `value` a test can put another value at: every
+    /// member and element, as JSON pointers.
+    fn pointers(value: &serde_json::Value, at: String, out: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(members) => {
+                for (key, member) in members {
+                    let pointer = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+                    out.push(pointer.clone());
+                    pointers(member, pointer, out);
+                }
+            }
+            serde_json::Value::Array(elements) => {
+                for (index, element) in elements.iter().enumerate() {
+                    let pointer = format!("{at}/{index}");
+                    out.push(pointer.clone());
+                    pointers(element, pointer, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    proptest::proptest! {
+        /// Any one value of every-key settings replaced by a value of
+        /// another kind (or removed), compact or pretty: the same answer
+        /// and the same key as serde_path_to_error.
+        #[test]
+        fn any_bad_value_is_named_as_serde_path_to_error_names_it(
+            place in proptest::prelude::any::<proptest::sample::Index>(),
+            replacement in proptest::sample::select(vec![
+                json!("x"), json!(-1), json!(1.5), json!(true), json!(null), json!([]),
+                json!([1, "a"]), json!({}), json!({"a": 1}), json!(""), json!(4_294_967_296_u64),
+            ]),
+            remove in proptest::prelude::any::<bool>(),
+            pretty in proptest::prelude::any::<bool>(),
+        ) {
+            let mut settings: serde_json::Value =
+                serde_json::from_str(include_str!("../../tests/settings/examples-settings.json"))
+                    .unwrap();
+            let mut places = Vec::new();
+            pointers(&settings, String::new(), &mut places);
+            let pointer = place.get(&places).clone();
+            let (parent, last) = pointer.rsplit_once('/').unwrap();
+            match settings.pointer_mut(parent).unwrap() {
+                serde_json::Value::Object(members) if remove => {
+                    members.remove(&last.replace("~1", "/").replace("~0", "~"));
+                }
+                _ => *settings.pointer_mut(&pointer).unwrap() = replacement,
+            }
+            let text = if pretty {
+                serde_json::to_string_pretty(&settings).unwrap()
+            } else {
+                settings.to_string()
+            };
+            proptest::prop_assert_eq!(parse_settings(text.as_bytes()), keyed(text.as_bytes()));
+        }
+    }
+
+    /// What a JSON tree would hide (the last of two values wins) is
+    /// refused, naming the key given twice (serde_path_to_error named the
+    /// object holding it). The API server never stores a key twice, so only
+    /// a hand-written file for kwctl can hold one.
+    #[rstest]
+    #[case::at_the_top(
+        r#"{"labelPrefix": "a.example.com", "labelPrefix": "b.example.com"}"#,
+        "labelPrefix: duplicate field `labelPrefix`"
+    )]
+    #[case::in_a_section(
+        r#"{"qos": {"mode": "mutate", "mode" : "mutate"}}"#,
+        "qos.mode: duplicate field `mode`"
+    )]
+    fn a_key_given_twice_is_named(#[case] payload: &str, #[case] message: &str) {
+        assert_eq!(parse_settings(payload.as_bytes()), Err(message.to_owned()));
     }
 
     /// (payload, message): text that is not JSON, or JSON after the

@@ -158,63 +158,89 @@ struct List<T> {
     items: Vec<T>,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Metadata {
-    name: String,
-}
-
-#[derive(Deserialize, Default)]
-struct DeviceClassItem {
-    #[serde(default)]
-    metadata: Metadata,
-    #[serde(default)]
-    spec: DeviceClassSpec,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct DeviceClassSpec {
-    selectors: Vec<Selector>,
-    extended_resource_name: Option<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Selector {
-    cel: Option<CelSelector>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct CelSelector {
-    expression: String,
-}
-
-/// The classes of a DeviceClass list, by name.
+/// The classes of a DeviceClass list, by name. Read as JSON, not through
+/// readers derived for the list's five types (issue #35: the module's
+/// size); `null` reads as unset, and a value of a type the API server
+/// never stores is an error that names it.
 pub fn parse_classes(list: &[u8]) -> Result<BTreeMap<String, ClassSelector>, String> {
-    let list: List<DeviceClassItem> = serde_json::from_slice(list)
-        .map_err(|error| format!("the DeviceClass list cannot be read: {error}"))?;
-    Ok(list
-        .items
-        .into_iter()
-        .map(|class| {
-            let mut selector = ClassSelector::default();
-            for expression in class.spec.selectors.iter().map(|selector| {
-                selector
-                    .cel
-                    .as_ref()
-                    .map_or("", |cel| cel.expression.as_str())
-            }) {
-                read_expression(expression, &mut selector);
-            }
-            selector.extended_resource_name = class
-                .spec
-                .extended_resource_name
-                .filter(|name| !name.is_empty());
-            (class.metadata.name, selector)
-        })
-        .collect())
+    use serde_json::Value;
+    let unreadable = |problem: String| format!("the DeviceClass list cannot be read: {problem}");
+    let list: Value =
+        serde_json::from_slice(list).map_err(|error| unreadable(error.to_string()))?;
+    if !list.is_object() {
+        return Err(unreadable(format!("{list} is not an object")));
+    }
+    let items = typed(
+        member(&list, "items"),
+        Value::as_array,
+        || "items".into(),
+        "a list",
+    )
+    .map_err(unreadable)?;
+    let mut classes = BTreeMap::new();
+    for (index, class) in items.map_or(&[][..], Vec::as_slice).iter().enumerate() {
+        let at = |field: &str| format!("items[{index}]{field}");
+        if !class.is_object() {
+            return Err(unreadable(format!("{}: {class} is not an object", at(""))));
+        }
+        let name = text(
+            member(class, "metadata").and_then(|metadata| member(metadata, "name")),
+            || at(".metadata.name"),
+        )
+        .map_err(unreadable)?;
+        let spec = member(class, "spec");
+        let selectors = typed(
+            spec.and_then(|spec| member(spec, "selectors")),
+            Value::as_array,
+            || at(".spec.selectors"),
+            "a list",
+        )
+        .map_err(unreadable)?;
+        let mut selector = ClassSelector::default();
+        for entry in selectors.map_or(&[][..], Vec::as_slice) {
+            let expression = text(
+                member(entry, "cel").and_then(|cel| member(cel, "expression")),
+                || at(".spec.selectors[].cel.expression"),
+            )
+            .map_err(unreadable)?;
+            read_expression(expression.unwrap_or_default(), &mut selector);
+        }
+        selector.extended_resource_name = text(
+            spec.and_then(|spec| member(spec, "extendedResourceName")),
+            || at(".spec.extendedResourceName"),
+        )
+        .map_err(unreadable)?
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned);
+        classes.insert(name.unwrap_or_default().to_owned(), selector);
+    }
+    Ok(classes)
+}
+
+/// `value` as a string (see [`typed`]).
+fn text(
+    value: Option<&serde_json::Value>,
+    field: impl Fn() -> String,
+) -> Result<Option<&str>, String> {
+    typed(value, serde_json::Value::as_str, field, "a string")
+}
+
+/// `object[key]`, `None` when absent or `null`.
+fn member<'a>(object: &'a serde_json::Value, key: &str) -> Option<&'a serde_json::Value> {
+    object.get(key).filter(|value| !value.is_null())
+}
+
+/// `value` read by `read`; an error names the field (`field()`) and what
+/// it should have been.
+fn typed<'a, T>(
+    value: Option<&'a serde_json::Value>,
+    read: impl Fn(&'a serde_json::Value) -> Option<T>,
+    field: impl Fn() -> String,
+    expected: &str,
+) -> Result<Option<T>, String> {
+    value
+        .map(|value| read(value).ok_or_else(|| format!("{}: {value} is not {expected}", field())))
+        .transpose()
 }
 
 /// Reads the clauses of one CEL selector that the policy understands:
@@ -298,10 +324,11 @@ impl KeptAttributes {
 
 pub fn kept_attributes(classes: &BTreeMap<String, ClassSelector>) -> KeptAttributes {
     KeptAttributes {
-        named: classes
-            .values()
-            .flat_map(|class| class.equals.iter().map(|(name, _)| name.clone()))
-            .collect(),
+        named: crate::sort::btree_set(
+            classes
+                .values()
+                .flat_map(|class| class.equals.iter().map(|(name, _)| name.clone())),
+        ),
     }
 }
 
@@ -332,55 +359,89 @@ struct Pool {
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
 struct SliceDevice {
-    attributes: BTreeMap<String, RawAttribute>,
+    /// types.go `DeviceAttribute`s, checked by [`attribute_value`]. Read
+    /// as JSON, not through readers derived for their eight fields: those
+    /// and their maps were about 15 KB of the policy's module (issue #35).
+    attributes: serde_json::Map<String, serde_json::Value>,
     allow_multiple_allocations: Option<bool>,
-    capacity: BTreeMap<String, RawCapacity>,
+    /// types.go `DeviceCapacity`s, checked by [`capacity_value`].
+    capacity: serde_json::Map<String, serde_json::Value>,
 }
 
-/// types.go `DeviceCapacity`: its `value` (a quantity); `requestPolicy` is
-/// not read.
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct RawCapacity {
-    value: Option<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct RawAttribute {
-    int: Option<i64>,
-    bool: Option<bool>,
-    string: Option<String>,
-    version: Option<String>,
-    ints: Option<Vec<i64>>,
-    bools: Option<Vec<bool>>,
-    strings: Option<Vec<String>>,
-    versions: Option<Vec<String>>,
-}
-
-impl RawAttribute {
-    /// The value, when exactly one field is set (the API's rule); else
-    /// `None`, read as if the device did not publish it.
-    fn value(self) -> Option<AttributeValue> {
-        let mut values = Vec::new();
-        values.extend(self.int.map(|v| vec![Atom::Int(v)]));
-        values.extend(self.bool.map(|v| vec![Atom::Bool(v)]));
-        values.extend(self.string.map(|v| vec![Atom::String(v)]));
-        values.extend(self.version.map(|v| vec![Atom::Version(v)]));
-        values.extend(self.ints.map(|v| v.into_iter().map(Atom::Int).collect()));
-        values.extend(self.bools.map(|v| v.into_iter().map(Atom::Bool).collect()));
-        values.extend(
-            self.strings
-                .map(|v| v.into_iter().map(Atom::String).collect()),
-        );
-        values.extend(
-            self.versions
-                .map(|v| v.into_iter().map(Atom::Version).collect()),
-        );
-        match <[Vec<Atom>; 1]>::try_from(values) {
-            Ok([atoms]) if !atoms.is_empty() => Some(AttributeValue(atoms)),
-            _ => None,
+/// A `DeviceAttribute`'s value: `Some` when exactly one of its fields is
+/// set (the API's rule), else `None`, read as if the device did not
+/// publish it. A field of the wrong type is an error, as the API server
+/// never stores one; unknown fields are passed over, and `null` is unset.
+fn attribute_value(attribute: serde_json::Value) -> Result<Option<AttributeValue>, String> {
+    use serde_json::Value;
+    let Value::Object(fields) = attribute else {
+        return Err(format!("{attribute} is not an object"));
+    };
+    fn int(value: &Value) -> Result<Atom, &'static str> {
+        value.as_i64().map(Atom::Int).ok_or("an integer")
+    }
+    fn boolean(value: &Value) -> Result<Atom, &'static str> {
+        value.as_bool().map(Atom::Bool).ok_or("true or false")
+    }
+    fn text(value: &Value) -> Result<String, &'static str> {
+        value.as_str().map(str::to_owned).ok_or("a string")
+    }
+    /// A list's atoms; its first wrong element is named.
+    fn list(
+        value: &Value,
+        atom: impl Fn(&Value) -> Result<Atom, &'static str>,
+    ) -> Result<Vec<Atom>, String> {
+        let elements = value
+            .as_array()
+            .ok_or_else(|| format!("{value} is not a list"))?;
+        elements
+            .iter()
+            .map(|element| atom(element).map_err(|expected| format!("{element} is not {expected}")))
+            .collect()
+    }
+    let one = |atom: Result<Atom, &'static str>, value: &Value| {
+        atom.map(|atom| vec![atom])
+            .map_err(|expected| format!("{value} is not {expected}"))
+    };
+    let mut values = Vec::new();
+    for (field, value) in &fields {
+        if value.is_null() {
+            continue;
         }
+        let atoms = match field.as_str() {
+            "int" => one(int(value), value),
+            "bool" => one(boolean(value), value),
+            "string" => one(text(value).map(Atom::String), value),
+            "version" => one(text(value).map(Atom::Version), value),
+            "ints" => list(value, int),
+            "bools" => list(value, boolean),
+            "strings" => list(value, |v| text(v).map(Atom::String)),
+            "versions" => list(value, |v| text(v).map(Atom::Version)),
+            _ => continue,
+        };
+        values.push(atoms.map_err(|problem| format!("`{field}`: {problem}"))?);
+    }
+    Ok(match <[Vec<Atom>; 1]>::try_from(values) {
+        Ok([atoms]) if !atoms.is_empty() => Some(AttributeValue(atoms)),
+        _ => None,
+    })
+}
+
+/// A `DeviceCapacity`'s `value` (a quantity; `requestPolicy` is not read):
+/// `None` when unset, or when it does not read as a quantity (the device
+/// then does not offer that capacity). A value that is not a string is an
+/// error, as the API server never stores one.
+fn capacity_value(capacity: &serde_json::Value) -> Result<Option<String>, String> {
+    let value = match capacity {
+        serde_json::Value::Object(fields) => fields.get("value"),
+        other => return Err(format!("{other} is not an object")),
+    };
+    match value {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(text)) => Ok(crate::quantity::Quantity::parse(text)
+            .ok()
+            .map(|quantity| quantity.canonical())),
+        Some(other) => Err(format!("`value`: {other} is not a string")),
     }
 }
 
@@ -682,42 +743,41 @@ impl DraBuilder {
         }
     }
 
-    /// Adds one ResourceSlice.
-    pub fn add(&mut self, slice: SliceItem) {
+    /// Adds one ResourceSlice; an error names a device attribute or
+    /// capacity of a type the API server never stores.
+    pub fn add(&mut self, slice: SliceItem) -> Result<(), String> {
         let spec = slice.spec;
         let driver = spec.driver;
-        let devices: Vec<Device> = spec
-            .devices
-            .into_iter()
-            .map(|device| Device {
+        let mut devices: Vec<Device> = Vec::with_capacity(spec.devices.len());
+        for device in spec.devices {
+            let mut attributes = BTreeMap::new();
+            for (name, value) in device.attributes {
+                let qualified = qualified(&driver, &name);
+                let value = attribute_value(value)
+                    .map_err(|problem| format!("device attribute {qualified:?}: {problem}"))?;
+                if let Some(value) = value.filter(|_| self.kept.keeps(&qualified)) {
+                    attributes.insert(qualified, value);
+                }
+            }
+            let mut capacity = BTreeMap::new();
+            for (name, value) in &device.capacity {
+                let qualified = qualified(&driver, name);
+                let value = capacity_value(value)
+                    .map_err(|problem| format!("device capacity {qualified:?}: {problem}"))?;
+                // Only a device that can be shared offers capacity.
+                if let Some(value) =
+                    value.filter(|_| device.allow_multiple_allocations == Some(true))
+                {
+                    capacity.insert(qualified, value);
+                }
+            }
+            devices.push(Device {
                 driver: driver.clone(),
-                attributes: device
-                    .attributes
-                    .into_iter()
-                    .filter_map(|(name, value)| {
-                        let qualified = qualified(&driver, &name);
-                        if !self.kept.keeps(&qualified) {
-                            return None;
-                        }
-                        value.value().map(|value| (qualified, value))
-                    })
-                    .collect(),
+                attributes,
                 shared: device.allow_multiple_allocations.unwrap_or(false),
-                capacity: match device.allow_multiple_allocations {
-                    Some(true) => device
-                        .capacity
-                        .into_iter()
-                        .filter_map(|(name, capacity)| {
-                            // A value that does not read is left out: the
-                            // device then does not offer that capacity.
-                            let value = crate::quantity::Quantity::parse(&capacity.value?).ok()?;
-                            Some((qualified(&driver, &name), value.canonical()))
-                        })
-                        .collect(),
-                    _ => BTreeMap::new(),
-                },
-            })
-            .collect();
+                capacity,
+            });
+        }
         let node = spec.node_name.filter(|name| !name.is_empty());
         let entry = self
             .pools
@@ -733,6 +793,7 @@ impl DraBuilder {
         if spec.pool.generation == entry.0 {
             entry.2.push((node, devices));
         }
+        Ok(())
     }
 
     /// Adds every item of a ResourceSlice list (JSON).
@@ -740,7 +801,8 @@ impl DraBuilder {
         let list: List<SliceItem> = serde_json::from_slice(list)
             .map_err(|error| format!("the ResourceSlice list cannot be read: {error}"))?;
         for slice in list.items {
-            self.add(slice);
+            self.add(slice)
+                .map_err(|problem| format!("the ResourceSlice list cannot be read: {problem}"))?;
         }
         Ok(())
     }
@@ -917,12 +979,66 @@ mod tests {
     #[case::list(json!({"ints": [0, 1]}), Some(vec![Atom::Int(0), Atom::Int(1)]))]
     #[case::two_fields(json!({"int": 1, "string": "x"}), None)]
     #[case::none(json!({}), None)]
+    #[case::null_is_unset(json!({"int": null, "string": "x"}), Some(vec![Atom::String("x".into())]))]
+    #[case::an_unknown_field_passed_over(json!({"version": "1.2.3", "future": 1}), Some(vec![Atom::Version("1.2.3".into())]))]
+    #[case::an_empty_list(json!({"strings": []}), None)]
     fn an_attribute_value_has_exactly_one_field(
         #[case] raw: serde_json::Value,
         #[case] atoms: Option<Vec<Atom>>,
     ) {
-        let raw: RawAttribute = serde_json::from_value(raw).unwrap();
-        assert_eq!(raw.value(), atoms.map(AttributeValue));
+        assert_eq!(attribute_value(raw), Ok(atoms.map(AttributeValue)));
+    }
+
+    /// (attribute or capacity, the error): a type the API server never
+    /// stores is named, and the whole list is then unreadable.
+    #[rstest]
+    #[case::an_int_as_text(json!({"attributes": {"numa": {"int": "0"}}}), "device attribute \"gpu.example.com/numa\": `int`: \"0\" is not an integer")]
+    #[case::a_fraction(json!({"attributes": {"numa": {"int": 0.5}}}), "device attribute \"gpu.example.com/numa\": `int`: 0.5 is not an integer")]
+    #[case::a_list_element(json!({"attributes": {"ids": {"ints": [1, true]}}}), "device attribute \"gpu.example.com/ids\": `ints`: true is not an integer")]
+    #[case::not_an_object(json!({"attributes": {"numa": 0}}), "device attribute \"gpu.example.com/numa\": 0 is not an object")]
+    #[case::a_capacity_number(json!({"allowMultipleAllocations": true, "capacity": {"memory": {"value": 64}}}), "device capacity \"gpu.example.com/memory\": `value`: 64 is not a string")]
+    fn a_value_of_the_wrong_type_is_named(
+        #[case] device: serde_json::Value,
+        #[case] problem: &str,
+    ) {
+        let list = json!({"items": [{"spec": {"driver": "gpu.example.com", "nodeName": "n", "pool": {"name": "n", "generation": 1, "resourceSliceCount": 1}, "devices": [device]}}]});
+        let mut builder = DraBuilder::new(&BTreeMap::new());
+        assert_eq!(
+            builder.add_list(list.to_string().as_bytes()),
+            Err(format!("the ResourceSlice list cannot be read: {problem}"))
+        );
+    }
+
+    /// (DeviceClass list, its classes or the error): `null` is unset, and a
+    /// type the API server never stores is named.
+    #[rstest]
+    #[case::no_items(json!({}), Ok(vec![]))]
+    #[case::nulls_are_unset(json!({"items": [{"metadata": {"name": "gpu"}, "spec": {"selectors": null, "extendedResourceName": null}}]}), Ok(vec![("gpu", None)]))]
+    #[case::an_extended_resource(json!({"items": [{"metadata": {"name": "gpu"}, "spec": {"extendedResourceName": "example.com/gpu"}}]}), Ok(vec![("gpu", Some("example.com/gpu"))]))]
+    #[case::items_not_a_list(json!({"items": {}}), Err("items: {} is not a list"))]
+    #[case::a_class_not_an_object(json!({"items": [1]}), Err("items[0]: 1 is not an object"))]
+    #[case::a_name_not_a_string(json!({"items": [{"metadata": {"name": 7}}]}), Err("items[0].metadata.name: 7 is not a string"))]
+    #[case::an_expression_not_a_string(json!({"items": [{"spec": {"selectors": [{"cel": {"expression": true}}]}}]}), Err("items[0].spec.selectors[].cel.expression: true is not a string"))]
+    #[case::not_an_object(json!([]), Err("[] is not an object"))]
+    fn a_device_class_list_reads_or_names_what_does_not(
+        #[case] list: serde_json::Value,
+        #[case] expected: Result<Vec<(&str, Option<&str>)>, &str>,
+    ) {
+        let read = parse_classes(list.to_string().as_bytes()).map(|classes| {
+            classes
+                .into_iter()
+                .map(|(name, class)| (name, class.extended_resource_name))
+                .collect::<Vec<_>>()
+        });
+        let expected = expected
+            .map(|classes| {
+                classes
+                    .into_iter()
+                    .map(|(name, resource)| (name.to_owned(), resource.map(str::to_owned)))
+                    .collect()
+            })
+            .map_err(|problem| format!("the DeviceClass list cannot be read: {problem}"));
+        assert_eq!(read, expected);
     }
 
     #[rstest]

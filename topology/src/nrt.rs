@@ -220,8 +220,8 @@ pub struct NrtReading {
 
 /// [`read_occupancy`], with when the object last changed.
 pub fn read(object: &str, facts: &NodeFacts, gpu_resource: &str) -> Result<NrtReading, NrtProblem> {
-    let object: Value =
-        serde_json::from_str(object).map_err(|e| NrtProblem::Unreadable(e.to_string()))?;
+    let object: Value = serde_json::from_slice(object.as_bytes())
+        .map_err(|e| NrtProblem::Unreadable(e.to_string()))?;
     if !object.is_object() {
         return Err(NrtProblem::Unreadable("it is not an object".to_owned()));
     }

@@ -623,16 +623,23 @@ impl Summarizer {
         let classes = parse_classes(json!({ "items": classes }).to_string().as_bytes())
             .map_err(|problem| (None, problem))?;
         let mut builder = DraBuilder::new(&classes);
+        // The first slice that does not read; the listing still ends.
+        let mut unreadable = None;
         self.list_all::<SliceItem>(
             Listing::dra(RESOURCE_SLICES_PATH, "resourceslices", "ResourceSliceList"),
             |page| {
                 for slice in page {
-                    builder.add(slice);
+                    if let Err(problem) = builder.add(slice) {
+                        unreadable.get_or_insert(problem);
+                    }
                 }
             },
         )
         .await?;
-        Ok(builder.finish())
+        match unreadable {
+            Some(problem) => Err((None, format!("a ResourceSlice cannot be read: {problem}"))),
+            None => Ok(builder.finish()),
+        }
     }
 
     /// Every item of a cluster-scoped list at `path`, [`PAGE_SIZE`] per page.

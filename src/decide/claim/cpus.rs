@@ -37,7 +37,6 @@ use crate::response::json_write::write_string;
 use crate::settings::{AffinityMode, Config, QosMode};
 use gpu_topology::Alignment;
 use serde_json::Value;
-use std::collections::BTreeSet;
 
 /// The driver name of dra-driver-cpu.
 pub const DRA_CPU_DRIVER: &str = "dra.cpu";
@@ -427,8 +426,9 @@ fn cpu_mode(inventory: &DraInventory) -> Result<CpuMode, CannotAddCpus> {
     if devices().any(|device| device.shared && device.capacity(CPU_CAPACITY).is_none()) {
         return Err(CannotAddCpus::UnknownMode);
     }
-    let modes: BTreeSet<bool> = devices().map(|device| device.shared).collect();
-    match (modes.contains(&true), modes.contains(&false)) {
+    let shared = devices().any(|device| device.shared);
+    let individual = devices().any(|device| !device.shared);
+    match (shared, individual) {
         (true, false) => Ok(CpuMode::Grouped),
         (false, true) => Ok(CpuMode::Individual),
         _ => Err(CannotAddCpus::MixedModes),

@@ -158,12 +158,13 @@ pub fn claim_fit(claim: &DeviceClaim, inventory: &DraInventory) -> ClaimFit {
 
 /// The classes of the requests the fit counts.
 fn counted_classes(claim: &DeviceClaim) -> BTreeSet<&str> {
-    claim
-        .requests
-        .iter()
-        .flat_map(|request| request.choices.iter())
-        .map(|choice| choice.device_class.as_str())
-        .collect()
+    gpu_topology::sort::btree_set(
+        claim
+            .requests
+            .iter()
+            .flat_map(|request| request.choices.iter())
+            .map(|choice| choice.device_class.as_str()),
+    )
 }
 
 /// The devices of `class` on `group`, or why they are not known.
@@ -418,8 +419,8 @@ fn one_value_shortfall(
         counted.push((class, needed, requests, per_value));
     }
     let values: BTreeSet<&Atom> = match (counted.first(), capacities.first()) {
-        (Some(first), _) => first.3.keys().copied().collect(),
-        (None, Some(first)) => first.4.keys().copied().collect(),
+        (Some(first), _) => gpu_topology::sort::btree_set(first.3.keys().copied()),
+        (None, Some(first)) => gpu_topology::sort::btree_set(first.4.keys().copied()),
         (None, None) => return None,
     };
     let holds = |value: &Atom| {

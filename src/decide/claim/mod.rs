@@ -85,7 +85,7 @@ pub(crate) fn add_pod_stage(
     if !config.sources.reads_cluster() {
         return;
     }
-    let Ok(pod) = serde_json::from_str::<Value>(request.object_text()) else {
+    let Ok(pod) = serde_json::from_slice::<Value>(request.object_text().as_bytes()) else {
         return;
     };
     let Some(spec) = pod.get("spec").filter(|spec| spec.is_object()) else {
@@ -135,7 +135,7 @@ pub(crate) fn evaluate(
         return Decision::accept();
     }
     let text = request.object_text();
-    let object: Value = match serde_json::from_str(text) {
+    let object: Value = match serde_json::from_slice(text.as_bytes()) {
         Ok(object) => object,
         Err(error) => {
             return Decision::reject(format!("the {} cannot be read: {error}", kind.kind))

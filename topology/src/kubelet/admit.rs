@@ -1465,21 +1465,18 @@ impl Projection {
 
     /// The device counts on the kept NUMA nodes.
     fn devices(&self, node: &NodeFacts) -> std::collections::BTreeMap<String, Vec<u32>> {
-        node.devices
-            .iter()
-            .map(|(name, counts)| {
-                let kept = if counts.len() == self.machine_nodes {
-                    self.kept
-                        .iter()
-                        .filter_map(|&id| counts.get(id).copied())
-                        .collect()
-                } else {
-                    // Unreadable on the machine: unreadable on the projection.
-                    counts.clone()
-                };
-                (name.clone(), kept)
-            })
-            .collect()
+        crate::sort::btree_map(node.devices.iter().map(|(name, counts)| {
+            let kept = if counts.len() == self.machine_nodes {
+                self.kept
+                    .iter()
+                    .filter_map(|&id| counts.get(id).copied())
+                    .collect()
+            } else {
+                // Unreadable on the machine: unreadable on the projection.
+                counts.clone()
+            };
+            (name.clone(), kept)
+        }))
     }
 
     /// An unknown naming a NUMA node, in machine ids.
