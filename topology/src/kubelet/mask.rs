@@ -12,7 +12,7 @@ use std::fmt;
 /// 2^N bits). The kubelet itself stops at `max-allowable-numa-nodes`
 /// (default 8); above 16 the 2^N masks every hint provider walks are too
 /// many to reproduce on each admission, so larger machines are reasoned
-/// about on the NUMA nodes that matter to the pod (`admit.rs`, the
+/// about on the NUMA nodes that matter to the pod (`projection.rs`, the
 /// projection).
 pub const MAX_NUMA_NODES: usize = 16;
 

@@ -37,7 +37,7 @@ pub struct NumaInfo {
     /// The SLIT distance rows (`node.Distances` from cAdvisor), when known.
     pub distances: Option<Vec<Vec<u32>>>,
     /// NUMA nodes of the whole machine: more than `nodes` when the merge
-    /// runs on the NUMA nodes that matter to the pod (`admit.rs`, the
+    /// runs on the NUMA nodes that matter to the pod (`projection.rs`, the
     /// projection). Its default affinity (every node) is then no mask of
     /// the projection: [`Merged::default_affinity`] marks it.
     pub machine_nodes: usize,

@@ -148,10 +148,10 @@
 //!   `distribute-cpus-across-numa` remainder the kubelet loops on answers
 //!   [`Indeterminate::DistributeLoop`]. CPUs must be whole cores of
 //!   `threads_per_core` threads.
-//! - Machines above 8 NUMA nodes (`admit.rs`): first the kubelet's own cost
-//!   for the pod's first unit, counted from the per-NUMA counts without
-//!   walking anything ([`work`]: masks each provider walks, permutations
-//!   of `iterateAllProviderTopologyHints`); past about a minute
+//! - Machines above 8 NUMA nodes (`work.rs`, `projection.rs`): first the
+//!   kubelet's own cost for the pod's first unit, counted from the per-NUMA
+//!   counts without walking anything ([`work`]: masks each provider walks,
+//!   permutations of `iterateAllProviderTopologyHints`); past about a minute
 //!   ([`SLOW_HINT_SEARCH_WORK`], calibrated on kubernetes/kubernetes#131738)
 //!   the answer is [`Refusal::HintSearchTooSlow`]: the pod stays Pending
 //!   (kubernetes/kubernetes#135541). Then the merge runs on the NUMA nodes
@@ -193,6 +193,11 @@ pub mod memory;
 pub mod merge;
 pub mod outcome;
 pub mod work;
+
+mod preflight;
+mod projection;
+mod scope;
+mod unknowns;
 
 pub use admit::{
     admit, admit_by_the_managers, admit_on_busy_node, DEFAULT_MAX_ALLOWABLE_NUMA_NODES,

@@ -28,8 +28,20 @@
 //! slow search found here is slow in the kubelet).
 //!
 //! The machine is taken empty, as everywhere in the model.
+//!
+//! The hint-search cost guard (`slow_hint_search`), on machines above 8
+//! NUMA nodes: the pod's first unit counted so before anything is
+//! enumerated, and the pod refused where the kubelet's search runs for
+//! minutes.
 
+use super::admit::{Step, Stop};
+use super::device::DeviceHintRange;
+use super::facts::{NodeFacts, NumaNodeFacts, PodDemand};
 use super::mask::{NumaMask, MAX_NUMA_NODES};
+use super::memory::MemoryState;
+use super::outcome::Refusal;
+use super::scope::{DemandRules, UnitDemand};
+use crate::labels::{TopologyManagerPolicy, TopologyManagerScope};
 
 /// Work units (mask visits plus permutations) beyond which the kubelet's
 /// hint search runs for minutes. Calibrated on kubernetes/kubernetes#131738:
@@ -166,6 +178,195 @@ pub(crate) fn hint_search_work(
         masks,
         permutations,
     }
+}
+
+/// The per-NUMA counts of every device resource the unit requests (the GPUs
+/// first), for those the node publishes, with each one's request.
+fn requested_device_counts<'a>(
+    node: &'a NodeFacts,
+    machine: &'a [NumaNodeFacts],
+    pod: &'a PodDemand,
+    demand: &'a UnitDemand,
+) -> impl Iterator<Item = (Vec<u32>, u32)> + 'a {
+    let gpus = demand.gpus.and_then(|request| {
+        let counts: Option<Vec<u32>> = machine.iter().map(|n| n.gpus).collect();
+        counts.map(|c| (c, request))
+    });
+    let devices = pod
+        .devices
+        .iter()
+        .enumerate()
+        .filter_map(move |(i, resource)| {
+            let request = demand.devices.get(i).copied().flatten()?;
+            let counts = node.devices.get(resource)?;
+            (counts.len() == machine.len()).then(|| (counts.clone(), request))
+        });
+    gpus.into_iter()
+        .chain(devices)
+        .filter(|(counts, _)| counts.iter().any(|&c| c > 0))
+}
+
+/// Refuses the pod where the kubelet's hint search for its first unit runs
+/// for minutes ([`work`](super::work)): checked on the whole machine, from
+/// the counts alone, before anything is enumerated. Only the first unit
+/// meets the empty node the counts describe (later ones find less free, so
+/// fewer hints, and an earlier refusal may stop the kubelet first); with
+/// the scope unknown, both first units must be slow.
+pub(super) fn slow_hint_search(
+    node: &NodeFacts,
+    machine: &[NumaNodeFacts],
+    rules: &DemandRules<'_>,
+    range: DeviceHintRange,
+    policy: TopologyManagerPolicy,
+) -> Step<()> {
+    let scope = if rules.pod.containers.len() > 1 {
+        node.topology_manager.scope
+    } else {
+        Some(TopologyManagerScope::Container)
+    };
+    let all = NumaMask::all(machine.len());
+    let with_cpus = machine
+        .iter()
+        .enumerate()
+        .fold(NumaMask::EMPTY, |m, (i, n)| {
+            if n.cpus != Some(0) {
+                m.with(i)
+            } else {
+                m
+            }
+        });
+    let units = rules.first_units(scope);
+    // Most machines fall short even of every list holding every mask.
+    let at_most = units
+        .iter()
+        .map(|(_, demand)| most_work(node, rules.pod, machine, range, with_cpus, demand))
+        .max()
+        .unwrap_or(0);
+    if at_most <= SLOW_HINT_SEARCH_WORK {
+        return Ok(());
+    }
+    // Read only for a unit that pins memory.
+    let mut memory_amounts: Option<Option<Vec<[u64; 3]>>> = None;
+    let mut fastest: Option<(Option<usize>, HintSearchWork)> = None;
+    for (container, demand) in units {
+        let mut walks = Vec::new();
+        let mut lists = Vec::new();
+        for (counts, request) in requested_device_counts(node, machine, rules.pod, &demand) {
+            let walked = range.universe(&counts);
+            walks.push(walked);
+            lists.push(ListShape {
+                walked,
+                amounts: counts.iter().map(|&c| [u64::from(c), 0, 0]).collect(),
+                request: [u64::from(request), 0, 0],
+            });
+        }
+        if demand.cpus > 0 {
+            walks.push(with_cpus);
+            lists.push(ListShape {
+                walked: with_cpus,
+                amounts: machine
+                    .iter()
+                    .map(|n| {
+                        let free = n
+                            .cpus
+                            .unwrap_or(0)
+                            .saturating_sub(n.reserved_cpus.unwrap_or(0));
+                        [u64::from(free), 0, 0]
+                    })
+                    .collect(),
+                request: [u64::from(demand.cpus), 0, 0],
+            });
+        }
+        if demand.memory != [0; 3] {
+            walks.push(all);
+            let amounts = memory_amounts.get_or_insert_with(|| {
+                MemoryState::new(machine)
+                    .ok()
+                    .and_then(Result::ok)
+                    .map(|state| state.free_per_numa())
+            });
+            if let Some(amounts) = amounts {
+                // One list per requested memory resource, all alike.
+                for _ in demand.memory.iter().filter(|&&r| r > 0) {
+                    lists.push(ListShape {
+                        walked: all,
+                        amounts: amounts.clone(),
+                        request: demand.memory,
+                    });
+                }
+            }
+        }
+        let work = hint_search_work(
+            &walks,
+            &lists,
+            policy == TopologyManagerPolicy::SingleNumaNode,
+        );
+        if fastest.is_none_or(|(_, w)| work.total() < w.total()) {
+            fastest = Some((container, work));
+        }
+    }
+    match fastest.filter(|(_, work)| work.is_slow()) {
+        Some((container, work)) => Err(Stop::Refuse(Refusal::HintSearchTooSlow {
+            container,
+            masks: work.masks,
+            permutations: work.permutations,
+        })),
+        None => Ok(()),
+    }
+}
+
+/// The most work the kubelet can do for `demand`: every walk's masks, and
+/// every mask of each walk a hint (`2^n - 1` per list). Counted without
+/// allocating, so that the common machines above 8 NUMA nodes pay nothing
+/// for [`slow_hint_search`].
+fn most_work(
+    node: &NodeFacts,
+    pod: &PodDemand,
+    machine: &[NumaNodeFacts],
+    range: DeviceHintRange,
+    with_cpus: NumaMask,
+    demand: &UnitDemand,
+) -> u64 {
+    let all = NumaMask::all(machine.len());
+    // A count not known may hold devices: the walk is at most every node.
+    let walk_of = |count: &dyn Fn(usize) -> Option<u32>| match range {
+        DeviceHintRange::EveryNumaNode => all,
+        DeviceHintRange::DeviceNumaNodes => all
+            .nodes()
+            .filter(|&n| count(n) != Some(0))
+            .fold(NumaMask::EMPTY, NumaMask::with),
+    };
+    let masks = |walk: NumaMask| 1u64.checked_shl(walk.count()).unwrap_or(u64::MAX);
+    let mut walked = 0u64;
+    let mut permutations = 1u64;
+    let mut add = |walk: NumaMask, lists: u32| {
+        walked = walked.saturating_add(masks(walk));
+        for _ in 0..lists {
+            permutations = permutations.saturating_mul(masks(walk).saturating_sub(1).max(1));
+        }
+    };
+    if demand.gpus.is_some() {
+        add(walk_of(&|n| machine.get(n).and_then(|f| f.gpus)), 1);
+    }
+    for (resource, request) in pod.devices.iter().zip(&demand.devices) {
+        if request.is_none() {
+            continue;
+        }
+        match node.devices.get(resource) {
+            Some(counts) if counts.len() == machine.len() => {
+                add(walk_of(&|n| counts.get(n).copied()), 1)
+            }
+            _ => add(all, 1),
+        }
+    }
+    if demand.cpus > 0 {
+        add(with_cpus, 1);
+    }
+    let memory_lists = demand.memory.iter().filter(|&&r| r > 0).count() as u32;
+    if memory_lists > 0 {
+        add(all, memory_lists);
+    }
+    walked.saturating_add(permutations)
 }
 
 #[cfg(test)]
