@@ -362,10 +362,43 @@ struct SliceDevice {
     /// types.go `DeviceAttribute`s, checked by [`attribute_value`]. Read
     /// as JSON, not through readers derived for their eight fields: those
     /// and their maps were about 15 KB of the policy's module (issue #35).
-    attributes: serde_json::Map<String, serde_json::Value>,
+    attributes: Attributes,
     allow_multiple_allocations: Option<bool>,
     /// types.go `DeviceCapacity`s, checked by [`capacity_value`].
     capacity: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A device's attributes by name, each read with [`attribute_value`] as
+/// soon as it is read: the JSON object of one attribute (a B-tree node) is
+/// dropped at once, so a list of thousands of devices holds only their
+/// values. A list whose attributes were kept as JSON needed more than
+/// policy-server's 256 MiB at 5,000 nodes (BENCHMARKS.md).
+#[derive(Default)]
+struct Attributes(Vec<(String, Result<Option<AttributeValue>, String>)>);
+
+impl<'de> Deserialize<'de> for Attributes {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Attributes;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str("a map of device attributes")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Attributes, A::Error> {
+                let mut attributes = Vec::new();
+                while let Some((name, value)) = map.next_entry::<String, serde_json::Value>()? {
+                    attributes.push((name, attribute_value(value)));
+                }
+                Ok(Attributes(attributes))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
 }
 
 /// A `DeviceAttribute`'s value: `Some` when exactly one of its fields is
@@ -751,9 +784,9 @@ impl DraBuilder {
         let mut devices: Vec<Device> = Vec::with_capacity(spec.devices.len());
         for device in spec.devices {
             let mut attributes = BTreeMap::new();
-            for (name, value) in device.attributes {
+            for (name, value) in device.attributes.0 {
                 let qualified = qualified(&driver, &name);
-                let value = attribute_value(value)
+                let value = value
                     .map_err(|problem| format!("device attribute {qualified:?}: {problem}"))?;
                 if let Some(value) = value.filter(|_| self.kept.keeps(&qualified)) {
                     attributes.insert(qualified, value);
