@@ -190,16 +190,15 @@ impl<'de, Q: Deserialize<'de>> Deserialize<'de> for InitContainer<Q> {
             cpu: Option<Q>,
             memory: Option<Q>,
         }
-        then(deserializer, |value| {
-            match value {
+        const EXPECTED: &str = "or fixed values such as {cpu: \"2\", memory: 4Gi}";
+        then(deserializer, |value| match value {
             serde_json::Value::String(word) if word == FIT_APP => Ok(InitContainer::FitApp),
             serde_json::Value::Object(_) => Fixed::<Q>::deserialize(value)
                 .map(|Fixed { cpu, memory }| InitContainer::Fixed { cpu, memory })
                 .map_err(|error| error.to_string()),
             other => Err(format!(
-                "{other} is not valid: expected {FIT_APP}, or fixed values such as {{cpu: \"2\", memory: 4Gi}}"
+                "{other} is not valid: expected {FIT_APP}, {EXPECTED}"
             )),
-        }
         })
     }
 }
