@@ -1,5 +1,5 @@
 //! The checked-in session files (`scenarios/sessions/*.yml`) are exactly
-//! what the generator writes from the fleet descriptions (`src/fleets.rs`),
+//! what the generator writes from the fleet descriptions (`src/fleets/`),
 //! each parses as kwctl's replay format, and each fleet's summary groups are
 //! the fleet its Node list holds.
 

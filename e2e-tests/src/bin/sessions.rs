@@ -1,7 +1,7 @@
 //! Writes the kwctl session files `e2e-tests/scenarios/sessions/*.yml`, the
 //! demo's fleet (`examples/cluster/fleet.yml`) and its Nodes as kubectl
 //! prints them (`examples/cluster/nodes.json`) from the fleet
-//! descriptions in `src/fleets.rs`. With `--check`, writes nothing and fails
+//! descriptions in `src/fleets/`. With `--check`, writes nothing and fails
 //! when a checked-in file differs (what `tests/sessions.rs` checks).
 
 use anyhow::{bail, Context, Result};
