@@ -4,7 +4,8 @@
 //! with it, computed once per distinct set of facts.
 
 use crate::decide::demand::PodDemand;
-use crate::request::pod::{containers, resources_value, Container, ContainerKind, Section};
+use crate::request::pod::{containers, resources_value, Container, Section};
+use crate::request::qos_class::{qos_class, QosClass};
 use crate::request::quantity::Quantity;
 use crate::settings::{AffinityMode, Config};
 use gpu_topology::hashing::{FastMap, FirstEqual};
@@ -48,11 +49,7 @@ pub fn model_pod(spec: &Value, demand: &PodDemand) -> Result<kubelet::PodDemand,
     for (container, gpus) in all.iter().zip(&demand.containers) {
         let request = |resource| container_request(container, resource);
         model.push(ContainerDemand {
-            kind: match container.id.kind {
-                ContainerKind::Init => kubelet::ContainerKind::Init,
-                ContainerKind::Sidecar => kubelet::ContainerKind::Sidecar,
-                ContainerKind::App => kubelet::ContainerKind::App,
-            },
+            kind: container.id.kind,
             gpus: gpus.lists_gpu.then(|| gpus.gpus()),
             cpu_millis: request(CPU)?.map_or(0, |q| q.ceil_millis()),
             memory_bytes: request(MEMORY)?.map_or(0, |q| q.ceil_whole_units()),
@@ -71,7 +68,7 @@ pub fn model_pod(spec: &Value, demand: &PodDemand) -> Result<kubelet::PodDemand,
     }
     Ok(kubelet::PodDemand {
         containers: model,
-        guaranteed: is_guaranteed(spec, &all)?,
+        guaranteed: qos_class(spec, &all)? == QosClass::Guaranteed,
         pod_level_resources: pod_level_resources_set(spec),
         devices: device_names.into_iter().map(str::to_owned).collect(),
     })
@@ -114,55 +111,6 @@ pub fn pod_level_resources_set(spec: &Value) -> bool {
         .filter_map(|section| resources.get(section.field())?.as_object())
         .flat_map(|list| list.keys())
         .any(|name| name == CPU || name == MEMORY || name.starts_with(HUGEPAGES_PREFIX))
-}
-
-/// Kubernetes' QoS class is Guaranteed (`ComputePodQOS`,
-/// `pkg/apis/core/v1/helper/qos/qos.go`): with pod-level resources present,
-/// from them alone (cpu and memory limits set, requests equal to them);
-/// else every container, init containers included, has cpu and memory
-/// limits, and the containers' requests add up to their limits per
-/// resource. Values of 0 count as unset; requests are taken after the API
-/// server's defaulting (absent: the limit).
-fn is_guaranteed(spec: &Value, all: &[Container<'_>]) -> Result<bool, String> {
-    let parse = |text: Option<std::borrow::Cow<'_, str>>| -> Result<Option<Quantity>, String> {
-        text.map(|text| {
-            Quantity::parse(&text).map_err(|error| format!("resources {text:?} {error}"))
-        })
-        .transpose()
-        .map(|q| q.filter(|q| !q.is_zero()))
-    };
-    if let Some(resources) = spec.get("resources").filter(|r| !r.is_null()) {
-        for resource in [CPU, MEMORY] {
-            let limit = parse(resources_value(Some(resources), Section::Limits, resource))?;
-            let request = parse(resources_value(
-                Some(resources),
-                Section::Requests,
-                resource,
-            ))?;
-            if limit.is_none() || request.is_some_and(|r| Some(r) != limit) {
-                return Ok(false);
-            }
-        }
-        return Ok(true);
-    }
-    let zero = Quantity::from_units(0);
-    let mut guaranteed = true;
-    for resource in [CPU, MEMORY] {
-        let (mut requests, mut limits) = (zero, zero);
-        for container in all {
-            let resources = container.json.get("resources");
-            let limit = parse(resources_value(resources, Section::Limits, resource))?;
-            let request = parse(resources_value(resources, Section::Requests, resource))?.or(limit);
-            guaranteed &= limit.is_some();
-            let add = |sum: Quantity, value: Option<Quantity>| {
-                value.map_or(Some(sum), |v| sum.checked_add(&v))
-            };
-            requests = add(requests, request).ok_or("the pod's requests overflow")?;
-            limits = add(limits, limit).ok_or("the pod's limits overflow")?;
-        }
-        guaranteed &= requests == limits;
-    }
-    Ok(guaranteed)
 }
 
 /// What the kubelet of a node group does with the pod.

@@ -12,6 +12,7 @@ pub mod claim;
 pub mod json_scan;
 pub mod pod;
 pub mod pod_text;
+pub mod qos_class;
 /// Kubernetes quantities, shared with the labeler (it reads the kubelet's).
 pub use gpu_topology::quantity;
 

@@ -13,34 +13,9 @@ use std::fmt;
 /// running next to the app containers.
 const RESTARTABLE: &str = "Always";
 
-/// Where a container sits in the pod, which decides how it counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ContainerKind {
-    /// A regular init container: runs to completion before the app starts.
-    Init,
-    /// A restartable init container (`restartPolicy: Always`), a native sidecar.
-    Sidecar,
-    /// An app container (`spec.containers`).
-    App,
-}
-
-impl ContainerKind {
-    /// The PodSpec field that lists this kind of container.
-    pub const fn list_field(self) -> &'static str {
-        match self {
-            ContainerKind::Init | ContainerKind::Sidecar => "initContainers",
-            ContainerKind::App => "containers",
-        }
-    }
-
-    const fn describe(self) -> &'static str {
-        match self {
-            ContainerKind::Init => "init container",
-            ContainerKind::Sidecar => "sidecar container",
-            ContainerKind::App => "container",
-        }
-    }
-}
+/// Where a container sits in the pod, which decides how it counts: the
+/// kubelet model's own kind, so the policy and the model share one.
+pub use gpu_topology::kubelet::ContainerKind;
 
 /// Identifies one container of a PodSpec.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -6,11 +6,13 @@
 use super::nodes::NodeRecord;
 use super::pods::RunningPod;
 use gpu_topology::kubelet::facts_from_topology;
-use gpu_topology::quantity::{cpu_words, Quantity};
+use gpu_topology::quantity::cpu_words;
 use gpu_topology::{parse_heartbeat, CpuManagerPolicy, NodeGroup, NodeTopology};
 use gpu_topology_policy::decide::demand::{Demand, PodDemand};
 use gpu_topology_policy::decide::explain::{unknown_words, why_and_fix};
 use gpu_topology_policy::decide::model::{self, Answer, GroupVerdict, Need};
+use gpu_topology_policy::request::pod::containers;
+use gpu_topology_policy::request::qos_class::{qos_class, QosClass};
 use gpu_topology_policy::settings::Config;
 use serde::Serialize;
 
@@ -355,7 +357,7 @@ pub fn audit_pod(
             })
         }
     };
-    let qos = qos_check(pod, &model_pod, &demand, config);
+    let qos = qos_check(pod, &demand, config);
     let guaranteed = qos == QosCheck::Guaranteed;
     let mut checks = vec![Check::Qos(qos)];
     if pod.node.is_none() {
@@ -402,19 +404,25 @@ pub fn audit_pod(
 }
 
 /// The QoS class: `status.qosClass` when the API server says it, else as
-/// Kubernetes computes it (the model's rule); what is missing from the
-/// policy's own QoS plan.
-fn qos_check(
-    pod: &RunningPod,
-    model_pod: &gpu_topology::kubelet::PodDemand,
-    demand: &PodDemand,
-    config: &Config,
-) -> QosCheck {
-    let class = pod
-        .qos_class
-        .clone()
-        .unwrap_or_else(|| computed_class(&pod.spec, model_pod.guaranteed).to_owned());
-    if class == "Guaranteed" {
+/// Kubernetes computes it (the policy's `qos_class`, one definition); what
+/// is missing from the policy's own QoS plan.
+fn qos_check(pod: &RunningPod, demand: &PodDemand, config: &Config) -> QosCheck {
+    let computed = containers(&pod.spec)
+        .and_then(|all| qos_class(&pod.spec, &all))
+        .map(QosClass::name);
+    let class = match (&pod.qos_class, computed) {
+        (Some(class), _) => class.clone(),
+        (None, Ok(class)) => class.to_owned(),
+        // The model read the same quantities before this check: only a pod
+        // the API server would refuse gets here.
+        (None, Err(problem)) => {
+            return QosCheck::NotGuaranteed {
+                class: "unknown".to_owned(),
+                missing: vec![problem],
+            }
+        }
+    };
+    if class == QosClass::Guaranteed.name() {
         return QosCheck::Guaranteed;
     }
     let missing = match gpu_topology_policy::decide::qos::plan(&pod.spec, demand, &config.qos, 1) {
@@ -426,41 +434,6 @@ fn qos_check(
         Err(problem) => vec![problem],
     };
     QosCheck::NotGuaranteed { class, missing }
-}
-
-/// The QoS class Kubernetes computes (`ComputePodQOS`): Guaranteed as the
-/// model says, else BestEffort when no container (nor the pod) sets a cpu or
-/// memory request or limit, else Burstable.
-fn computed_class(spec: &serde_json::Value, guaranteed: bool) -> &'static str {
-    if guaranteed {
-        return "Guaranteed";
-    }
-    let sets_cpu_or_memory = |resources: Option<&serde_json::Value>| {
-        ["requests", "limits"].iter().any(|section| {
-            ["cpu", "memory"].iter().any(|resource| {
-                // Only a positive quantity counts (`ComputePodQOS` compares with zero).
-                resources
-                    .and_then(|r| r.get(section))
-                    .and_then(|s| s.get(resource))
-                    .and_then(serde_json::Value::as_str)
-                    .and_then(|text| Quantity::parse(text).ok())
-                    .is_some_and(|quantity| !quantity.is_zero())
-            })
-        })
-    };
-    let containers = ["initContainers", "containers"]
-        .iter()
-        .filter_map(|list| spec.get(list).and_then(serde_json::Value::as_array))
-        .flatten();
-    let any = sets_cpu_or_memory(spec.get("resources"))
-        || containers
-            .into_iter()
-            .any(|container| sets_cpu_or_memory(container.get("resources")));
-    if any {
-        "Burstable"
-    } else {
-        "BestEffort"
-    }
 }
 
 fn cpu_check(
@@ -580,24 +553,6 @@ pub fn age_words(seconds: u64) -> String {
 mod tests {
     use super::*;
     use rstest::rstest;
-    use serde_json::json;
-
-    /// (spec, the model's Guaranteed, the class): as `ComputePodQOS` says
-    /// when the pod's status does not.
-    #[rstest]
-    #[case::guaranteed(json!({"containers": [{}]}), true, "Guaranteed")]
-    #[case::nothing_set(json!({"containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]}), false, "BestEffort")]
-    #[case::zero_counts_as_unset(json!({"containers": [{"resources": {"requests": {"cpu": "0"}}}]}), false, "BestEffort")]
-    #[case::a_request(json!({"containers": [{"resources": {"requests": {"memory": "1Gi"}}}]}), false, "Burstable")]
-    #[case::an_init_container_limit(json!({"initContainers": [{"resources": {"limits": {"cpu": "1"}}}], "containers": [{}]}), false, "Burstable")]
-    #[case::pod_level(json!({"resources": {"limits": {"cpu": "2"}}, "containers": [{}]}), false, "Burstable")]
-    fn the_class_is_computed_as_kubernetes_does(
-        #[case] spec: serde_json::Value,
-        #[case] guaranteed: bool,
-        #[case] class: &str,
-    ) {
-        assert_eq!(computed_class(&spec, guaranteed), class);
-    }
 
     #[rstest]
     #[case::seconds(45, "45 s")]

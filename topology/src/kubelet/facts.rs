@@ -171,6 +171,25 @@ pub enum ContainerKind {
     App,
 }
 
+impl ContainerKind {
+    /// The PodSpec field that lists this kind of container.
+    pub const fn list_field(self) -> &'static str {
+        match self {
+            ContainerKind::Init | ContainerKind::Sidecar => "initContainers",
+            ContainerKind::App => "containers",
+        }
+    }
+
+    /// How messages name a container of this kind: `init container "setup"`.
+    pub const fn describe(self) -> &'static str {
+        match self {
+            ContainerKind::Init => "init container",
+            ContainerKind::Sidecar => "sidecar container",
+            ContainerKind::App => "container",
+        }
+    }
+}
+
 /// One container's requests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContainerDemand {
