@@ -8,6 +8,7 @@
 
 use crate::binding::BindingView;
 use crate::input::Source;
+use crate::render::claims::ClaimsView;
 use crate::render::diff::{describe, Change};
 use crate::render::shapes::{NodeNames, RecordView};
 use crate::request::RequestText;
@@ -99,6 +100,8 @@ pub struct Explanation {
     /// The policy's own record behind [`Self::record`] (what-if compares
     /// two of them shape by shape).
     pub pod: Option<PodRecord>,
+    /// The DRA stage's record of a Pod that names claims.
+    pub claims: Option<ClaimsView>,
     /// `explain --node`: the binding check of the pod as it would be
     /// stored, bound to that node.
     pub binding: Option<BindingView>,
@@ -128,6 +131,7 @@ pub fn explain_request(
         .pod
         .as_ref()
         .map(|pod| RecordView::new(pod, names));
+    let claims = explained.dra.as_ref().map(ClaimsView::new);
     let decision = explained.decision;
     let tree = request.to_value();
     let original = tree.get("object").filter(|object| !object.is_null());
@@ -151,6 +155,7 @@ pub fn explain_request(
                     changes: Vec::new(),
                     record,
                     pod: explained.pod,
+                    claims,
                     binding: None,
                 });
             };
@@ -179,6 +184,7 @@ pub fn explain_request(
         changes,
         record,
         pod: explained.pod,
+        claims,
         binding: None,
     })
 }

@@ -17,6 +17,7 @@ use e2e_tests::tool_files::{fleet_files, is_create_of_its_object};
 use e2e_tests::{shared_module, HostCapabilities, Outcome, Scenario};
 use gpu_topology_cli::explain::{explain_request, Explanation};
 use gpu_topology_cli::fleet::files::{host_error, FileCluster};
+use gpu_topology_cli::render::claims::ClaimStatus;
 use gpu_topology_cli::render::shapes::NodeNames;
 use gpu_topology_cli::request::RequestText;
 use gpu_topology_cli::settings;
@@ -26,7 +27,7 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
 };
 use rstest::rstest;
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The native policy's host when the session cannot be files: the
@@ -89,7 +90,18 @@ fn assert_same(name: &str, tool: &Explanation, module: &Outcome) {
 
 #[rstest]
 fn explain_agrees_with_the_module(#[files("scenarios/*.json")] path: PathBuf) {
-    let scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{e:#}"));
+    let Some((scenario, tool, module_outcome)) = explain_both(&path) else {
+        return;
+    };
+    let name = scenario.name.as_str();
+    assert_same(name, &tool, &module_outcome);
+    assert_claims_recorded(name, &scenario.request, &tool);
+}
+
+/// The scenario explained by the tool and answered by the module; `None`
+/// when both refuse its settings alike.
+fn explain_both(path: &Path) -> Option<(Scenario, Explanation, Outcome)> {
+    let scenario = Scenario::load(path).unwrap_or_else(|e| panic!("{e:#}"));
     let name = scenario.name.as_str();
     let module = shared_module().unwrap_or_else(|e| panic!("{e:#}"));
     let capabilities = || {
@@ -110,7 +122,7 @@ fn explain_agrees_with_the_module(#[files("scenarios/*.json")] path: PathBuf) {
                 module_settings.message.as_ref(),
                 "{name}: settings message"
             );
-            return;
+            return None;
         }
         (tool, _) => panic!(
             "{name}: the tool reads the settings as {tool:?}, the module as {module_settings:?}"
@@ -157,5 +169,81 @@ fn explain_agrees_with_the_module(#[files("scenarios/*.json")] path: PathBuf) {
             "replayed"
         }
     );
-    assert_same(name, &tool, &module_outcome);
+    Some((scenario, tool, module_outcome))
+}
+
+/// The DRA stage is in the tool's record (issue #36): a Pod that names
+/// claims has one claim record per entry of `spec.resourceClaims`, and a
+/// rejection no stage before it made is the DRA stage's, shown by the claim
+/// that does not fit, in the answer's own words.
+fn assert_claims_recorded(name: &str, request: &Value, tool: &Explanation) {
+    let pod_claims = request
+        .pointer("/object/spec/resourceClaims")
+        .and_then(Value::as_array);
+    let is_pod_create = request.pointer("/kind/kind") == Some(&Value::from("Pod"))
+        && request["operation"] == "CREATE"
+        && request.get("subResource").is_none_or(|sub| sub == "");
+    let Some(claims) = tool.claims.as_ref() else {
+        return;
+    };
+    assert!(is_pod_create, "{name}: only a Pod's CREATE has a DRA stage");
+    let names: Vec<&str> = claims.claims.iter().map(|c| c.name.as_str()).collect();
+    let named: Vec<&str> = pod_claims
+        .into_iter()
+        .flatten()
+        .filter_map(|claim| claim["name"].as_str())
+        .collect();
+    assert_eq!(names, named, "{name}: one record per pod claim");
+    let pod_rejected = tool.pod.as_ref().is_some_and(|r| r.rejection.is_some());
+    if claims.rejects {
+        let no_fit = claims
+            .claims
+            .iter()
+            .find(|c| c.status == ClaimStatus::NoFit)
+            .unwrap_or_else(|| panic!("{name}: a DRA rejection without a claim that does not fit"));
+        if !pod_rejected {
+            let message = tool.message.as_deref().unwrap_or_default();
+            let detail = no_fit.detail.as_deref().unwrap_or_default();
+            assert!(
+                !detail.is_empty() && message.contains(detail),
+                "{name}: the message {message:?} names the claim's record {detail:?}"
+            );
+        }
+    } else if !tool.outcome.allowed() {
+        assert!(
+            pod_rejected,
+            "{name}: rejected, and neither the pod's record nor its claims say why"
+        );
+    }
+}
+
+/// `explain` shows the DRA stage of the Pods of the DRA scenarios: each
+/// claim's status, and the stage's rejection in the table's words.
+#[rstest]
+#[case::a_template_no_node_can_allocate_rejects("dra-pod-template-no-fit-rejected", true, &[("gpus", ClaimStatus::NoFit)], "\"gpus\" from ResourceClaimTemplate sixteen-gpus: no fit, 16 devices for GPU requests gpu\n      cannot be allocated on any node: on nodes dra-hgx-0 and dra-hgx-1")]
+#[case::a_template_that_fits_gets_its_cpus("dra-pod-told-its-claim-gets-cpus", false, &[("gpus", ClaimStatus::Fits)], "\"gpus\" from ResourceClaimTemplate double-gpu: fits, 2 devices for GPU requests gpu\n      CPUs: 16 CPUs of device class dra.cpu for container \"trainer\"")]
+#[case::two_gpu_claims("dra-pod-gpus-from-two-claims-warned", false, &[("gpu0", ClaimStatus::Fits), ("gpu1", ClaimStatus::Fits)], "\"gpu1\" from ResourceClaimTemplate single-gpu: fits, 1 device for GPU requests gpu")]
+#[case::a_claim_of_two_containers("dra-pod-claim-shared-by-two-containers-warned", false, &[("gpus", ClaimStatus::Fits)], "      CPUs: none added (see the warnings)")]
+#[case::untouched("dra-pod-quickstart-untouched", false, &[("twogpus", ClaimStatus::Fits)], "\"twogpus\" from ResourceClaimTemplate double-gpu: fits, 2 devices for GPU requests gpu\n\n")]
+fn explain_shows_the_dra_stage(
+    #[case] scenario: &str,
+    #[case] rejects: bool,
+    #[case] statuses: &[(&str, ClaimStatus)],
+    #[case] line: &str,
+) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(format!("{scenario}.json"));
+    let (_, tool, _) = explain_both(&path).expect("valid settings");
+    let claims = tool.claims.as_ref().expect("the DRA stage's record");
+    assert_eq!(claims.rejects, rejects);
+    let seen: Vec<(&str, ClaimStatus)> = claims
+        .claims
+        .iter()
+        .map(|claim| (claim.name.as_str(), claim.status))
+        .collect();
+    assert_eq!(seen, statuses);
+    let styled = gpu_topology_cli::render::text::render(std::slice::from_ref(&tool), false);
+    let text = anstream::adapter::strip_str(&styled).to_string();
+    assert!(text.contains(line), "{text}");
 }

@@ -180,7 +180,8 @@ pub(crate) fn decide_request(
                     None => request.object_text().contains("\"resourceClaims\""),
                 };
                 if names_claims {
-                    claim::add_pod_stage(&mut decided.decision, request, config, cluster);
+                    decided.dra =
+                        claim::add_pod_stage(&mut decided.decision, request, config, cluster);
                 }
                 decided
             }
@@ -246,6 +247,8 @@ fn decide_subresource(
 pub(crate) struct Decided<Object = MutatedObject> {
     pub decision: Decision<Object>,
     pub pod: Option<(Demand, PodPlan)>,
+    /// The DRA stage of a Pod that names claims ([`claim::add_pod_stage`]).
+    pub dra: Option<claim::pod::DraStage>,
 }
 
 impl<Object> From<Decision<Object>> for Decided<Object> {
@@ -253,6 +256,7 @@ impl<Object> From<Decision<Object>> for Decided<Object> {
         Decided {
             decision,
             pod: None,
+            dra: None,
         }
     }
 }
@@ -284,6 +288,7 @@ fn decide_pod(
             return Decided {
                 decision,
                 pod: decided.pod,
+                dra: None,
             };
         }
     }
@@ -298,6 +303,7 @@ fn decide_pod(
             .try_map(|changed| MutatedObject::from_value(&changed))
             .unwrap_or_else(Decision::reject),
         pod: decided.pod,
+        dra: None,
     }
 }
 
@@ -413,6 +419,7 @@ fn decide_pod_tree(pod: &Value, config: &Config, cluster: &dyn ClusterReader) ->
     Decided {
         decision,
         pod: Some((input.demand, plan)),
+        dra: None,
     }
 }
 

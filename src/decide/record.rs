@@ -11,6 +11,7 @@
 use crate::cluster::host::ClusterReader;
 use crate::cluster::Unavailable;
 use crate::decide::affinity::AffinityRequirement;
+use crate::decide::claim::pod::DraStage;
 use crate::decide::demand::Demand;
 use crate::decide::fit::Sight;
 use crate::decide::model::{Answer, Need};
@@ -31,6 +32,9 @@ pub struct Explained {
     /// namespace, an update that leaves the template alone, a malformed
     /// GPU count).
     pub pod: Option<PodRecord>,
+    /// The DRA stage of a Pod that names claims: each claim's record, and
+    /// the rejection or warnings the stage added to [`Self::decision`].
+    pub dra: Option<DraStage>,
 }
 
 /// What the policy decided about one GPU pod, stage by stage.
@@ -114,6 +118,7 @@ pub fn explain_with(
         pod: decided
             .pod
             .map(|(demand, plan)| PodRecord::new(demand, plan, config)),
+        dra: decided.dra,
     }
 }
 

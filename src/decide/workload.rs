@@ -136,6 +136,7 @@ pub(crate) fn evaluate(
     Decided {
         decision,
         pod: Some((input.demand, plan)),
+        dra: None,
     }
 }
 

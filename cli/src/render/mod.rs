@@ -1,6 +1,7 @@
 //! Output: the human report ([`text`]), the versioned machine report
 //! ([`report`], `-o json|yaml`) and the field diff both use ([`diff`]).
 
+pub mod claims;
 pub mod diff;
 pub mod report;
 pub mod shapes;

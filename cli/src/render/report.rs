@@ -6,6 +6,7 @@
 use crate::binding::BindingView;
 use crate::explain::{Explanation, ObjectRef, Outcome};
 use crate::input::Source;
+use crate::render::claims::ClaimsView;
 use crate::render::diff::Change;
 use crate::render::shapes::RecordView;
 use serde::Serialize;
@@ -50,6 +51,10 @@ pub struct Item<'a> {
     pub changes: &'a [Change],
     /// The record of a GPU pod or pod template (`null` for other objects).
     pub record: Option<&'a RecordView>,
+    /// The DRA stage's record of a Pod that names claims (absent for other
+    /// objects).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claims: Option<&'a ClaimsView>,
     /// `explain --node`: the binding check of the pod bound to that node
     /// (absent without `--node`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -110,6 +115,7 @@ impl<'a> Item<'a> {
             answer: Answer::of(explanation),
             changes: &explanation.changes,
             record: explanation.record.as_ref(),
+            claims: explanation.claims.as_ref(),
             binding: explanation.binding.as_ref(),
         }
     }

@@ -5,6 +5,7 @@
 
 use crate::binding::{BindingView, CheckResult};
 use crate::explain::{Explanation, Outcome};
+use crate::render::claims::{ClaimStatus, ClaimsView};
 use crate::render::shapes::{RecordView, ShapeRow, View, NAMES_SHOWN};
 use anstyle::{AnsiColor, Style};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
@@ -93,8 +94,50 @@ fn render_one(explanation: &Explanation, verbose: bool, out: &mut String) {
     if let Some(record) = &explanation.record {
         render_record(record, verbose, out);
     }
+    if let Some(claims) = &explanation.claims {
+        render_claims(claims, out);
+    }
     if let Some(binding) = &explanation.binding {
         render_binding(binding, out);
+    }
+}
+
+/// The DRA stage: one line per claim of the pod, with its status, and the
+/// words behind a status that is not plain.
+fn render_claims(claims: &ClaimsView, out: &mut String) {
+    let _ = writeln!(out, "  DRA claims:");
+    if let Some(problem) = &claims.devices_unread {
+        let _ = writeln!(
+            out,
+            "    {}  the published devices were not read: {problem}",
+            styled(WARNING, "warning:")
+        );
+    }
+    for claim in &claims.claims {
+        let status = match claim.status {
+            ClaimStatus::NoFit => styled(REJECTED, claim.status.as_str()),
+            ClaimStatus::Fits | ClaimStatus::NoGpus => styled(ACCEPTED, claim.status.as_str()),
+            _ => styled(WARNING, claim.status.as_str()),
+        };
+        let devices = match (claim.devices, claim.gpu_requests.as_slice()) {
+            (Some(devices), [_, ..]) => format!(
+                ", {} for GPU requests {}",
+                counted(devices as usize, "device"),
+                claim.gpu_requests.join(", ")
+            ),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "    {:?} from {} {}: {status}{devices}",
+            claim.name, claim.source_kind, claim.source
+        );
+        if let Some(detail) = &claim.detail {
+            let _ = writeln!(out, "      {detail}");
+        }
+        if let Some(cpus) = &claim.cpus {
+            let _ = writeln!(out, "      CPUs: {cpus}");
+        }
     }
 }
 

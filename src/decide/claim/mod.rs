@@ -81,24 +81,21 @@ pub(crate) fn add_pod_stage(
     request: &AdmissionRequest,
     config: &Config,
     cluster: &dyn ClusterReader,
-) {
+) -> Option<pod::DraStage> {
     if !config.sources.reads_cluster() {
-        return;
+        return None;
     }
-    let Ok(pod) = serde_json::from_slice::<Value>(request.object_text().as_bytes()) else {
-        return;
-    };
-    let Some(spec) = pod.get("spec").filter(|spec| spec.is_object()) else {
-        return;
-    };
+    let pod = serde_json::from_slice::<Value>(request.object_text().as_bytes()).ok()?;
+    let spec = pod.get("spec").filter(|spec| spec.is_object())?;
     let name = display_name(request, &pod);
     let stage = pod::dra_stage(spec, namespace(request, &pod), &name, config, cluster);
-    if let Some(rejection) = stage.rejection {
+    if let Some(rejection) = &stage.rejection {
         if !matches!(decision.verdict, Verdict::Reject(_)) {
-            decision.verdict = Verdict::Reject(rejection);
+            decision.verdict = Verdict::Reject(rejection.clone());
         }
     }
-    decision.warnings.extend(stage.warnings);
+    decision.warnings.extend(stage.warnings.iter().cloned());
+    Some(stage)
 }
 
 /// The claim's name as its messages say it: `namespace/name`, or the

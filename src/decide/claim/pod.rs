@@ -89,11 +89,49 @@ pub fn claim_request(claim: &PodClaim, namespace: &str) -> GetResourceRequest {
     }
 }
 
-/// What the DRA stage adds to a pod's answer.
+/// What the DRA stage decided about a pod: what it adds to the pod's
+/// answer, and the record of each claim it read (the tool shows both).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DraStage {
     pub rejection: Option<String>,
     pub warnings: Vec<String>,
+    /// One record per entry of `spec.resourceClaims`, in its order.
+    pub claims: Vec<ClaimRecord>,
+    /// Why the published devices (summary or ResourceSlices) were not read,
+    /// when a GPU claim needed them: no claim was checked against them.
+    pub devices_unread: Option<String>,
+}
+
+/// One of the pod's claims and what the DRA stage found about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimRecord {
+    pub claim: PodClaim,
+    pub outcome: ClaimOutcome,
+}
+
+/// What a pod claim's source claims, as far as the stage read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    /// The source could not be read (why): whether it claims GPUs is not
+    /// known.
+    Unreadable(String),
+    /// It claims no GPUs: the stage leaves it alone.
+    NoGpus,
+    /// It claims GPUs.
+    Gpus {
+        /// The GPU requests, in the claim's order.
+        gpu_requests: Vec<String>,
+        /// The fewest devices its aligned requests take together.
+        devices: u32,
+        /// Its fit against the published devices. `None`: not checked,
+        /// because it is a ResourceClaim (checked at its own CREATE), the
+        /// devices were not read ([`DraStage::devices_unread`]), or an
+        /// earlier claim already rejected the pod.
+        fit: Option<ClaimFit>,
+        /// dra-driver-cpu's CPUs for the claim generated from the template
+        /// (`None`: not planned, for the same reasons as `fit`).
+        cpus: Option<CpuPlan>,
+    },
 }
 
 /// A pod claim read, with its aligned requests (`None`: no GPU claim).
@@ -101,6 +139,8 @@ struct ReadClaim<'c> {
     claim: &'c PodClaim,
     devices: DeviceClaim,
     aligned: Option<Aligned>,
+    /// Its record's index in [`DraStage::claims`].
+    record: usize,
 }
 
 /// The DRA stage of pod `name` (`namespace/name`) with PodSpec `spec`.
@@ -135,14 +175,33 @@ pub fn dra_stage(
             answer
         });
         answers.push((claim, answer.clone()));
-        if let Ok(devices) = answer {
-            let aligned = aligned_requests(&devices, &config.dra);
-            read.push(ReadClaim {
-                claim,
-                devices,
-                aligned,
-            });
-        }
+        let record = stage.claims.len();
+        let outcome = match answer {
+            Err(problem) => ClaimOutcome::Unreadable(problem),
+            Ok(devices) => {
+                let aligned = aligned_requests(&devices, &config.dra);
+                let outcome = match &aligned {
+                    None => ClaimOutcome::NoGpus,
+                    Some(aligned) => ClaimOutcome::Gpus {
+                        gpu_requests: aligned.gpu_requests.clone(),
+                        devices: aligned.devices,
+                        fit: None,
+                        cpus: None,
+                    },
+                };
+                read.push(ReadClaim {
+                    claim,
+                    devices,
+                    aligned,
+                    record,
+                });
+                outcome
+            }
+        };
+        stage.claims.push(ClaimRecord {
+            claim: claim.clone(),
+            outcome,
+        });
     }
     let gpu_claims: Vec<&ReadClaim> = read.iter().filter(|c| c.aligned.is_some()).collect();
     if gpu_claims.is_empty() {
@@ -160,18 +219,25 @@ pub fn dra_stage(
         ));
     }
     let inventory = dra::read_inventory(cluster, &config.sources);
+    if let Err(problem) = &inventory {
+        stage.devices_unread = Some(problem.clone());
+    }
     if let Ok(inventory) = &inventory {
         for claim in gpu_claims
             .iter()
             .filter(|c| c.claim.kind.kind == RESOURCE_CLAIM_TEMPLATE.kind)
         {
-            if let ClaimFit::NoFit(groups) = claim_fit(&claim.devices, inventory) {
+            let fit = claim_fit(&claim.devices, inventory);
+            if let ClaimFit::NoFit(groups) = &fit {
                 stage.rejection = Some(format!(
                     "Pod {name} cannot be scheduled: its claim {:?} comes from ResourceClaimTemplate {namespace}/{}, which {}",
                     claim.claim.name,
                     claim.claim.source,
-                    explain::no_fit_text(&groups)
+                    explain::no_fit_text(groups)
                 ));
+            }
+            stage.claims[claim.record].set_fit(fit);
+            if stage.rejection.is_some() {
                 return stage;
             }
         }
@@ -206,6 +272,7 @@ pub fn dra_stage(
             ) {
                 stage.warnings.push(note);
             }
+            stage.claims[claim.record].set_cpus(plan);
         }
     }
     let gpu_claim_names: Vec<&str> = gpu_claims.iter().map(|c| c.claim.name.as_str()).collect();
@@ -222,6 +289,20 @@ pub fn dra_stage(
         ));
     }
     stage
+}
+
+impl ClaimRecord {
+    fn set_fit(&mut self, checked: ClaimFit) {
+        if let ClaimOutcome::Gpus { fit, .. } = &mut self.outcome {
+            *fit = Some(checked);
+        }
+    }
+
+    fn set_cpus(&mut self, plan: CpuPlan) {
+        if let ClaimOutcome::Gpus { cpus, .. } = &mut self.outcome {
+            *cpus = Some(plan);
+        }
+    }
 }
 
 /// The devices a pod claim's source claims, or why it cannot be read.
