@@ -12,7 +12,7 @@
 //!   request holding the CPUs of the one container that uses the claim;
 //!   a second pass changes nothing.
 
-mod common;
+use crate::common;
 
 use common::{config, evaluate_request};
 use gpu_topology_policy::cluster::host::ClusterReader;

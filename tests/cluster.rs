@@ -2,7 +2,7 @@
 //! files (kwctl's replay format) are served by a fake lister that also checks
 //! the policy asks exactly what was recorded.
 
-mod common;
+use crate::common;
 
 use common::{config, evaluate_request, mutated, rejection, request};
 use gpu_topology_policy::cluster::host::ClusterReader;

@@ -1,7 +1,7 @@
 //! The waPC entry points, called natively with the payloads the Kubewarden
 //! host sends: `{"settings": ..., "request": ...}` and the settings alone.
 
-mod common;
+use crate::common;
 
 use common::review;
 use gpu_topology_policy::{validate, validate_settings};

@@ -7,7 +7,7 @@
 //! tree, which must agree: the fast reader may hand a pod to the tree, never
 //! decide it differently.
 
-mod common;
+use crate::common;
 
 use common::{config, review, text_and_tree_disagree};
 use gpu_topology_policy::validate;

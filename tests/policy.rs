@@ -1,6 +1,6 @@
 //! The policy's behaviour on realistic admission requests (tests/fixtures).
 
-mod common;
+use crate::common;
 
 use common::*;
 use gpu_topology_policy::decide::Verdict;

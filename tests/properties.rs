@@ -9,7 +9,7 @@
 //! - the nodes the answer's required node affinity admits are exactly the
 //!   nodes the user's affinity admits that the policy's requirement admits.
 
-mod strategies;
+use crate::strategies;
 
 use gpu_topology::DEFAULT_LABEL_PREFIX;
 use gpu_topology_policy::decide::affinity::{merge, AffinityRequirement};

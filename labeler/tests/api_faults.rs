@@ -15,7 +15,7 @@
 //! the labels or once its interval has passed, and a failed apply does not
 //! count as one sent.
 
-mod common;
+use crate::common;
 
 use common::fake_api::{
     self, finish, kubeconfig, rate_limited, requests, sink_client, status_body, status_retry_after,

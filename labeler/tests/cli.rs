@@ -1,6 +1,6 @@
 //! The binary end to end: flags, stdout contract, exit codes, NFD file, SIGTERM.
 
-mod common;
+use crate::common;
 
 use common::{labels_with_shape, local_fixture, scratch_dir, topology_fixtures};
 use rstest::rstest;

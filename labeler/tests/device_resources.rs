@@ -4,7 +4,7 @@
 //! SR-IOV virtual functions behind netdev `ens1f0`) and recorded
 //! `nvidia-smi -L` listings (`fixtures/mig`): the labels, byte for byte.
 
-mod common;
+use crate::common;
 
 use common::{labels_with_shape, local_fixture};
 use gpu_topology::LabelPrefix;

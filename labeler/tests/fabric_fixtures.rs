@@ -2,7 +2,7 @@
 //! (tests/fixtures/fabric/, provenance in its SOURCES.md) through the real
 //! parser: which GPUs are attached to a multi-node NVLink clique.
 
-mod common;
+use crate::common;
 
 use common::local_fixture;
 use gpu_topology::GpuClique;

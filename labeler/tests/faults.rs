@@ -7,7 +7,7 @@
 //! In every case: nothing is published that the sources do not establish,
 //! nothing half-written is ever visible, and nothing good is lost.
 
-mod common;
+use crate::common;
 
 use common::{local_fixture, scratch_dir, signal, topology_fixtures};
 use gpu_topology_labeler::parse::kubelet::{parse_file, settings, KubeletSettings, MergedConfig};

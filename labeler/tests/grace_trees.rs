@@ -6,7 +6,7 @@
 //!
 //! `UPDATE_EXPECT=1` rewrites the expected files; review their diff.
 
-mod common;
+use crate::common;
 
 use common::local_fixture;
 use gpu_topology::{is_label_value, KubeletVersion, LabelPrefix, NodeTopology};

@@ -5,7 +5,7 @@
 //! removed and restored, a tool that fails), with `/readyz`, `/livez` and
 //! `/metrics` read over HTTP as the kubelet and Prometheus read them.
 
-mod common;
+use crate::common;
 
 use common::fake_api::{self, kubeconfig, Reply};
 use common::{isolated, scratch_dir, topology_fixtures};

@@ -2,7 +2,7 @@
 //! server-side-apply request, and retries on 5xx and on refused connections.
 //! More faults, for both API sinks, are in `api_faults.rs`.
 
-mod common;
+use crate::common;
 
 use common::fake_api::{
     self, assert_forced_apply, finish, free_port, serve, sink_client, Log, Reply,

@@ -3,7 +3,7 @@
 //! that is not installed, one that fails, one that hangs, and a failed run
 //! between good ones.
 
-mod common;
+use crate::common;
 
 use common::{local_fixture, scratch_dir, topology_fixtures};
 use gpu_topology_labeler::discover::{

@@ -1,7 +1,7 @@
 //! Malformed and truncated inputs: a clear error or a subset of the true
 //! labels — never a wrong label, never a panic.
 
-mod common;
+use crate::common;
 
 use common::{nvidia_smi_fixture_names, topology_fixture, ROCM_SMI_FIXTURE};
 use gpu_topology::quantity::Quantity;

@@ -1,6 +1,6 @@
 //! The NFD feature file: exact bytes, atomic replacement, refresh before expiry.
 
-mod common;
+use crate::common;
 
 use common::{labels, scratch_dir};
 use gpu_topology_labeler::sinks::nfd::{render, write_atomically, NfdSink};

@@ -3,7 +3,7 @@
 //! against NFD's NodeFeature CRD (`tests/fixtures/nfd/`), the owner lookup,
 //! stale labels, and the label contract. Faults are in `api_faults.rs`.
 
-mod common;
+use crate::common;
 
 use common::fake_api::{self, assert_forced_apply, finish, requests, sink_client, Reply};
 use common::{labels, labels_of_reports, local_fixture, topology_fixture};

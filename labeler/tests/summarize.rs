@@ -12,7 +12,7 @@
 //! | 403 | fails at once, naming the RBAC rule that is missing |
 //! | a 200 that is not a Node list | fails at once; nothing is written |
 
-mod common;
+use crate::common;
 
 use common::fake_api::{
     self, finish, kubeconfig, rate_limited, requests, sink_client, status_body, status_retry_after,

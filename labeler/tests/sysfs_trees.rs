@@ -1,7 +1,7 @@
 //! Fake sysfs trees (tests/fixtures/sysfs/<name>/) through the real reader and
 //! reconciliation, alone and together with recorded tool output.
 
-mod common;
+use crate::common;
 
 use common::{labels_with_shape, local_fixture, topology_fixture, ROCM_SMI_FIXTURE};
 use gpu_topology::LabelPrefix;

@@ -1,7 +1,7 @@
 //! Acceptance: every published `nvidia-smi topo` / `rocm-smi` fixture parses to
 //! its ground truth and yields the labels that truth implies.
 
-mod common;
+use crate::common;
 
 use common::{labels_with_shape, topology_fixture, topology_fixtures, ROCM_SMI_FIXTURE};
 use gpu_topology_labeler::model::{Groups, NumaReading, ToolReport};
