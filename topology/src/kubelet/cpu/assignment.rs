@@ -129,6 +129,29 @@ impl CpuState {
         Ok(())
     }
 
+    /// The NUMA nodes of `set` with CPUs free, for a take of `count` CPUs
+    /// there: `None` when nothing is to be taken (the accumulator is
+    /// satisfied), an error when `set` holds fewer than `count` free CPUs
+    /// (it failed). Both walks, packed and distributed, start so.
+    pub(super) fn nodes_to_take_from(
+        &self,
+        set: NumaMask,
+        count: u32,
+    ) -> Result<Option<Vec<usize>>, TakeError> {
+        let available = self.available_in(set);
+        if count == 0 {
+            return Ok(None);
+        }
+        if count > available {
+            return Err(TakeError::NotEnough { available });
+        }
+        Ok(Some(
+            set.nodes()
+                .filter(|&n| self.numas.get(n).is_some_and(|c| c.available() > 0))
+                .collect(),
+        ))
+    }
+
     /// `takeByTopologyNUMAPacked` over the NUMA nodes of `set`.
     pub(super) fn take_packed(
         &mut self,
@@ -136,17 +159,9 @@ impl CpuState {
         count: u32,
         init: bool,
     ) -> Result<(), TakeError> {
-        let available = self.available_in(set);
-        if count == 0 {
+        let Some(active) = self.nodes_to_take_from(set, count)? else {
             return Ok(());
-        }
-        if count > available {
-            return Err(TakeError::NotEnough { available });
-        }
-        let active: Vec<usize> = set
-            .nodes()
-            .filter(|&n| self.numas.get(n).is_some_and(|c| c.available() > 0))
-            .collect();
+        };
         if let [only] = active[..] {
             if let Some(node) = self.numas.get_mut(only) {
                 node.take_packed(count, self.threads, init);

@@ -27,17 +27,9 @@ impl CpuState {
         group: u32,
         init: bool,
     ) -> Result<(), TakeError> {
-        let available = self.available_in(set);
-        if count == 0 {
+        let Some(active) = self.nodes_to_take_from(set, count)? else {
             return Ok(());
-        }
-        if count > available {
-            return Err(TakeError::NotEnough { available });
-        }
-        let active: Vec<usize> = set
-            .nodes()
-            .filter(|&n| self.numas.get(n).is_some_and(|c| c.available() > 0))
-            .collect();
+        };
         let numas = if active.len() > 1 {
             let layout = self.layout.clone().map_err(TakeError::Unknown)?;
             self.numa_order(&layout, set)
