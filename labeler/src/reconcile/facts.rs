@@ -21,7 +21,8 @@
 //! - `numa-reserved-cpus` (static CPU Manager only): `reservedSystemCPUs`
 //!   mapped to nodes by their `cpulist`, or the CPUs the static policy takes
 //!   for `ceil(kubeReserved.cpu + systemReserved.cpu)` on the empty machine
-//!   ([`cpu_manager`](super::cpu_manager)), which is where the reservation
+//!   ([`cpu_manager`](super::cpu_manager), with the topology crate's
+//!   [`take_packed`] and [`take_distributed`]), which is where the reservation
 //!   lands: the kubelet reserves once, at start, from all CPUs.
 //! - `numa-reserved-cores` (static CPU Manager with SMT only): the physical
 //!   cores (the kubelet's cores: CPUs of one node sharing `core_id` and
@@ -50,10 +51,11 @@
 //! would refuse, is left out with a warning. Facts that need both sysfs and
 //! the kubelet config (reserved CPUs, memory) need both.
 
-use super::cpu_manager::{take_distributed, take_packed, CpuTopology};
+use super::cpu_manager::CpuTopology;
 use super::{names, Inputs, Outcome};
 use crate::model::{IdSet, NumaNode, SysfsView};
 use crate::parse::kubelet::{CpuReservation, KubeletSettings, MemoryReservation};
+use gpu_topology::kubelet::cpu::by_id::{take_distributed, take_packed};
 use gpu_topology::{
     format_count_list, format_numa_distances, CpuManagerPolicy, LabelKey, MemoryManagerPolicy,
     NodeTopology,
@@ -402,7 +404,7 @@ impl Facts<'_> {
         let topology = self.topology()?;
         self.nodes()?
             .keys()
-            .map(|&numa| count(topology.cores_holding(numa, reserved)))
+            .map(|&numa| count(topology.kubelet().cores_holding(numa, reserved)))
             .collect::<Result<_, _>>()
             .map(Some)
     }
@@ -411,6 +413,7 @@ impl Facts<'_> {
     fn numa_sockets(&self) -> Result<Vec<u32>, String> {
         let nodes = self.nodes()?;
         let topology = self.topology()?;
+        let topology = topology.kubelet();
         nodes
             .keys()
             .map(|&numa| match topology.sockets_of(numa).as_slice() {
@@ -476,6 +479,7 @@ impl Facts<'_> {
             ));
         }
         let topology = self.topology()?;
+        let topology = topology.kubelet();
         let count = usize::try_from(count).map_err(|e| e.to_string())?;
         let taken = if options.distribute_cpus_across_numa {
             let group = if options.full_pcpus_only {
@@ -483,9 +487,9 @@ impl Facts<'_> {
             } else {
                 1
             };
-            take_distributed(&topology, &topology.cpus(), count, group)
+            take_distributed(topology, &topology.cpus(), count, group)
         } else {
-            take_packed(&topology, &topology.cpus(), count)
+            take_packed(topology, &topology.cpus(), count)
         };
         taken.map_err(|why| {
             format!("the static CPU Manager cannot reserve {count} CPUs ({why}) and does not start")

@@ -3,20 +3,19 @@
 //! (`distribute-cpus-across-numa`): `rangeNUMANodesNeededToSatisfy`, the
 //! combinations of NUMA nodes in `iterateCombinations` order, the balance
 //! score (`standardDeviation`, `mean`, rounded as the kubelet rounds them)
-//! and the remainder handed out group by group.
+//! and the remainder handed out group by group. The choice of NUMA nodes
+//! ([`numa_nodes_needed`], [`best_distribution`]) and these helpers serve
+//! the walk over CPU ids ([`super::by_id`]) too.
 
 use super::super::mask::NumaMask;
 use super::{CpuState, NumaCpus, TakeError};
 
 impl CpuState {
-    /// `rangeNUMANodesNeededToSatisfy`.
+    /// `rangeNUMANodesNeededToSatisfy` over the machine's NUMA nodes.
     fn numa_range(&self, active: u32, count: u32, group: u32) -> (u32, u32) {
         let numa_nodes = self.numas.iter().filter(|n| n.cpus > 0).count() as u32;
         let cpus: u32 = self.numas.iter().map(|n| n.cpus).sum();
-        let groups = (cpus.saturating_sub(1)) / group + 1;
-        let per_numa = (groups - 1) / numa_nodes.max(1) + 1;
-        let needed = (count - 1) / group + 1;
-        ((needed - 1) / per_numa + 1, needed.min(active))
+        numa_nodes_needed(numa_nodes, cpus, active, count, group)
     }
 
     /// `takeByTopologyNUMADistributed` over the NUMA nodes of `set`.
@@ -42,7 +41,8 @@ impl CpuState {
             .collect();
         let (min_numas, max_numas) = self.numa_range(numas.len() as u32, count, group);
         for k in min_numas..=max_numas {
-            let Some((combo, remainder_set)) = best_distribution(&avail, k as usize, count, group)?
+            let Some((combo, remainder_set)) =
+                best_distribution::<false>(&avail, k as usize, count, group)?
             else {
                 continue;
             };
@@ -81,13 +81,38 @@ impl CpuState {
     }
 }
 
-/// Positions of the chosen NUMA nodes and of those the remainder comes from.
-type Distribution = (Vec<usize>, Vec<usize>);
+/// `rangeNUMANodesNeededToSatisfy`: the fewest and the most NUMA nodes a
+/// distributed take of `count` CPUs in groups of `group` may span, on a
+/// machine of `cpus` CPUs over `numa_nodes` NUMA nodes (those with CPUs),
+/// `active` of which have CPUs free.
+pub(super) fn numa_nodes_needed(
+    numa_nodes: u32,
+    cpus: u32,
+    active: u32,
+    count: u32,
+    group: u32,
+) -> (u32, u32) {
+    let groups = (cpus.saturating_sub(1)) / group + 1;
+    let per_numa = (groups - 1) / numa_nodes.max(1) + 1;
+    let needed = (count - 1) / group + 1;
+    ((needed - 1) / per_numa + 1, needed.min(active))
+}
 
-/// The combination of `k` of the nodes (by position in `avail`) that
-/// `takeByTopologyNUMADistributed` picks, and its remainder nodes; `None`
-/// when no combination of `k` balances.
-fn best_distribution(
+/// Positions of the chosen NUMA nodes and of those the remainder comes from.
+pub(super) type Distribution = (Vec<usize>, Vec<usize>);
+
+/// The combination of `k` of the nodes (by position in `avail`, their free
+/// CPUs) that `takeByTopologyNUMADistributed` picks, and its remainder
+/// nodes; `None` when no combination of `k` balances. Shared by the count
+/// walk and the walk over CPU ids ([`super::by_id`]).
+///
+/// Where the hand-out of the remainder over a subset never ends (the
+/// kubelet's remainder loop spins forever there), the count walk answers
+/// [`TakeError::Loops`] (`SKIP_LOOPS` false), the walk over CPU ids passes
+/// over the subset (`SKIP_LOOPS` true), as the labeler always has. A
+/// constant, not an argument: the policy's Wasm module holds only the count
+/// walk's instance, as lean as before the walks shared it.
+pub(super) fn best_distribution<const SKIP_LOOPS: bool>(
     avail: &[u32],
     k: usize,
     count: u32,
@@ -139,7 +164,7 @@ fn best_distribution(
         }
         let mut size = remainder_combo.len();
         while remainder > 0 && size >= 1 {
-            for subset_positions in combinations(remainder_combo.len(), size) {
+            'subsets: for subset_positions in combinations(remainder_combo.len(), size) {
                 let subset: Vec<usize> = subset_positions
                     .iter()
                     .filter_map(|&p| remainder_combo.get(p).copied())
@@ -170,6 +195,9 @@ fn best_distribution(
                         progressed = true;
                     }
                     if !progressed {
+                        if SKIP_LOOPS {
+                            continue 'subsets;
+                        }
                         return Err(TakeError::Loops);
                     }
                 }
@@ -189,7 +217,8 @@ fn best_distribution(
     Ok(best)
 }
 
-/// `iterateCombinations` order: k-subsets of `0..n`, lexicographic.
+/// `iterateCombinations` order: k-subsets of `0..n`, lexicographic; a
+/// walk over other items maps the positions to them.
 pub(super) fn combinations(n: usize, k: usize) -> Vec<Vec<usize>> {
     let mut out = Vec::new();
     if k == 0 || k > n {
@@ -219,7 +248,8 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-/// `standardDeviation` of `cpu_assignment.go`.
+/// `standardDeviation` of `cpu_assignment.go`, over its `mean`, each
+/// rounded to three decimals as there.
 pub(super) fn standard_deviation(values: &[u32]) -> f64 {
     let len = values.len().max(1) as f64;
     let mean = round3(values.iter().map(|&v| f64::from(v)).sum::<f64>() / len);

@@ -27,9 +27,16 @@
 //! - `assignment.rs`: `takeByTopology` and `takeByTopologyNUMAPacked`, the
 //!   accumulator's sorted NUMA nodes and sockets (`cpu_assignment.go`);
 //! - `distribute.rs`: `takeByTopologyNUMADistributed`, its combinations and
-//!   balance score (`cpu_assignment.go`).
+//!   balance score (`cpu_assignment.go`); the choice of NUMA nodes, the
+//!   combinations and the balance score serve `by_id.rs` too;
+//! - `by_id.rs` ([`by_id`]): `takeByTopologyNUMAPacked` and
+//!   `takeByTopologyNUMADistributed` over real CPU ids (`cpu_assignment.go`'s
+//!   `cpuAccumulator` over a `CPUTopology`), for the node labeler, which
+//!   finds with them the CPUs the static policy reserves; the admission
+//!   model does not call them.
 
 mod assignment;
+pub mod by_id;
 mod cores;
 mod distribute;
 mod sockets;
