@@ -65,6 +65,21 @@ pub const EXTENDED_RESOURCE_CLAIM_ANNOTATION: &str =
 /// the template's, which the policy decided on at the template's CREATE.
 pub const POD_CLAIM_NAME_ANNOTATION: &str = "resource.kubernetes.io/pod-claim-name";
 
+/// At most this many requests in a claim, and request names in a
+/// constraint: types.go `DeviceRequestsMaxSize` (`AllocationResultsMaxSize`,
+/// 32), which the API server's validation holds `requests` and
+/// `constraints[].requests` to.
+pub const MAX_REQUESTS: usize = 32;
+/// At most this many `firstAvailable` subrequests in a request: types.go
+/// `FirstAvailableDeviceRequestMaxSize`.
+pub const MAX_FIRST_AVAILABLE: usize = 8;
+/// At most this many constraints in a claim: types.go
+/// `DeviceConstraintsMaxSize`.
+pub const MAX_CONSTRAINTS: usize = 32;
+/// At most this many CEL selectors in a request or subrequest: types.go
+/// `DeviceSelectorsMaxSize`.
+pub const MAX_SELECTORS: usize = 32;
+
 /// `allocationMode` of a request (types.go `DeviceAllocationMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AllocationMode {
@@ -168,13 +183,16 @@ impl DeviceClaim {
         Self::read(devices, &place)
     }
 
+    /// A list past the API's cap (`MAX_REQUESTS` and the others) is an
+    /// `Err` before any entry is read: the API server refuses that claim,
+    /// so its length never sets this policy's work (issue #35).
     fn read(devices: &Value, place: &str) -> Result<Self, String> {
-        let requests = array(devices, "requests", place)?
+        let requests = array(devices, "requests", place, MAX_REQUESTS)?
             .iter()
             .enumerate()
             .map(|(index, request)| read_request(request, &format!("{place}.requests[{index}]")))
             .collect::<Result<_, _>>()?;
-        let constraints = array(devices, "constraints", place)?
+        let constraints = array(devices, "constraints", place, MAX_CONSTRAINTS)?
             .iter()
             .enumerate()
             .map(|(index, constraint)| {
@@ -188,11 +206,17 @@ impl DeviceClaim {
     }
 }
 
-/// `object[key]` as an array; absent or `null` is empty.
-fn array<'v>(object: &'v Value, key: &str, place: &str) -> Result<&'v [Value], String> {
+/// `object[key]` as an array of at most `max` entries (the API's cap);
+/// absent or `null` is empty. Not inlined: its message is built once.
+#[inline(never)]
+fn array<'v>(object: &'v Value, key: &str, place: &str, max: usize) -> Result<&'v [Value], String> {
     match object.get(key) {
         None | Some(Value::Null) => Ok(&[]),
-        Some(Value::Array(items)) => Ok(items),
+        Some(Value::Array(items)) if items.len() <= max => Ok(items),
+        Some(Value::Array(items)) => Err(format!(
+            "{place}.{key} has {} entries, more than the {max} the API allows",
+            items.len()
+        )),
         Some(_) => Err(format!("{place}.{key} is not an array")),
     }
 }
@@ -215,7 +239,7 @@ fn read_request(request: &Value, place: &str) -> Result<DeviceRequest, String> {
     }
     let name = required_string(request, "name", place)?.to_owned();
     let exactly = request.get("exactly").filter(|value| !value.is_null());
-    let first_available = array(request, "firstAvailable", place)?;
+    let first_available = array(request, "firstAvailable", place, MAX_FIRST_AVAILABLE)?;
     let choices = match (exactly, first_available.is_empty()) {
         (Some(exactly), true) => vec![read_choice(exactly, None, &format!("{place}.exactly"))?],
         (None, false) => first_available
@@ -260,7 +284,7 @@ fn read_choice(
             ))
         }
     };
-    let selected = !array(choice, "selectors", place)?.is_empty();
+    let selected = !array(choice, "selectors", place, MAX_SELECTORS)?.is_empty();
     let capacity = capacity_requests(choice, place)?;
     Ok(DeviceChoice {
         subrequest,
@@ -319,7 +343,7 @@ fn read_constraint(constraint: &Value, place: &str) -> Result<DeviceConstraint, 
     if !constraint.is_object() {
         return Err(format!("{place} is not an object"));
     }
-    let requests = array(constraint, "requests", place)?
+    let requests = array(constraint, "requests", place, MAX_REQUESTS)?
         .iter()
         .enumerate()
         .map(|(index, name)| {
@@ -428,5 +452,67 @@ mod tests {
     fn a_malformed_claim_is_refused_naming_the_field(#[case] object: Value, #[case] message: &str) {
         let error = DeviceClaim::of_object(&object, &RESOURCE_CLAIM).unwrap_err();
         assert!(error.starts_with(message), "{error}");
+    }
+
+    /// A claim whose `list` holds `entries` entries, the rest minimal.
+    fn claim_listing(list: &str, entries: usize) -> Value {
+        let many = |entry: &dyn Fn(usize) -> Value| (0..entries).map(entry).collect::<Vec<_>>();
+        let exactly = json!({"deviceClassName": "gpu.nvidia.com"});
+        let gpu = json!([{"name": "gpu", "exactly": exactly}]);
+        let numa = |_| json!({"matchAttribute": STANDARD_NUMA});
+        let devices = match list {
+            "requests" => {
+                json!({"requests": many(&|i| json!({"name": format!("r{i}"), "exactly": exactly}))})
+            }
+            "firstAvailable" => json!({"requests": [{"name": "gpu", "firstAvailable":
+                many(&|i| json!({"name": format!("s{i}"), "deviceClassName": "gpu.nvidia.com"}))}]}),
+            "selectors" => {
+                json!({"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com",
+                "selectors": many(&|_| json!({"cel": {"expression": "true"}}))}}]})
+            }
+            "constraints" => json!({"requests": gpu, "constraints": many(&numa)}),
+            _ => json!({"requests": gpu, "constraints": [{"matchAttribute": STANDARD_NUMA,
+                "requests": many(&|i| json!(format!("r{i}")))}]}),
+        };
+        json!({"spec": {"devices": devices}})
+    }
+
+    const STANDARD_NUMA: &str = "resource.kubernetes.io/numaNode";
+
+    // Issue #35: each list the API caps is read up to its cap, and past it
+    // not read at all, the cap and the count named.
+    #[rstest]
+    #[case::requests_at_the_cap("requests", MAX_REQUESTS, None)]
+    #[case::requests_past_the_cap(
+        "requests", MAX_REQUESTS + 1,
+        Some("spec.devices.requests has 33 entries, more than the 32 the API allows")
+    )]
+    #[case::first_available_at_the_cap("firstAvailable", MAX_FIRST_AVAILABLE, None)]
+    #[case::first_available_past_the_cap(
+        "firstAvailable", MAX_FIRST_AVAILABLE + 1,
+        Some("spec.devices.requests[0].firstAvailable has 9 entries, more than the 8 the API allows")
+    )]
+    #[case::selectors_at_the_cap("selectors", MAX_SELECTORS, None)]
+    #[case::selectors_past_the_cap(
+        "selectors", MAX_SELECTORS + 1,
+        Some("spec.devices.requests[0].exactly.selectors has 33 entries, more than the 32 the API allows")
+    )]
+    #[case::constraints_at_the_cap("constraints", MAX_CONSTRAINTS, None)]
+    #[case::constraints_past_the_cap(
+        "constraints", MAX_CONSTRAINTS + 1,
+        Some("spec.devices.constraints has 33 entries, more than the 32 the API allows")
+    )]
+    #[case::constraint_requests_at_the_cap("constraint requests", MAX_REQUESTS, None)]
+    #[case::constraint_requests_past_the_cap(
+        "constraint requests", MAX_REQUESTS + 1,
+        Some("spec.devices.constraints[0].requests has 33 entries, more than the 32 the API allows")
+    )]
+    fn a_list_past_the_api_cap_is_not_read(
+        #[case] list: &str,
+        #[case] entries: usize,
+        #[case] problem: Option<&str>,
+    ) {
+        let read = DeviceClaim::of_object(&claim_listing(list, entries), &RESOURCE_CLAIM);
+        assert_eq!(read.as_ref().err().map(String::as_str), problem, "{read:?}");
     }
 }

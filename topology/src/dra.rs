@@ -723,25 +723,48 @@ impl ExtendedResources {
     }
 }
 
+/// At most this many devices per group (and among the unattached ones),
+/// copies counted: a ResourceSlice holds at most 128 devices, and a node
+/// publishes few slices. The summary refuses a group past it, and a claim's
+/// decision holds devices read from the ResourceSlice list to it too
+/// ([`DraDevices::within_group_cap`]).
+pub const MAX_GROUP_DEVICES: u64 = 1 << 16;
+
+/// `Err` when `counted` holds more than [`MAX_GROUP_DEVICES`] devices.
+#[inline(never)]
+pub fn check_group_devices(counted: &[Counted]) -> Result<(), String> {
+    let total: u64 = counted.iter().map(|c| u64::from(c.count)).sum();
+    match total > MAX_GROUP_DEVICES {
+        true => Err(format!(
+            "{total} devices in one group of nodes, more than the {MAX_GROUP_DEVICES} read per group"
+        )),
+        false => Ok(()),
+    }
+}
+
+impl DraDevices {
+    /// `Err` when a group, or the unattached devices, hold more than
+    /// [`MAX_GROUP_DEVICES`]: the cap a summary is read with, for devices
+    /// read from the ResourceSlice list.
+    pub fn within_group_cap(&self) -> Result<(), String> {
+        self.groups
+            .iter()
+            .map(|group| &group.devices[..])
+            .chain([&self.unattached[..]])
+            .try_for_each(check_group_devices)
+    }
+}
+
 /// Devices in the summary: identical devices once, with their count.
 mod counted_devices {
     use super::Counted;
     use serde::{Deserialize, Deserializer};
 
-    /// At most this many devices per group: a ResourceSlice holds at most
-    /// 128 devices, and a node publishes few slices.
-    const MAX_DEVICES: u64 = 1 << 16;
-
     pub fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<Vec<Counted>, D::Error> {
         let counted = Vec::<Counted>::deserialize(deserializer)?;
-        let total: u64 = counted.iter().map(|c| u64::from(c.count)).sum();
-        if total > MAX_DEVICES {
-            return Err(serde::de::Error::custom(format!(
-                "{total} devices in one group, more than {MAX_DEVICES}"
-            )));
-        }
+        super::check_group_devices(&counted).map_err(serde::de::Error::custom)?;
         Ok(counted)
     }
 }

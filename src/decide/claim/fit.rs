@@ -122,6 +122,50 @@ impl Nodes {
     }
 }
 
+/// The most device checks one claim's decision makes (issue #35): at
+/// roughly a hundred instructions each, the answer still comes well within
+/// policy-server's 2 s timeout. The claim's lists are held to the API's
+/// caps when read (`request::claim::MAX_REQUESTS` and the others); this
+/// caps what the fleet multiplies them by.
+pub const MAX_FIT_WORK: usize = 1 << 22;
+
+/// `Err` (naming the cap) when a group holds more devices than the fleet
+/// summary reads in one (`gpu_topology::dra::MAX_GROUP_DEVICES`, which
+/// devices from the ResourceSlice list are held to here), or when the
+/// decision on `claim` would pass over more than
+/// [`crate::cluster::MAX_SHAPES`] groups of nodes, or make more than
+/// [`MAX_FIT_WORK`] device checks: each choice and capacity it requests
+/// passes over a group's devices and the unattached ones, for the requests,
+/// their classes and each constraint (an upper bound, with the completed
+/// claim's second fit). Such a claim is accepted unchecked, never refused
+/// for the cap alone.
+#[inline(never)]
+pub fn within_work_cap(claim: &DeviceClaim, inventory: &DraInventory) -> Result<(), String> {
+    inventory.devices.within_group_cap()?;
+    let passes = claim
+        .requests
+        .iter()
+        .flat_map(|request| &request.choices)
+        .fold(0usize, |sum, choice| {
+            sum.saturating_add(1 + choice.capacity.len())
+        })
+        .saturating_mul(claim.constraints.len().saturating_add(3));
+    let unattached = inventory.devices.unattached.len();
+    let groups = inventory.groups();
+    let examined = groups.iter().fold(0usize, |sum, group| {
+        sum.saturating_add(1 + group.devices.len() + unattached)
+    });
+    let work = passes.saturating_mul(examined);
+    match groups.len() > crate::cluster::MAX_SHAPES || work > MAX_FIT_WORK {
+        true => Err(format!(
+            "the DRA claim's fit would pass {passes} times over the {examined} device entries of {} groups of nodes: more than the {MAX_FIT_WORK} device checks (or {} groups) one admission makes, so it is not checked",
+            groups.len(),
+            crate::cluster::MAX_SHAPES
+        )),
+        false => Ok(()),
+    }
+}
+
 /// The fit of `claim` against `inventory`.
 pub fn claim_fit(claim: &DeviceClaim, inventory: &DraInventory) -> ClaimFit {
     let classes = counted_classes(claim);

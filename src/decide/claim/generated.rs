@@ -10,6 +10,7 @@ use crate::cluster::dra;
 use crate::cluster::host::{quote_host_error, ClusterReader};
 use crate::decide::claim::completion::aligned_requests;
 use crate::decide::claim::cpus::{self, CpuPlan};
+use crate::decide::claim::fit::within_work_cap;
 use crate::decide::claim::patch;
 use crate::decide::{Decision, MutatedObject, Verdict};
 use crate::request::claim::{DeviceClaim, RESOURCE_CLAIM};
@@ -100,6 +101,10 @@ pub fn evaluate(
     };
     if cpus::cpu_class(config, &inventory).is_none() {
         return Decision::accept();
+    }
+    // Past the fit's cap the claim is not completed, with a warning.
+    if let Err(problem) = within_work_cap(&claim, &inventory) {
+        return not_completed(problem);
     }
     let pod = match read_pod(cluster, &owner, namespace) {
         Ok(pod) => pod,

@@ -10,6 +10,8 @@
 //! lacks, the completed claim's fit), and rendered ([`explain`]) as the
 //! answer. Specs are immutable (types.go), so only CREATE is decided.
 
+#[cfg(test)]
+mod caps;
 pub mod completion;
 pub mod cpus;
 pub mod explain;
@@ -172,6 +174,9 @@ pub(crate) fn evaluate(
         Ok(inventory) => inventory,
         Err(problem) => return explain::no_inventory(kind, &name, &problem),
     };
+    if let Err(problem) = fit::within_work_cap(&claim, &inventory) {
+        return explain::unread_claim(kind, &name, &problem);
+    }
     let plan = plan(&claim, aligned, config, &inventory);
     let decision = explain::decision(kind, &name, &plan, config);
     let warnings = decision.warnings.clone();

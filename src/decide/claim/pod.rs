@@ -28,7 +28,7 @@ use crate::cluster::host::{quote_host_error, ClusterReader};
 use crate::decide::claim::completion::{aligned_requests, Aligned};
 use crate::decide::claim::cpus::{self, CpuPlan, DRA_CPU_DRIVER};
 use crate::decide::claim::explain;
-use crate::decide::claim::fit::{claim_fit, ClaimFit};
+use crate::decide::claim::fit::{claim_fit, within_work_cap, ClaimFit};
 use crate::request::claim::{
     ClaimKind, DeviceClaim, RESOURCE_API_VERSION, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE,
 };
@@ -218,7 +218,18 @@ pub fn dra_stage(
             names.join(", ")
         ));
     }
-    let inventory = dra::read_inventory(cluster, &config.sources);
+    let mut inventory = dra::read_inventory(cluster, &config.sources);
+    // Past the fit's cap no claim is checked: the pod is warned, never
+    // refused for it.
+    if let Ok(read) = &inventory {
+        if let Some(problem) = gpu_claims
+            .iter()
+            .find_map(|c| within_work_cap(&c.devices, read).err())
+        {
+            stage.warnings.push(problem.clone());
+            inventory = Err(problem);
+        }
+    }
     if let Err(problem) = &inventory {
         stage.devices_unread = Some(problem.clone());
     }

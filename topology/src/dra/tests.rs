@@ -311,3 +311,59 @@ fn a_summary_without_classes_maps_nothing() {
     assert_eq!(devices.classes, None);
     assert!(devices.extended_resources().is_empty());
 }
+
+/// A group of `counts` devices of one driver (distinct by a NUMA attribute).
+fn group_of(counts: &[u32]) -> DeviceGroup {
+    DeviceGroup {
+        nodes: 1,
+        examples: vec!["a".into()],
+        devices: counts
+            .iter()
+            .enumerate()
+            .map(|(numa, count)| Counted {
+                count: *count,
+                device: Device {
+                    driver: "gpu.nvidia.com".into(),
+                    attributes: BTreeMap::from([(
+                        STANDARD_NUMA_ATTRIBUTE.to_owned(),
+                        AttributeValue(vec![Atom::Int(numa as i64)]),
+                    )]),
+                    shared: false,
+                    capacity: BTreeMap::new(),
+                },
+            })
+            .collect(),
+        incomplete_drivers: BTreeSet::new(),
+    }
+}
+
+// Issue #35: the ResourceSlice list is held to the summary's cap of devices
+// per group, and a summary past it does not read, naming the cap.
+#[rstest]
+#[case::a_group_at_the_cap(vec![group_of(&[1 << 15, 1 << 15])], vec![], None)]
+#[case::a_group_one_past_the_cap(
+    vec![group_of(&[1 << 15, (1 << 15) + 1])], vec![],
+    Some("65537 devices in one group of nodes, more than the 65536 read per group")
+)]
+#[case::unattached_at_the_cap(vec![group_of(&[1])], group_of(&[1 << 16]).devices, None)]
+#[case::unattached_one_past_the_cap(
+    vec![], group_of(&[1 << 16, 1]).devices,
+    Some("65537 devices in one group of nodes, more than the 65536 read per group")
+)]
+fn groups_past_the_device_cap_are_named(
+    #[case] groups: Vec<DeviceGroup>,
+    #[case] unattached: Vec<Counted>,
+    #[case] problem: Option<&str>,
+) {
+    let devices = DraDevices {
+        classes: None,
+        groups,
+        unattached,
+    };
+    assert_eq!(devices.within_group_cap().err().as_deref(), problem);
+    let read = DraDevices::from_summary_text(&devices.to_summary_text());
+    match problem {
+        None => assert_eq!(read, Ok(devices)),
+        Some(problem) => assert!(read.is_err_and(|error| error.contains(problem))),
+    }
+}
