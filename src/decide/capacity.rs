@@ -71,18 +71,18 @@ pub fn too_many(demand: &str, scope: TopologyManagerScope, offer: &str, fits: u3
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::demand::PodDemand;
+    use crate::decide::demand::PodDevices;
     use crate::settings::Config;
     use rstest::rstest;
     use serde_json::json;
 
-    fn demand(counts: &[u32]) -> PodDemand {
+    fn demand(counts: &[u32]) -> PodDevices {
         let containers: Vec<_> = counts
             .iter()
             .enumerate()
             .map(|(i, n)| json!({"name": format!("worker-{i}"), "resources": {"limits": {"nvidia.com/gpu": n.to_string()}}}))
             .collect();
-        PodDemand::from_pod_spec(
+        PodDevices::from_pod_spec(
             &json!({ "containers": containers }),
             &["nvidia.com/gpu".to_owned()],
         )

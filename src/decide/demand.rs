@@ -8,6 +8,13 @@
 //! `qos.cpuPerGpu` per slice), and all of them are aligned by the kubelet
 //! with the GPUs, each as its own Device Manager resource. The count-based
 //! fit terms read the GPUs alone: a MIG slice is no `nvidia.com/gpu`.
+//!
+//! [`PodDevices`] is what the pod asks for by resource name, as written,
+//! before any QoS edit: the policy's own reading. The kubelet model's
+//! `gpu_topology::kubelet::PodDemand` is the pod as the kubelet's managers
+//! see it once planned (CPUs, memory and hugepages as requested, each
+//! device resource by index), and [`model_pod`](crate::decide::model::model_pod)
+//! makes it from this and the planned spec.
 
 use crate::request::pod::{containers, Container, ContainerKind, ContainerRef, Section};
 use crate::request::quantity::Quantity;
@@ -15,9 +22,9 @@ use crate::settings::devices::{DeviceKind, DeviceResources};
 use gpu_topology::{GpuDemand, TopologyManagerScope};
 use serde_json::Value;
 
-/// One container's GPUs.
+/// The GPUs, MIG slices and aligned devices one container asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContainerDemand {
+pub struct ContainerDevices {
     pub container: ContainerRef,
     /// GPUs per configured resource the container asks for (non-zero only).
     pub resources: Vec<(String, u32)>,
@@ -37,7 +44,7 @@ pub struct DeviceCount {
     pub kind: DeviceKind,
 }
 
-impl ContainerDemand {
+impl ContainerDevices {
     /// GPUs of `gpuResources` (what the count-based fit terms compare).
     pub fn gpus(&self) -> u32 {
         self.resources
@@ -76,19 +83,19 @@ impl ContainerDemand {
     }
 }
 
-/// The GPU demand of every container of a PodSpec, init containers first.
+/// The devices every container of a PodSpec asks for, init containers first.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PodDemand {
-    pub containers: Vec<ContainerDemand>,
+pub struct PodDevices {
+    pub containers: Vec<ContainerDevices>,
 }
 
-impl PodDemand {
+impl PodDevices {
     /// Reads the demand of a PodSpec (of a Pod or of a pod template).
     pub fn from_pod_spec(spec: &Value, gpu_resources: &[String]) -> Result<Self, String> {
         Self::from_pod_spec_with(spec, gpu_resources, &DeviceResources::default())
     }
 
-    /// [`PodDemand::from_pod_spec`] reading the device resources `devices`
+    /// [`PodDevices::from_pod_spec`] reading the device resources `devices`
     /// names as well.
     pub fn from_pod_spec_with(
         spec: &Value,
@@ -99,7 +106,7 @@ impl PodDemand {
             .iter()
             .map(|container| container_demand(container, gpu_resources, devices))
             .collect::<Result<_, _>>()?;
-        Ok(PodDemand { containers })
+        Ok(PodDevices { containers })
     }
 
     /// GPUs or MIG slices are asked for.
@@ -107,13 +114,13 @@ impl PodDemand {
         self.containers.iter().any(|c| c.gpu_units() > 0)
     }
 
-    /// GPUs and MIG slices of the container at `id` ([`ContainerDemand::gpu_units`]);
+    /// GPUs and MIG slices of the container at `id` ([`ContainerDevices::gpu_units`]);
     /// 0 when it asks for none.
     pub fn gpus_of(&self, id: &ContainerRef) -> u32 {
         self.containers
             .iter()
             .find(|c| &c.container == id)
-            .map_or(0, ContainerDemand::gpu_units)
+            .map_or(0, ContainerDevices::gpu_units)
     }
 
     /// The device resources (MIG slices and aligned ones) any container
@@ -138,7 +145,7 @@ impl PodDemand {
             TopologyManagerScope::Container => self
                 .containers
                 .iter()
-                .map(ContainerDemand::gpus)
+                .map(ContainerDevices::gpus)
                 .max()
                 .unwrap_or(0),
             TopologyManagerScope::Pod => self.effective_pod_request(),
@@ -146,7 +153,7 @@ impl PodDemand {
     }
 
     /// What a node must offer: the pod's effective request on the node, and
-    /// the unit aligned under `scope` ([`PodDemand::gpus`]).
+    /// the unit aligned under `scope` ([`PodDevices::gpus`]).
     pub fn gpu_demand(&self, scope: TopologyManagerScope) -> GpuDemand {
         let total = self.effective_pod_request();
         let aligned = match scope {
@@ -178,7 +185,7 @@ impl PodDemand {
         self.describe_count(self.gpus(scope), scope)
     }
 
-    /// [`PodDemand::describe`] of `n`, the count already computed for
+    /// [`PodDevices::describe`] of `n`, the count already computed for
     /// `scope`: every GPU container for `pod` scope, the (first) largest one
     /// for `container` scope.
     fn describe_count(&self, n: u32, scope: TopologyManagerScope) -> String {
@@ -186,13 +193,16 @@ impl PodDemand {
             return self.describe_slices();
         }
         let with_gpus = self.containers.iter().filter(|c| c.gpus() > 0);
-        let counted: Vec<&ContainerDemand> = match scope {
+        let counted: Vec<&ContainerDevices> = match scope {
             TopologyManagerScope::Pod => with_gpus.collect(),
             TopologyManagerScope::Container => {
                 with_gpus.filter(|c| c.gpus() == n).take(1).collect()
             }
         };
-        let parts: Vec<String> = counted.into_iter().map(ContainerDemand::describe).collect();
+        let parts: Vec<String> = counted
+            .into_iter()
+            .map(ContainerDevices::describe)
+            .collect();
         let scope_words = match scope {
             TopologyManagerScope::Pod => "",
             TopologyManagerScope::Container => " in one container",
@@ -205,14 +215,14 @@ impl PodDemand {
     }
 }
 
-impl PodDemand {
+impl PodDevices {
     /// A pod of MIG slices without GPUs: `1 MIG slice (container "infer": 1 nvidia.com/mig-1g.10gb)`.
     fn describe_slices(&self) -> String {
         let with_slices: Vec<String> = self
             .containers
             .iter()
             .filter(|c| c.slices() > 0)
-            .map(ContainerDemand::describe)
+            .map(ContainerDevices::describe)
             .collect();
         let n = self
             .containers
@@ -230,15 +240,15 @@ impl PodDemand {
 /// once: what the node must offer, and the words messages use for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Demand {
-    pub pod: PodDemand,
+    pub pod: PodDevices,
     pub scope: TopologyManagerScope,
     /// The pod's effective request on a node, and the unit aligned under
-    /// `scope` ([`PodDemand::gpu_demand`]).
+    /// `scope` ([`PodDevices::gpu_demand`]).
     pub needs: GpuDemand,
 }
 
 impl Demand {
-    pub fn new(pod: PodDemand, scope: TopologyManagerScope) -> Self {
+    pub fn new(pod: PodDevices, scope: TopologyManagerScope) -> Self {
         let needs = pod.gpu_demand(scope);
         Demand { pod, scope, needs }
     }
@@ -248,12 +258,12 @@ impl Demand {
         self.needs.total > 0 || self.pod.is_gpu_pod()
     }
 
-    /// The aligned unit in words: [`PodDemand::describe`] under the scope.
+    /// The aligned unit in words: [`PodDevices::describe`] under the scope.
     pub fn describe_unit(&self) -> String {
         self.pod.describe_count(self.needs.aligned, self.scope)
     }
 
-    /// The pod's total in words: [`PodDemand::describe`] under `pod` scope.
+    /// The pod's total in words: [`PodDevices::describe`] under `pod` scope.
     pub fn describe_total(&self) -> String {
         self.pod
             .describe_count(self.needs.total, TopologyManagerScope::Pod)
@@ -267,7 +277,7 @@ fn container_demand(
     container: &Container<'_>,
     gpu_resources: &[String],
     devices: &DeviceResources,
-) -> Result<ContainerDemand, String> {
+) -> Result<ContainerDevices, String> {
     let mut resources = Vec::new();
     let mut lists_gpu = false;
     for resource in gpu_resources {
@@ -283,7 +293,7 @@ fn container_demand(
             resources.push((resource.clone(), count));
         }
     }
-    Ok(ContainerDemand {
+    Ok(ContainerDevices {
         container: container.id.clone(),
         resources,
         lists_gpu,
@@ -393,7 +403,7 @@ mod tests {
         #[case] pod_scope: u32,
         #[case] container_scope: u32,
     ) {
-        let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+        let demand = PodDevices::from_pod_spec(&spec, &gpu_resources()).unwrap();
         assert_eq!(demand.gpus(TopologyManagerScope::Pod), pod_scope);
         assert_eq!(
             demand.gpus(TopologyManagerScope::Container),
@@ -411,7 +421,7 @@ mod tests {
     #[case::mig_profile_is_not_a_configured_gpu(json!({"limits": {"nvidia.com/mig-1g.10gb": "1"}}), 0)]
     fn container_counts(#[case] resources: Value, #[case] expected: u32) {
         let spec = json!({"containers": [{"name": "c", "resources": resources}]});
-        let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+        let demand = PodDevices::from_pod_spec(&spec, &gpu_resources()).unwrap();
         assert_eq!(demand.gpus(TopologyManagerScope::Pod), expected);
     }
 
@@ -436,7 +446,7 @@ mod tests {
     ) {
         let spec = json!({"containers": [{"name": "c", "resources": resources}]});
         let demand =
-            PodDemand::from_pod_spec_with(&spec, &gpu_resources(), &DeviceResources::defaults())
+            PodDevices::from_pod_spec_with(&spec, &gpu_resources(), &DeviceResources::defaults())
                 .unwrap();
         let container = &demand.containers[0];
         assert_eq!((container.gpus(), container.slices()), (gpus, slices));
@@ -448,7 +458,7 @@ mod tests {
     fn a_fractional_device_count_names_the_container() {
         let spec = json!({"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1", "rdma/ib": "0.5"}}}]});
         let error =
-            PodDemand::from_pod_spec_with(&spec, &gpu_resources(), &DeviceResources::defaults())
+            PodDevices::from_pod_spec_with(&spec, &gpu_resources(), &DeviceResources::defaults())
                 .unwrap_err();
         assert!(
             error.contains("container \"c\": resources.limits.rdma/ib \"0.5\" is not a whole number of devices"),
@@ -476,7 +486,7 @@ mod tests {
     ) {
         let spec = json!({"containers": [{"name": "c", "resources": {"limits": limits}}]});
         let demand =
-            PodDemand::from_pod_spec_with(&spec, &gpu_resources(), &DeviceResources::defaults())
+            PodDevices::from_pod_spec_with(&spec, &gpu_resources(), &DeviceResources::defaults())
                 .unwrap();
         assert_eq!(demand.describe(scope), words);
     }
@@ -485,7 +495,7 @@ mod tests {
     fn a_mig_pod_is_described_by_its_slices() {
         let spec = json!({"containers": [{"name": "infer", "resources": {"limits": {"nvidia.com/mig-1g.10gb": "1"}}}]});
         let demand =
-            PodDemand::from_pod_spec_with(&spec, &gpu_resources(), &DeviceResources::defaults())
+            PodDevices::from_pod_spec_with(&spec, &gpu_resources(), &DeviceResources::defaults())
                 .unwrap();
         assert_eq!(
             demand.describe(TopologyManagerScope::Pod),
@@ -505,7 +515,7 @@ mod tests {
     #[case::too_many("99999999999", "\"99999999999\" is not a whole number")]
     fn bad_gpu_counts_are_errors_naming_the_container(#[case] value: &str, #[case] expected: &str) {
         let spec = json!({"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": value}}}]});
-        let error = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap_err();
+        let error = PodDevices::from_pod_spec(&spec, &gpu_resources()).unwrap_err();
         assert!(error.contains(expected), "{error}");
     }
 
@@ -526,7 +536,7 @@ mod tests {
             "initContainers": [named(sidecar(2), "s"), named(json!({}), "setup")],
             "containers": [named(gpus(4), "a"), named(json!({}), "log")]
         });
-        let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+        let demand = PodDevices::from_pod_spec(&spec, &gpu_resources()).unwrap();
         assert_eq!(demand.describe(scope), expected);
     }
 }

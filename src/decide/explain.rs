@@ -272,8 +272,25 @@ fn too_few_gpus_everywhere(demand: &Demand, verdicts: &[GroupVerdict]) -> Option
     ))
 }
 
-/// Why the group does not take the pod as needed, and what to change.
-pub fn why_and_fix(demand: &Demand, need: Need, verdict: &GroupVerdict) -> (String, String) {
+/// Why the group does not take the pod as needed, and what to change:
+/// worded on the first call and kept in the verdict
+/// ([`GroupVerdict::explained`]), so the policy's message and the tool's
+/// record read the same words, made once. `demand` and `need` are the
+/// admission's, the same for every call on one verdict.
+pub fn why_and_fix<'v>(
+    demand: &Demand,
+    need: Need,
+    verdict: &'v GroupVerdict,
+) -> &'v (String, String) {
+    verdict
+        .explained
+        .get_or_init(|| word_why_and_fix(demand, need, verdict))
+}
+
+/// [`why_and_fix`], worded.
+fn word_why_and_fix(demand: &Demand, need: Need, verdict: &GroupVerdict) -> (String, String) {
+    #[cfg(test)]
+    crate::decide::testing::count(&crate::decide::testing::WHY_AND_FIX);
     let facts = &verdict.facts;
     let units = verdict
         .admission

@@ -13,11 +13,11 @@
 //! with a call of its own: the Node list path does not tell.
 
 use crate::cluster::ClusterView;
-use crate::decide::demand::PodDemand;
+use crate::decide::demand::PodDevices;
 use gpu_topology::dra::ExtendedResource;
 
 /// The warnings for a pod with demand `demand` on the fleet `view`.
-pub fn warnings(demand: &PodDemand, view: &ClusterView) -> Vec<String> {
+pub fn warnings(demand: &PodDevices, view: &ClusterView) -> Vec<String> {
     let mut warnings = Vec::new();
     if let Some(problem) = &view.extended_by_dra_problem {
         warnings.push(format!(
@@ -112,7 +112,8 @@ mod tests {
             extended_by_dra_problem: problem.map(str::to_owned),
             ..ClusterView::default()
         };
-        let demand = PodDemand::from_pod_spec(&pod(8, 32), &["nvidia.com/gpu".to_owned()]).unwrap();
+        let demand =
+            PodDevices::from_pod_spec(&pod(8, 32), &["nvidia.com/gpu".to_owned()]).unwrap();
         let warnings = warnings(&demand, &view);
         assert_eq!(warnings.len(), expected.len(), "{warnings:?}");
         for (warning, fragment) in warnings.iter().zip(expected) {

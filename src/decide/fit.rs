@@ -544,23 +544,6 @@ pub fn verdicts<'f>(
     Ok(model::verdicts(fleet, &pod, config.topology.scope))
 }
 
-/// [`verdicts`] through `memo` ([`model::verdicts_with`]).
-pub(crate) fn verdicts_with<'f>(
-    fleet: &'f Fleet,
-    spec: &serde_json::Value,
-    input: &PodInput,
-    config: &Config,
-    memo: &model::AnswerMemo,
-) -> Result<Vec<GroupVerdict<'f>>, String> {
-    let pod = model::model_pod(spec, &input.demand.pod)?;
-    Ok(model::verdicts_with(
-        fleet,
-        &pod,
-        config.topology.scope,
-        memo,
-    ))
-}
-
 #[cfg(test)]
 mod tests;
 

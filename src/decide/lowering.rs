@@ -27,7 +27,7 @@
 
 use crate::decide::explain::{kubelets_take_it, nodes};
 use crate::decide::model::{self, AnswerMemo, GroupVerdict, Need};
-use crate::decide::qos::{self, Reason, Resource, Target};
+use crate::decide::qos::{self, ComputeResource, Reason, Target};
 use crate::decide::PodInput;
 use crate::request::quantity::Quantity;
 use crate::settings::{Config, QosConfig, QosMode};
@@ -68,7 +68,7 @@ pub struct SearchCapped {
 impl SearchCapped {
     /// The clause that names `resource`'s default as not lowered, at the
     /// cap, after another one was.
-    fn not_lowered(&self, resource: Resource) -> String {
+    fn not_lowered(&self, resource: ComputeResource) -> String {
         format!(
             "{} was not lowered for this pod: the search stopped at its cap of {MAX_SEARCH_ANSWERS} kubelet-model answers over {} distinct node shapes",
             setting(resource),
@@ -128,7 +128,7 @@ fn lower_defaults_within(
     let mut qos = config.qos.clone();
     let mut words = Vec::new();
     let mut capped = None;
-    for resource in Resource::ALL {
+    for resource in ComputeResource::ALL {
         let defaulted = plan.findings.iter().any(|finding| {
             finding.resource == resource
                 && finding.reasons.contains(&Reason::NotSet)
@@ -193,24 +193,24 @@ fn liftable(refusal: &Refusal) -> bool {
     )
 }
 
-fn setting(resource: Resource) -> &'static str {
+fn setting(resource: ComputeResource) -> &'static str {
     match resource {
-        Resource::Cpu => "qos.cpuPerGpu",
-        Resource::Memory => "qos.memoryPerGpu",
+        ComputeResource::Cpu => "qos.cpuPerGpu",
+        ComputeResource::Memory => "qos.memoryPerGpu",
     }
 }
 
-fn default_of(qos: &QosConfig, resource: Resource) -> Option<Quantity> {
+fn default_of(qos: &QosConfig, resource: ComputeResource) -> Option<Quantity> {
     match resource {
-        Resource::Cpu => qos.cpu_per_gpu,
-        Resource::Memory => qos.memory_per_gpu,
+        ComputeResource::Cpu => qos.cpu_per_gpu,
+        ComputeResource::Memory => qos.memory_per_gpu,
     }
 }
 
-fn set_default(qos: &mut QosConfig, resource: Resource, value: Quantity) {
+fn set_default(qos: &mut QosConfig, resource: ComputeResource, value: Quantity) {
     match resource {
-        Resource::Cpu => qos.cpu_per_gpu = Some(value),
-        Resource::Memory => qos.memory_per_gpu = Some(value),
+        ComputeResource::Cpu => qos.cpu_per_gpu = Some(value),
+        ComputeResource::Memory => qos.memory_per_gpu = Some(value),
     }
 }
 
@@ -282,9 +282,7 @@ impl<'a, 'f> Search<'a, 'f> {
             .enumerate()
             .map(|(index, verdict)| {
                 first
-                    .find_or_record(&verdict.facts, index, |position| {
-                        verdicts.get(position).map(|v| &v.facts)
-                    })
+                    .find_or_record(&verdict.facts, index, model::facts_at(verdicts))
                     .unwrap_or(index)
             })
             .collect();
@@ -352,18 +350,22 @@ impl<'a, 'f> Search<'a, 'f> {
 
     /// The lowered default of `resource` and the nodes taking the pod
     /// before and after, when lowering helps.
-    fn lower(&self, qos: &QosConfig, resource: Resource) -> Result<Option<Found>, SearchCapped> {
+    fn lower(
+        &self,
+        qos: &QosConfig,
+        resource: ComputeResource,
+    ) -> Result<Option<Found>, SearchCapped> {
         let Some(configured) = default_of(qos, resource) else {
             return Ok(None);
         };
         // Candidates are whole CPUs, or whole MiB of memory.
         let (unit, floor) = match resource {
-            Resource::Cpu => (1, CPU_FLOOR_UNITS),
-            Resource::Memory => (MIB, MEMORY_FLOOR_BYTES / MIB),
+            ComputeResource::Cpu => (1, CPU_FLOOR_UNITS),
+            ComputeResource::Memory => (MIB, MEMORY_FLOOR_BYTES / MIB),
         };
         let value = |units: u64| match resource {
-            Resource::Cpu => Quantity::from_units(units),
-            Resource::Memory => Quantity::binary_units(units.saturating_mul(unit)),
+            ComputeResource::Cpu => Quantity::from_units(units),
+            ComputeResource::Memory => Quantity::binary_units(units.saturating_mul(unit)),
         };
         // The largest candidate at most the configured value.
         let mut top = configured.ceil_whole_units() / unit;
@@ -672,6 +674,27 @@ mod tests {
     /// distinct shape, so its cost grows linearly with the shapes, not
     /// with their square. 256Gi per GPU: every shape refuses the 4-GPU
     /// container and takes it at a quarter of its NUMA node's memory.
+    /// The memory search for the 4+2-GPU pod at 256Gi per GPU over
+    /// `shapes` distinct shapes, allowed `cap` model answers: what it found
+    /// and the answers it asked.
+    fn memory_search(shapes: u32, cap: usize) -> (Result<Option<Found>, SearchCapped>, usize) {
+        let spec = four_and_two_gpus();
+        let groups = (0..shapes).map(|i| (hgx_memory_jitter(i), 1)).collect();
+        let settings = json!({"qos": {"memoryPerGpu": "256Gi"}});
+        on_first_plan(
+            &spec,
+            groups,
+            settings,
+            |input, config, multiple, verdicts| {
+                let memo = AnswerMemo::default();
+                let search = Search::new(&spec, input, config, multiple, verdicts, &memo);
+                search.answers_left.set(cap);
+                let lowered = search.lower(&config.qos, ComputeResource::Memory);
+                (lowered, cap - search.answers_left.get())
+            },
+        )
+    }
+
     #[rstest]
     #[case::ten_shapes(10)]
     #[case::forty_shapes(40)]
@@ -679,27 +702,14 @@ mod tests {
     fn the_search_asks_the_model_a_bounded_number_of_times_per_shape(#[case] shapes: u32) {
         // Halving from 2^18 MiB, then two bisections of at most 18 steps.
         const MOST_PER_SHAPE: usize = 8 + 1 + 18 + 1 + 18;
-        let spec = four_and_two_gpus();
-        let groups = (0..shapes).map(|i| (hgx_memory_jitter(i), 1)).collect();
-        let settings = json!({"qos": {"memoryPerGpu": "256Gi"}});
-        let (lowered, asked) = on_first_plan(
-            &spec,
-            groups,
-            settings,
-            |input, config, multiple, verdicts| {
-                let memo = AnswerMemo::default();
-                let search = Search::new(&spec, input, config, multiple, verdicts, &memo);
-                let lowered = search.lower(&config.qos, Resource::Memory).unwrap();
-                (lowered, MAX_SEARCH_ANSWERS - search.answers_left.get())
-            },
-        );
+        let (lowered, asked) = memory_search(shapes, MAX_SEARCH_ANSWERS);
         let Found {
             to,
             before,
             after,
             covered,
             ..
-        } = lowered.expect("lowered");
+        } = lowered.unwrap().expect("lowered");
         assert_eq!(covered, None);
         assert_eq!((before, after), (0, shapes));
         // The most every shape takes: a quarter of the smallest NUMA node 1.
@@ -709,6 +719,23 @@ mod tests {
             asked <= MOST_PER_SHAPE * shapes as usize,
             "{asked} answers for {shapes} shapes"
         );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, ..Default::default() })]
+        /// Whatever the fleet and the cap, the search answers: it asks the
+        /// model at most `cap` times, and ends with a value more nodes take,
+        /// none, or the cap named over every distinct shape.
+        #[test]
+        fn the_search_never_asks_past_its_cap(shapes in 1u32..40, cap in 0usize..400) {
+            let (lowered, asked) = memory_search(shapes, cap);
+            proptest::prop_assert!(asked <= cap, "{} answers asked under a cap of {}", asked, cap);
+            match lowered {
+                Ok(Some(found)) => proptest::prop_assert!(found.after > found.before),
+                Ok(None) => {}
+                Err(capped) => proptest::prop_assert_eq!(capped.distinct_facts, shapes as usize),
+            }
+        }
     }
 
     /// The lowering of the 4+2-GPU pod at 256Gi per GPU over `shapes`

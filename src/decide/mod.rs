@@ -33,7 +33,7 @@ use crate::request::pod_text::PodText;
 use crate::request::AdmissionRequest;
 use crate::settings::{AffinityMode, Config, QosConfig, QosMode};
 use affinity::AffinityRequirement;
-use demand::{Demand, PodDemand};
+use demand::{Demand, PodDevices};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::Resource;
 use model::GroupVerdict;
@@ -320,7 +320,7 @@ impl<'a> PodInput<'a> {
     /// The input of the PodSpec `spec`; `Ok(None)` when it is no GPU pod,
     /// `Err` when a GPU count is malformed.
     pub fn read(spec: &'a Value, config: &Config) -> Result<Option<Self>, String> {
-        let pod = PodDemand::from_pod_spec_with(spec, &config.gpu_resources, &config.devices)?;
+        let pod = PodDevices::from_pod_spec_with(spec, &config.gpu_resources, &config.devices)?;
         let demand = Demand::new(pod, config.topology.scope);
         Ok(demand.is_gpu_pod().then(|| PodInput {
             demand,
@@ -588,6 +588,8 @@ fn plan_stages<'s>(
         return Ok(());
     };
     let malformed = |problem| format!("GPU pod is malformed: {problem}");
+    // The fleet's verdicts are built once, here; an adjustment below only
+    // answers them again for its plan.
     stages.verdicts = fit::verdicts(&view.fleet, planned, input, config).map_err(malformed)?;
     // The plans the searches below try whole are the ones the pipeline then
     // makes: their answers are asked once.
@@ -596,21 +598,21 @@ fn plan_stages<'s>(
     // verdicts on that plan are the ones the next stage reads. The warnings
     // of the first plan stand: an adjustment's own warning says what changed.
     let mut qos = config.qos.clone();
-    let replan = |adjusted: QosConfig, planned: &mut Value| {
+    let replan = |adjusted: QosConfig, planned: &mut Value, verdicts: &mut [GroupVerdict]| {
         *planned = spec.clone();
         let replanned = Config {
             qos: adjusted,
             ..config.clone()
         };
         let outcome = write_qos(spec, planned, input, &replanned, multiple, qos_problems)?;
-        let verdicts =
-            fit::verdicts_with(&view.fleet, planned, input, config, &memo).map_err(malformed)?;
-        Ok::<_, String>((verdicts, outcome.edits))
+        let pod = model::model_pod(planned, &input.demand.pod).map_err(malformed)?;
+        model::answer_again(verdicts, &pod, &memo);
+        Ok::<_, String>(outcome.edits)
     };
     let capped =
         match lowering::lower_defaults(spec, input, config, multiple, &stages.verdicts, &memo) {
             Ok(Some(lowered)) => {
-                (stages.verdicts, stages.qos_edits) = replan(lowered.qos.clone(), planned)?;
+                stages.qos_edits = replan(lowered.qos.clone(), planned, &mut stages.verdicts)?;
                 qos = lowered.qos;
                 stages.notes.adjustments.push(lowered.warning);
                 None
@@ -624,7 +626,7 @@ fn plan_stages<'s>(
     if let Some(rounded) =
         rounding::round_to_whole_cores(spec, input, config, &qos, multiple, &stages.verdicts, &memo)
     {
-        (stages.verdicts, stages.qos_edits) = replan(rounded.qos, planned)?;
+        stages.qos_edits = replan(rounded.qos, planned, &mut stages.verdicts)?;
         stages.notes.adjustments.push(rounded.warning);
     }
     let placement = match (fit::place(input, view, &stages.verdicts, config), capped) {
@@ -723,7 +725,7 @@ pub(crate) struct QosOutcome {
 /// `multiple` as [`qos::plan`] takes it.
 pub(crate) fn plan_qos(
     spec: &Value,
-    demand: &PodDemand,
+    demand: &PodDevices,
     config: &Config,
     multiple: u64,
 ) -> Result<QosOutcome, String> {

@@ -3,7 +3,7 @@
 //! edits) and what the kubelet of each node group of the cluster view does
 //! with it, computed once per distinct set of facts.
 
-use crate::decide::demand::PodDemand;
+use crate::decide::demand::PodDevices;
 use crate::request::pod::{containers, resources_value, Container, Section};
 use crate::request::qos_class::{qos_class, QosClass};
 use crate::request::quantity::Quantity;
@@ -37,7 +37,7 @@ pub const MAX_THREADS_PER_CORE: u32 = 8;
 /// containers), requests after the API server's defaulting (a missing
 /// request is the limit, `SetDefaults_Pod`), the QoS class as Kubernetes
 /// computes it, and whether pod-level resources keep the pod unpinned.
-pub fn model_pod(spec: &Value, demand: &PodDemand) -> Result<kubelet::PodDemand, String> {
+pub fn model_pod(spec: &Value, demand: &PodDevices) -> Result<kubelet::PodDemand, String> {
     let all = containers(spec)?;
     if all.len() != demand.containers.len() {
         return Err("the containers changed while the pod was planned".to_owned());
@@ -189,7 +189,15 @@ pub struct GroupVerdict<'f> {
     /// otherwise ([`mark_shared_shapes`]): node affinity, which selects by
     /// that label, can neither select nor exclude these nodes.
     pub shared_shape: bool,
+    /// Why the nodes do not take the pod and what to change, in words
+    /// ([`explain::why_and_fix`](crate::decide::explain::why_and_fix)):
+    /// worded once per admission, by the first stage that needs it (the
+    /// policy's message, or the tool's record), and read by the others.
+    pub explained: Explained,
 }
+
+/// The words of a verdict, once made ([`GroupVerdict::explained`]).
+pub type Explained = std::cell::OnceCell<(String, String)>;
 
 /// A [`GroupVerdict`] without the borrow of its group: what the decision
 /// record keeps, beside the view whose fleet lists the groups in the same
@@ -201,6 +209,7 @@ pub struct ShapeVerdict {
     pub answer: Answer,
     pub admission: Option<Admission>,
     pub shared_shape: bool,
+    pub explained: Explained,
 }
 
 impl ShapeVerdict {
@@ -213,6 +222,7 @@ impl ShapeVerdict {
             answer: self.answer.clone(),
             admission: self.admission.clone(),
             shared_shape: self.shared_shape,
+            explained: self.explained.clone(),
         }
     }
 }
@@ -226,13 +236,14 @@ impl<'f> GroupVerdict<'f> {
             answer: self.answer,
             admission: self.admission,
             shared_shape: self.shared_shape,
+            explained: self.explained,
         }
     }
 
     /// Whether the nodes take the pod as `need` asks: under `required`,
     /// hosted at the alignment and selectable by their shape label; else
     /// not refused (an unknown answer stays eligible).
-    pub fn takes(&self, need: Need, demand: &PodDemand) -> bool {
+    pub fn takes(&self, need: Need, demand: &PodDevices) -> bool {
         match need {
             Need::Host(alignment) => {
                 self.hosts(alignment, demand) && self.selector_shape().is_some()
@@ -265,12 +276,12 @@ impl GroupVerdict<'_> {
     /// demands at `alignment`: `numa`, admitted with every unit on one NUMA
     /// node; `nvlink`, admitted with the aligned unit (under the group's
     /// scope) within one NVLink group; `node`, admitted.
-    pub fn hosts(&self, alignment: Alignment, demand: &PodDemand) -> bool {
+    pub fn hosts(&self, alignment: Alignment, demand: &PodDevices) -> bool {
         self.hosts_with(&self.answer, alignment, demand)
     }
 
     /// [`GroupVerdict::hosts`] for another answer on the same nodes.
-    fn hosts_with(&self, answer: &Answer, alignment: Alignment, demand: &PodDemand) -> bool {
+    fn hosts_with(&self, answer: &Answer, alignment: Alignment, demand: &PodDevices) -> bool {
         match (answer, alignment) {
             (Answer::Admit { aligned }, Alignment::Numa) => *aligned,
             (Answer::Admit { .. }, Alignment::Nvlink) => {
@@ -287,7 +298,7 @@ impl GroupVerdict<'_> {
 
     /// Whether the nodes take the pod as `need` asks, were `answer` the
     /// kubelet's (admitted, or hosted at the alignment).
-    pub fn takes_as(&self, answer: &Answer, need: Need, demand: &PodDemand) -> bool {
+    pub fn takes_as(&self, answer: &Answer, need: Need, demand: &PodDevices) -> bool {
         match need {
             Need::Admit => answer.admits(),
             Need::Host(alignment) => self.hosts_with(answer, alignment, demand),
@@ -305,54 +316,87 @@ pub fn verdicts<'f>(
     pod: &kubelet::PodDemand,
     assumed_scope: TopologyManagerScope,
 ) -> Vec<GroupVerdict<'f>> {
-    verdicts_through(fleet, pod, assumed_scope, None)
-}
-
-/// [`verdicts`], taking the answers `memo` already holds for this pod
-/// (the lowering search asks the model about the very plans the pipeline
-/// then makes) and keeping the new ones there.
-pub(crate) fn verdicts_with<'f>(
-    fleet: &'f Fleet,
-    pod: &kubelet::PodDemand,
-    assumed_scope: TopologyManagerScope,
-    memo: &AnswerMemo,
-) -> Vec<GroupVerdict<'f>> {
-    verdicts_through(fleet, pod, assumed_scope, Some(memo))
-}
-
-/// [`verdicts`], through `memo` where there is one.
-fn verdicts_through<'f>(
-    fleet: &'f Fleet,
-    pod: &kubelet::PodDemand,
-    assumed_scope: TopologyManagerScope,
-    memo: Option<&AnswerMemo>,
-) -> Vec<GroupVerdict<'f>> {
+    #[cfg(test)]
+    crate::decide::testing::count(&crate::decide::testing::VERDICTS);
     let mut verdicts: Vec<GroupVerdict<'f>> = Vec::with_capacity(fleet.groups().len());
     let mut first_with = FirstEqual::default();
     for group in fleet.groups() {
         let facts = facts_from_topology(&group.topology, assumed_scope);
-        let scope = facts.topology_manager.scope.unwrap_or(assumed_scope);
-        let known = first_with.find_or_record(&facts, verdicts.len(), |position| {
-            verdicts.get(position).map(|v: &GroupVerdict| &v.facts)
-        });
+        let known = first_with.find_or_record(&facts, verdicts.len(), facts_at(&verdicts));
         let (answer, admission) = match known.and_then(|position| verdicts.get(position)) {
             Some(known) => (known.answer.clone(), known.admission.clone()),
-            None => match memo {
-                Some(memo) => memo.answer(pod, verdicts.len(), &facts),
-                None => answer(&facts, pod),
-            },
+            None => answer(&facts, pod),
         };
-        verdicts.push(GroupVerdict {
+        verdicts.push(GroupVerdict::new(
             group,
-            scope,
+            facts,
+            assumed_scope,
+            answer,
+            admission,
+        ));
+    }
+    mark_shared_shapes(&mut verdicts);
+    verdicts
+}
+
+impl<'f> GroupVerdict<'f> {
+    /// The verdict `answer` on `group`, whose facts the model read; not yet
+    /// compared with other groups' ([`GroupVerdict::shared_shape`]).
+    pub fn new(
+        group: &'f NodeGroup,
+        facts: NodeFacts,
+        assumed_scope: TopologyManagerScope,
+        answer: Answer,
+        admission: Option<Admission>,
+    ) -> Self {
+        GroupVerdict {
+            group,
+            scope: facts.topology_manager.scope.unwrap_or(assumed_scope),
             facts,
             answer,
             admission,
             shared_shape: false,
-        });
+            explained: Explained::new(),
+        }
     }
-    mark_shared_shapes(&mut verdicts);
-    verdicts
+}
+
+/// The verdicts on the same fleet answered anew for another plan of the pod
+/// (`pod`: the defaults lowered, the CPUs rounded). The facts each group's
+/// verdict holds depend on its labels only, so they stay; each distinct set
+/// is answered once, through `memo`, where the search that chose the plan
+/// already asked about most of them.
+pub(crate) fn answer_again(
+    verdicts: &mut [GroupVerdict],
+    pod: &kubelet::PodDemand,
+    memo: &AnswerMemo,
+) {
+    let mut first_with = FirstEqual::default();
+    for index in 0..verdicts.len() {
+        let Some(facts) = verdicts.get(index).map(|v| &v.facts) else {
+            break;
+        };
+        let known = first_with.find_or_record(facts, index, facts_at(verdicts));
+        let (answer, admission) = match known.and_then(|position| verdicts.get(position)) {
+            Some(known) => (known.answer.clone(), known.admission.clone()),
+            None => memo.answer(pod, index, facts),
+        };
+        if let Some(verdict) = verdicts.get_mut(index) {
+            verdict.answer = answer;
+            verdict.admission = admission;
+            verdict.explained = Explained::new();
+        }
+    }
+    mark_shared_shapes(verdicts);
+}
+
+/// The facts of the verdict at a position, as [`FirstEqual`] looks them
+/// up. Every lookup of equal facts among verdicts goes through this one
+/// closure type, so the Wasm module holds one instantiation of the lookup.
+pub(crate) fn facts_at<'v>(
+    verdicts: &'v [GroupVerdict<'_>],
+) -> impl Fn(usize) -> Option<&'v NodeFacts> + 'v {
+    move |position| verdicts.get(position).map(|v| &v.facts)
 }
 
 /// Marks the groups whose `shape` label another group carries with another
@@ -479,7 +523,7 @@ mod tests {
     }
 
     fn model(spec: Value) -> kubelet::PodDemand {
-        let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+        let demand = PodDevices::from_pod_spec(&spec, &gpu_resources()).unwrap();
         model_pod(&spec, &demand).unwrap()
     }
 
@@ -536,7 +580,7 @@ mod tests {
     fn an_unreadable_quantity_names_the_container() {
         let spec =
             json!({"containers": [{"name": "a", "resources": {"limits": {"memory": "lots"}}}]});
-        let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+        let demand = PodDevices::from_pod_spec(&spec, &gpu_resources()).unwrap();
         let error = model_pod(&spec, &demand).unwrap_err();
         assert!(
             error.contains("container \"a\": resources.limits.memory \"lots\""),

@@ -5,7 +5,7 @@
 //! (ephemeral containers have no resources). Planning is pure; [`apply`]
 //! writes the plan into the raw PodSpec, touching only the values it changes.
 
-use crate::decide::demand::PodDemand;
+use crate::decide::demand::PodDevices;
 use crate::decide::model::pod_level_resources_set;
 use crate::request::pod::{
     containers, resources_value, Container, ContainerKind, ContainerRef, Section,
@@ -16,20 +16,25 @@ use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::fmt;
 
-/// The resources Guaranteed QoS is about.
+/// The compute resources whose requests must equal their limits for a pod
+/// to be Guaranteed QoS (`v1.ResourceCPU`, `v1.ResourceMemory` in
+/// `ComputePodQOS`), by their names in a PodSpec. Not the kubelet model's
+/// `gpu_topology::kubelet::Resource`, the resources its managers align on
+/// NUMA nodes, where CPUs are the exclusive ones and memory is split by
+/// NUMA node and page size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Resource {
+pub enum ComputeResource {
     Cpu,
     Memory,
 }
 
-impl Resource {
-    pub const ALL: [Resource; 2] = [Resource::Cpu, Resource::Memory];
+impl ComputeResource {
+    pub const ALL: [ComputeResource; 2] = [ComputeResource::Cpu, ComputeResource::Memory];
 
     pub const fn name(self) -> &'static str {
         match self {
-            Resource::Cpu => "cpu",
-            Resource::Memory => "memory",
+            ComputeResource::Cpu => "cpu",
+            ComputeResource::Memory => "memory",
         }
     }
 }
@@ -56,7 +61,7 @@ impl fmt::Display for Target {
 pub struct Edit {
     pub target: Target,
     pub section: Section,
-    pub resource: Resource,
+    pub resource: ComputeResource,
     pub value: String,
 }
 
@@ -64,7 +69,7 @@ pub struct Edit {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     pub target: Target,
-    pub resource: Resource,
+    pub resource: ComputeResource,
     /// Why it is not Guaranteed, put in words only when a message needs it
     /// ([`Finding::reason`]): a mutation never shows them.
     pub reasons: Vec<Reason>,
@@ -171,7 +176,7 @@ struct Current<'a> {
 }
 
 impl<'a> Current<'a> {
-    fn of(resources: Option<&'a Value>, resource: Resource) -> Self {
+    fn of(resources: Option<&'a Value>, resource: ComputeResource) -> Self {
         Current {
             requests: resources_value(resources, Section::Requests, resource.name()),
             limits: resources_value(resources, Section::Limits, resource.name()),
@@ -202,7 +207,7 @@ impl<'a> Current<'a> {
 /// instead (it must not grow).
 pub fn plan(
     spec: &Value,
-    demand: &PodDemand,
+    demand: &PodDevices,
     qos: &QosConfig,
     cpu_multiple: u64,
 ) -> Result<QosPlan, String> {
@@ -224,9 +229,11 @@ pub fn plan(
         }
     }
     // Room for every edit and finding: the vectors never grow while planning.
-    plan.edits.reserve(writable.len() * Resource::ALL.len() * 2);
-    plan.findings.reserve(writable.len() * Resource::ALL.len());
-    for resource in Resource::ALL {
+    plan.edits
+        .reserve(writable.len() * ComputeResource::ALL.len() * 2);
+    plan.findings
+        .reserve(writable.len() * ComputeResource::ALL.len());
+    for resource in ComputeResource::ALL {
         plan_containers(&mut plan, &writable, resource, demand, qos, cpu_multiple);
     }
     Ok(plan)
@@ -239,26 +246,26 @@ fn plan_pod_level(
     plan: &mut QosPlan,
     resources: &Value,
     all: &[Container<'_>],
-    demand: &PodDemand,
+    demand: &PodDevices,
     qos: &QosConfig,
 ) {
     let set = |resource| {
         let current = Current::of(Some(resources), resource);
         current.requests.is_some() || current.limits.is_some()
     };
-    if !Resource::ALL.into_iter().any(set) {
+    if !ComputeResource::ALL.into_iter().any(set) {
         plan.problems.push(format!(
             "{}: sets neither cpu nor memory (it is empty, or holds hugepages only), but once spec.resources is present Kubernetes decides QoS from it alone, so the pod would be BestEffort: set spec.resources.limits.cpu and spec.resources.limits.memory, or remove spec.resources and set resources per container (hugepages included)",
             Target::Pod
         ));
         return;
     }
-    for resource in Resource::ALL {
+    for resource in ComputeResource::ALL {
         let rule = Rule {
             // Never invented: the author sets the pod's budget.
             default: Err(DefaultMissing(POD_LEVEL_BUDGET)),
             floor: largest_container_limit(all, resource),
-            whole: qos.whole_cpus && resource == Resource::Cpu && demand.is_gpu_pod(),
+            whole: qos.whole_cpus && resource == ComputeResource::Cpu && demand.is_gpu_pod(),
             // The kubelet pins no pod with pod-level resources: no SMT check.
             multiple: 1,
             round_written: false,
@@ -282,8 +289,8 @@ fn plan_pod_level(
 fn plan_containers(
     plan: &mut QosPlan,
     writable: &[&Container<'_>],
-    resource: Resource,
-    demand: &PodDemand,
+    resource: ComputeResource,
+    demand: &PodDevices,
     qos: &QosConfig,
     cpu_multiple: u64,
 ) {
@@ -296,8 +303,8 @@ fn plan_containers(
         .zip(&fitted)
         .map(|(container, fitted)| {
             let gpus = demand.gpus_of(&container.id);
-            let whole = qos.whole_cpus && resource == Resource::Cpu && gpus > 0;
-            let round_written = qos.round_written_cpus && resource == Resource::Cpu;
+            let whole = qos.whole_cpus && resource == ComputeResource::Cpu && gpus > 0;
+            let round_written = qos.round_written_cpus && resource == ComputeResource::Cpu;
             let rule = Rule {
                 default: default_for(qos, resource, container.id.kind, gpus),
                 floor: None,
@@ -333,7 +340,7 @@ fn plan_containers(
         // Whole CPUs are exclusive to it: a multiple the full-pcpus-only
         // kubelets allocate, never more than the budget.
         let budget = match budget.floor_to_multiple(cpu_multiple) {
-            Some(floored) if resource == Resource::Cpu && !floored.is_zero() => floored,
+            Some(floored) if resource == ComputeResource::Cpu && !floored.is_zero() => floored,
             _ => budget,
         };
         let container = writable[index];
@@ -356,7 +363,7 @@ fn plan_containers(
     plan.extend(planned);
 }
 
-fn current_of<'a>(container: &Container<'a>, resource: Resource) -> Current<'a> {
+fn current_of<'a>(container: &Container<'a>, resource: ComputeResource) -> Current<'a> {
     Current::of(container.json.get("resources"), resource)
 }
 
@@ -364,8 +371,8 @@ fn current_of<'a>(container: &Container<'a>, resource: Resource) -> Current<'a> 
 /// (0 counting as unset) when `qos.initContainer` fits it to the app.
 fn fits_the_app(
     container: &Container<'_>,
-    resource: Resource,
-    demand: &PodDemand,
+    resource: ComputeResource,
+    demand: &PodDevices,
     qos: &QosConfig,
 ) -> bool {
     if container.id.kind != ContainerKind::Init || fixed_init_value(qos, resource).is_some() {
@@ -379,11 +386,11 @@ fn fits_the_app(
 }
 
 /// The fixed `qos.initContainer` value for `resource`, if configured.
-fn fixed_init_value(qos: &QosConfig, resource: Resource) -> Option<Quantity> {
+fn fixed_init_value(qos: &QosConfig, resource: ComputeResource) -> Option<Quantity> {
     match (&qos.init_container, resource) {
         (InitContainer::FitApp, _) => None,
-        (InitContainer::Fixed { cpu, .. }, Resource::Cpu) => *cpu,
-        (InitContainer::Fixed { memory, .. }, Resource::Memory) => *memory,
+        (InitContainer::Fixed { cpu, .. }, ComputeResource::Cpu) => *cpu,
+        (InitContainer::Fixed { memory, .. }, ComputeResource::Memory) => *memory,
     }
 }
 
@@ -457,7 +464,10 @@ fn effective_of(
 /// else the pod-level limits). A container's limit stands for its missing
 /// request, as the API server copies it first (`SetDefaults_Pod`). `None`
 /// when no container sets the resource.
-fn effective_container_request(all: &[Container<'_>], resource: Resource) -> Option<Quantity> {
+fn effective_container_request(
+    all: &[Container<'_>],
+    resource: ComputeResource,
+) -> Option<Quantity> {
     let request = |container: &Container<'_>| {
         let current = current_of(container, resource);
         current
@@ -519,22 +529,22 @@ const POD_LEVEL_BUDGET: &str = "spec.resources";
 /// `qos.initContainer` values for regular init containers that have them).
 fn default_for(
     qos: &QosConfig,
-    resource: Resource,
+    resource: ComputeResource,
     kind: ContainerKind,
     gpus: u32,
 ) -> Result<Quantity, DefaultMissing> {
     let fixed_init = fixed_init_value(qos, resource);
     let (setting, key) = match (resource, gpus > 0, kind) {
-        (Resource::Cpu, true, _) => (qos.cpu_per_gpu, "qos.cpuPerGpu"),
-        (Resource::Memory, true, _) => (qos.memory_per_gpu, "qos.memoryPerGpu"),
-        (Resource::Cpu, false, ContainerKind::Init) if fixed_init.is_some() => {
+        (ComputeResource::Cpu, true, _) => (qos.cpu_per_gpu, "qos.cpuPerGpu"),
+        (ComputeResource::Memory, true, _) => (qos.memory_per_gpu, "qos.memoryPerGpu"),
+        (ComputeResource::Cpu, false, ContainerKind::Init) if fixed_init.is_some() => {
             (fixed_init, "qos.initContainer.cpu")
         }
-        (Resource::Memory, false, ContainerKind::Init) if fixed_init.is_some() => {
+        (ComputeResource::Memory, false, ContainerKind::Init) if fixed_init.is_some() => {
             (fixed_init, "qos.initContainer.memory")
         }
-        (Resource::Cpu, false, _) => (qos.sidecar_cpu, "qos.sidecarCpu"),
-        (Resource::Memory, false, _) => (qos.sidecar_memory, "qos.sidecarMemory"),
+        (ComputeResource::Cpu, false, _) => (qos.sidecar_cpu, "qos.sidecarCpu"),
+        (ComputeResource::Memory, false, _) => (qos.sidecar_memory, "qos.sidecarMemory"),
     };
     let per_unit = setting.ok_or(DefaultMissing(key))?;
     if gpus == 0 {
@@ -582,7 +592,7 @@ impl QosPlan {
 }
 
 /// Plans one resource of one target. Pure.
-fn plan_one(target: Target, resource: Resource, current: &Current, rule: &Rule) -> Planned {
+fn plan_one(target: Target, resource: ComputeResource, current: &Current, rule: &Rule) -> Planned {
     let name = resource.name();
     let parse = |section: Section, text: &Option<Cow<'_, str>>| match text {
         None => Ok(None),
@@ -752,7 +762,7 @@ pub fn unpinned_by_pod_level_resources(spec: &Value) -> Option<String> {
 }
 
 /// The largest limit any container sets for `resource`.
-fn largest_container_limit(all: &[Container<'_>], resource: Resource) -> Option<Quantity> {
+fn largest_container_limit(all: &[Container<'_>], resource: ComputeResource) -> Option<Quantity> {
     all.iter()
         .filter_map(|c| c.resource(Section::Limits, resource.name()))
         .filter_map(|text| Quantity::parse(&text).ok())

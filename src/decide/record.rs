@@ -5,8 +5,9 @@
 //! Nothing here decides: [`explain_with`] runs the policy's own pipeline
 //! ([`super::decide_request`]) once and only puts its plan into owned,
 //! plain data. The words for a shape that does not take the pod are the
-//! policy's own ([`explain::why_and_fix`]), computed here because only the
-//! tool shows them for every shape.
+//! policy's own ([`explain::why_and_fix`]): those the policy's message
+//! already made are read from its verdicts, the others are made here,
+//! because only the tool shows them for every shape.
 
 use crate::cluster::host::ClusterReader;
 use crate::cluster::Unavailable;
@@ -169,7 +170,7 @@ impl PodRecord {
                             (None, None)
                         } else {
                             let (why, fix) = explain::why_and_fix(&demand, need, &verdict);
-                            (Some(why), Some(fix))
+                            (Some(why.clone()), Some(fix.clone()))
                         };
                         ShapeRecord {
                             selected: requirement.required.is_empty()
@@ -206,7 +207,9 @@ impl PodRecord {
 mod tests {
     use super::*;
     use crate::decide::evaluate_with;
-    use crate::decide::testing::{config, hgx, l4, pod};
+    use crate::decide::testing::{
+        config, hgx, hgx_full_pcpus_only, l4, pod, runs, VERDICTS, WHY_AND_FIX,
+    };
     use crate::decide::Verdict;
     use kubewarden_policy_sdk::host_capabilities::kubernetes::{
         GetResourceRequest, ListAllResourcesRequest,
@@ -309,6 +312,42 @@ mod tests {
             !record.qos_edits.is_empty(),
             "the pod's memory request is filled in"
         );
+    }
+
+    fn gpus_only(gpus: u32) -> Value {
+        json!({"containers": [{"name": "train", "resources": {"limits": {"nvidia.com/gpu": gpus.to_string()}}}]})
+    }
+
+    /// Each stage runs once per admission (issue #36): the fleet's verdicts
+    /// are built once, whatever the adjustments (which answer them again),
+    /// and each shape that does not take the pod is worded once, though
+    /// both the policy's message and the record show its words. At most one
+    /// adjustment is made: the defaults are lowered only where some node
+    /// then takes the pod, and the CPUs are rounded only where none does.
+    /// (pod, fleet, settings, adjustments made, shapes worded)
+    #[rstest]
+    #[case::taken_as_planned(pod(4, 16), vec![(hgx("single-numa-node"), 3), (l4(), 2)], json!({}), 0, 0)]
+    #[case::defaults_lowered(gpus_only(8), vec![(hgx("restricted"), 10)], json!({"qos": {"cpuPerGpu": "16"}}), 1, 0)]
+    #[case::cpus_rounded(pod(1, 3), vec![(hgx_full_pcpus_only("best-effort"), 4)], json!({}), 1, 0)]
+    #[case::refused_by_both_shapes(pod(8, 16), vec![(hgx("single-numa-node"), 3), (l4(), 2)], json!({}), 0, 2)]
+    #[case::refused_by_one_shape(pod(5, 16), vec![(hgx("single-numa-node"), 3), (hgx("best-effort"), 2)], json!({}), 0, 1)]
+    fn each_stage_runs_once_per_admission(
+        #[case] spec: Value,
+        #[case] fleet: Vec<(NodeTopology, u32)>,
+        #[case] settings: Value,
+        #[case] adjustments: usize,
+        #[case] worded: usize,
+    ) {
+        let config = config(settings);
+        let text = pod_request(spec);
+        let request = AdmissionRequest::parse(&text).unwrap();
+        let (_, _) = (runs(&VERDICTS), runs(&WHY_AND_FIX));
+        let record = explain_with(&request, &config, &Nodes(fleet)).pod.unwrap();
+        assert_eq!(record.adjustments.len(), adjustments, "{record:#?}");
+        assert_eq!(runs(&VERDICTS), 1, "the fleet's verdicts built");
+        let shown = record.shapes.iter().filter(|s| s.why.is_some()).count();
+        assert_eq!(shown, worded, "{record:#?}");
+        assert_eq!(runs(&WHY_AND_FIX), worded, "shapes worded");
     }
 
     #[test]

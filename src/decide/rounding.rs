@@ -147,7 +147,7 @@ mod tests {
     /// container.
     fn written_cpus(spec: &Value, rounded: &Rounded) -> Vec<(String, String)> {
         let demand =
-            crate::decide::demand::PodDemand::from_pod_spec(spec, &["nvidia.com/gpu".to_owned()])
+            crate::decide::demand::PodDevices::from_pod_spec(spec, &["nvidia.com/gpu".to_owned()])
                 .unwrap();
         let plan = qos::plan(spec, &demand, &rounded.qos, 2).unwrap();
         let mut planned = spec.clone();

@@ -12,6 +12,8 @@ use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListAllResourcesRequest,
 };
 use serde_json::{json, Value};
+use std::cell::Cell;
+use std::thread::LocalKey;
 
 /// The kubelet facts every test shape shares (an empty-ish SMT-2 HGX
 /// kubelet with the static CPU Manager), as labels.
@@ -155,4 +157,22 @@ pub(crate) fn on_first_plan<T>(
     qos::apply(&mut planned, &plan.edits).unwrap();
     let verdicts = fit::verdicts(&view.fleet, &planned, &input, &config).unwrap();
     then(&input, &config, multiple, &verdicts)
+}
+
+thread_local! {
+    /// The fleet's verdicts built ([`model::verdicts`]), on this thread.
+    pub(crate) static VERDICTS: Cell<usize> = const { Cell::new(0) };
+    /// A verdict worded ([`crate::decide::explain::why_and_fix`]), on this thread.
+    pub(crate) static WHY_AND_FIX: Cell<usize> = const { Cell::new(0) };
+}
+
+/// One more run of the stage `counter` counts: the tests that check each
+/// stage runs once per admission read these.
+pub(crate) fn count(counter: &'static LocalKey<Cell<usize>>) {
+    counter.with(|runs| runs.set(runs.get() + 1));
+}
+
+/// The runs `counter` counted on this thread since the last call, and zero again.
+pub(crate) fn runs(counter: &'static LocalKey<Cell<usize>>) -> usize {
+    counter.with(|runs| runs.replace(0))
 }

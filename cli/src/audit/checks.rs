@@ -8,7 +8,7 @@ use super::pods::RunningPod;
 use gpu_topology::kubelet::facts_from_topology;
 use gpu_topology::quantity::cpu_words;
 use gpu_topology::{parse_heartbeat, CpuManagerPolicy, NodeGroup, NodeTopology};
-use gpu_topology_policy::decide::demand::{Demand, PodDemand};
+use gpu_topology_policy::decide::demand::{Demand, PodDevices};
 use gpu_topology_policy::decide::explain::{unknown_words, why_and_fix};
 use gpu_topology_policy::decide::model::{self, Answer, GroupVerdict, Need};
 use gpu_topology_policy::request::pod::containers;
@@ -335,7 +335,7 @@ pub fn audit_pod(
 ) -> Option<PodAudit> {
     let config = judge.config;
     let demand =
-        match PodDemand::from_pod_spec_with(&pod.spec, &config.gpu_resources, &config.devices) {
+        match PodDevices::from_pod_spec_with(&pod.spec, &config.gpu_resources, &config.devices) {
             Ok(demand) if demand.is_gpu_pod() => demand,
             Ok(_) => return None,
             Err(problem) => {
@@ -406,7 +406,7 @@ pub fn audit_pod(
 /// The QoS class: `status.qosClass` when the API server says it, else as
 /// Kubernetes computes it (the policy's `qos_class`, one definition); what
 /// is missing from the policy's own QoS plan.
-fn qos_check(pod: &RunningPod, demand: &PodDemand, config: &Config) -> QosCheck {
+fn qos_check(pod: &RunningPod, demand: &PodDevices, config: &Config) -> QosCheck {
     let computed = containers(&pod.spec)
         .and_then(|all| qos_class(&pod.spec, &all))
         .map(QosClass::name);
@@ -439,7 +439,7 @@ fn qos_check(pod: &RunningPod, demand: &PodDemand, config: &Config) -> QosCheck 
 fn cpu_check(
     guaranteed: bool,
     model_pod: &gpu_topology::kubelet::PodDemand,
-    demand: &PodDemand,
+    demand: &PodDevices,
     topology: &NodeTopology,
 ) -> CpuCheck {
     if !guaranteed {
@@ -473,28 +473,24 @@ fn cpu_check(
 fn admission_check(
     topology: &NodeTopology,
     model_pod: &gpu_topology::kubelet::PodDemand,
-    demand: PodDemand,
+    demand: PodDevices,
     config: &Config,
 ) -> AdmissionCheck {
     let assumed = config.topology.scope;
     let facts = facts_from_topology(topology, assumed);
-    let scope = facts.topology_manager.scope.unwrap_or(assumed);
     let (answer, admission) = model::answer(&facts, model_pod);
     let group = NodeGroup {
         topology: topology.clone(),
         nodes: 1,
     };
-    let verdict = GroupVerdict {
-        group: &group,
-        scope,
-        facts,
-        answer,
-        admission,
-        // One node, judged by name: no shape selects it.
-        shared_shape: false,
+    // One node, judged by name: no shape selects it, so it shares none.
+    let verdict = GroupVerdict::new(&group, facts, assumed, answer, admission);
+    let demand = Demand::new(demand, verdict.scope);
+    let words = || {
+        why_and_fix(&demand, Need::Host(config.topology.alignment), &verdict)
+            .0
+            .clone()
     };
-    let demand = Demand::new(demand, scope);
-    let words = || why_and_fix(&demand, Need::Host(config.topology.alignment), &verdict).0;
     match &verdict.answer {
         Answer::Admit { aligned: true } => AdmissionCheck::Aligned,
         Answer::Admit { aligned: false } => AdmissionCheck::Unaligned { why: words() },

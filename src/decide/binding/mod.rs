@@ -26,7 +26,7 @@ pub mod record;
 use crate::cluster::binding::{pod_request, topology_request};
 use crate::cluster::host::{quote_host_error, ClusterReader, HostErrorKind};
 use crate::cluster::nodes::{node_request, parse_node};
-use crate::decide::demand::{Demand, PodDemand};
+use crate::decide::demand::{Demand, PodDevices};
 use crate::decide::model::model_pod;
 use crate::decide::{Decision, MAX_CONTAINERS};
 use crate::request::binding::Binding;
@@ -156,7 +156,7 @@ pub fn read_pod(pod: &[u8], config: &Config) -> Result<Option<(Value, Demand)>, 
     let Some(spec) = pod.get_mut("spec").map(Value::take) else {
         return Ok(None);
     };
-    let demand = PodDemand::from_pod_spec_with(&spec, &config.gpu_resources, &config.devices)?;
+    let demand = PodDevices::from_pod_spec_with(&spec, &config.gpu_resources, &config.devices)?;
     let devices = demand
         .containers
         .iter()

@@ -3,7 +3,7 @@
 //! apart from `explain.rs` so the production code stays short (issue #36).
 
 use super::*;
-use crate::decide::demand::PodDemand;
+use crate::decide::demand::PodDevices;
 use crate::decide::testing::{config, hgx, node, pod, view, HGX, KUBELET};
 use crate::decide::PodInput;
 use gpu_topology::kubelet::{facts_from_topology, HintReport, ResourceReport};
@@ -65,11 +65,11 @@ fn why_fix_on(spec: &Value, topology: NodeTopology, settings: Value) -> (String,
     let view = view(vec![(topology, 1)]);
     let input = PodInput::read(spec, &config).unwrap().unwrap();
     let verdicts = crate::decide::fit::verdicts(&view.fleet, spec, &input, &config).unwrap();
-    why_and_fix(&input.demand, Need::for_pod(&config), &verdicts[0])
+    why_and_fix(&input.demand, Need::for_pod(&config), &verdicts[0]).clone()
 }
 
 fn demand_of(spec: &Value) -> Demand {
-    let pod = PodDemand::from_pod_spec(spec, &["nvidia.com/gpu".to_owned()]).unwrap();
+    let pod = PodDevices::from_pod_spec(spec, &["nvidia.com/gpu".to_owned()]).unwrap();
     Demand::new(pod, TopologyManagerScope::Pod)
 }
 

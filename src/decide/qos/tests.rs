@@ -29,7 +29,7 @@ fn gpu_resources() -> Vec<String> {
 /// resources afterwards and the plan.
 fn run(container_resources: Value, qos: &QosConfig) -> (Value, QosPlan) {
     let mut spec = json!({"containers": [{"name": "c", "resources": container_resources}]});
-    let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+    let demand = PodDevices::from_pod_spec(&spec, &gpu_resources()).unwrap();
     let plan = plan(&spec, &demand, qos, 1).unwrap();
     apply(&mut spec, &plan.edits).unwrap();
     (spec["containers"][0]["resources"].clone(), plan)
@@ -126,7 +126,7 @@ fn reports_what_cannot_be_fixed(
     #[case] expected: &str,
 ) {
     let spec = json!({"containers": [{"name": "c", "resources": resources}]});
-    let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+    let demand = PodDevices::from_pod_spec(&spec, &gpu_resources()).unwrap();
     let plan = plan(&spec, &demand, &qos, 1).unwrap();
     assert!(
         plan.problems.iter().any(|p| p.contains(expected)),
@@ -151,7 +151,7 @@ fn pod_level_resources_are_made_guaranteed(#[case] before: Value, #[case] after:
         {"name": "b"}
     ]);
     let mut spec = json!({"resources": before, "containers": containers});
-    let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+    let demand = PodDevices::from_pod_spec(&spec, &gpu_resources()).unwrap();
     let plan = plan(&spec, &demand, &qos(), 1).unwrap();
     assert_eq!(plan.problems, Vec::<String>::new());
     apply(&mut spec, &plan.edits).unwrap();
@@ -174,7 +174,7 @@ fn pod_level_resources_must_set_cpu_and_memory(#[case] pod: Value, #[case] expec
     let spec = json!({"resources": pod, "containers": [
         {"name": "a", "resources": {"limits": {"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "1"}}}
     ]});
-    let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+    let demand = PodDevices::from_pod_spec(&spec, &gpu_resources()).unwrap();
     let plan = plan(&spec, &demand, &qos(), 1).unwrap();
     assert_eq!(plan.problems.len(), 1, "{:?}", plan.problems);
     assert!(
@@ -194,7 +194,7 @@ fn null_pod_level_resources_leave_the_containers_to_decide() {
         let mut spec = json!({"resources": null, "containers": [
             {"name": "c", "resources": {"limits": {"cpu": "2", "memory": "1Gi", "nvidia.com/gpu": "1"}}}
         ]});
-        let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+        let demand = PodDevices::from_pod_spec(&spec, &gpu_resources()).unwrap();
         let plan = plan(&spec, &demand, &qos(), 1).unwrap();
         apply(&mut spec, &plan.edits).unwrap();
         (spec, plan)
@@ -219,7 +219,7 @@ fn pod_level_limits_only_are_guaranteed_when_defaulting_makes_them(
 ) {
     let spec = json!({"resources": {"limits": {"cpu": "4", "memory": "8Gi"}},
         "containers": [{"name": "a", "resources": {"limits": container_limits}}]});
-    let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+    let demand = PodDevices::from_pod_spec(&spec, &gpu_resources()).unwrap();
     let plan = plan(&spec, &demand, &qos(), 1).unwrap();
     assert!(plan.problems.is_empty(), "{:?}", plan.problems);
     let found: Vec<String> = plan.violations().map(Finding::reason).collect();
@@ -293,7 +293,7 @@ fn whole_cpus_are_for_gpu_containers(#[case] init: Value, #[case] cpu: &str) {
         "initContainers": [{"name": "prepare", "resources": init}, {"name": "proxy", "restartPolicy": "Always"}],
         "containers": [{"name": "c", "resources": {"limits": {"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "1"}}}]
     });
-    let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+    let demand = PodDevices::from_pod_spec(&spec, &gpu_resources()).unwrap();
     let plan = plan(&spec, &demand, &qos(), 1).unwrap();
     assert!(plan.problems.is_empty(), "{:?}", plan.problems);
     apply(&mut spec, &plan.edits).unwrap();
@@ -344,7 +344,7 @@ fn cpus_the_policy_chooses_are_a_multiple_of_the_smt_level(
     #[case] cpus: &str,
 ) {
     let mut spec = json!({"containers": [{"name": "c", "resources": resources}]});
-    let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+    let demand = PodDevices::from_pod_spec(&spec, &gpu_resources()).unwrap();
     let plan = plan(&spec, &demand, &qos(), multiple).unwrap();
     apply(&mut spec, &plan.edits).unwrap();
     let resources = &spec["containers"][0]["resources"];
@@ -368,7 +368,7 @@ fn fitted_whole_budgets_are_rounded_down(
         "initContainers": [{"name": "download"}],
         "containers": [{"name": "c", "resources": {"limits": {"cpu": app, "memory": "8Gi", "nvidia.com/gpu": "1"}}}]
     });
-    let demand = PodDemand::from_pod_spec(&spec, &gpu_resources()).unwrap();
+    let demand = PodDevices::from_pod_spec(&spec, &gpu_resources()).unwrap();
     let plan = plan(&spec, &demand, &qos(), multiple).unwrap();
     apply(&mut spec, &plan.edits).unwrap();
     assert_eq!(
