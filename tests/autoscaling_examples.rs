@@ -2,8 +2,11 @@
 //! labeler would publish: every one of ours reads strictly through the
 //! contract, and `shape` is the digest of the facts declared with it, so
 //! `topology.affinity: required`'s `shape In [...]` matches the template.
+//! The facts are as the current labeler publishes them (memory per NUMA
+//! node in whole GiB), so the template and the live nodes it becomes have
+//! one shape.
 
-use gpu_topology::{LabelPrefix, NodeTopology};
+use gpu_topology::{published_numa_memory_mib, LabelPrefix, NodeTopology};
 use serde_yaml::Value;
 use std::path::PathBuf;
 
@@ -34,6 +37,17 @@ fn check(labels: &Value, place: &str) {
     assert!(ours > 20, "{place}: {ours} labels of ours");
     assert_eq!(topology.shape, Some(topology.shape_id()), "{place}");
     assert_eq!(topology.to_labels(&prefix).len(), ours, "{place}");
+    // A template in exact MiB is a shape no live node of the current
+    // labeler has: the scale-up it advertises never lands on it.
+    let memory = topology.numa_memory_mib.unwrap_or_default();
+    let published: Vec<u32> = memory
+        .iter()
+        .map(|&mib| published_numa_memory_mib(mib))
+        .collect();
+    assert_eq!(
+        memory, published,
+        "{place}: numa-memory-mib as the labeler publishes it"
+    );
 }
 
 #[test]
