@@ -87,7 +87,7 @@ impl AffinityRequirement {
     /// Groups without a `shape` label can be neither selected nor left
     /// out. Under `required` with no group hosting (and no `allow`) the
     /// requirement is empty: the fit check rejects such a pod.
-    pub fn with_view(
+    pub(crate) fn with_view(
         verdicts: &[GroupVerdict],
         demand: &Demand,
         topology: &TopologyConfig,

@@ -61,7 +61,7 @@ impl ContainerDevices {
     }
 
     /// GPUs and MIG slices: the GPU demand the QoS plan sizes per GPU.
-    pub fn gpu_units(&self) -> u32 {
+    pub(crate) fn gpu_units(&self) -> u32 {
         self.gpus().saturating_add(self.slices())
     }
 
@@ -90,8 +90,10 @@ pub struct PodDevices {
 }
 
 impl PodDevices {
-    /// Reads the demand of a PodSpec (of a Pod or of a pod template).
-    pub fn from_pod_spec(spec: &Value, gpu_resources: &[String]) -> Result<Self, String> {
+    /// Reads the demand of a PodSpec (of a Pod or of a pod template)
+    /// without device resources: the unit tests' shorthand.
+    #[cfg(test)]
+    pub(crate) fn from_pod_spec(spec: &Value, gpu_resources: &[String]) -> Result<Self, String> {
         Self::from_pod_spec_with(spec, gpu_resources, &DeviceResources::default())
     }
 
@@ -116,7 +118,7 @@ impl PodDevices {
 
     /// GPUs and MIG slices of the container at `id` ([`ContainerDevices::gpu_units`]);
     /// 0 when it asks for none.
-    pub fn gpus_of(&self, id: &ContainerRef) -> u32 {
+    pub(crate) fn gpus_of(&self, id: &ContainerRef) -> u32 {
         self.containers
             .iter()
             .find(|c| &c.container == id)
@@ -125,7 +127,7 @@ impl PodDevices {
 
     /// The device resources (MIG slices and aligned ones) any container
     /// lists, each once, in the order first listed.
-    pub fn device_resources(&self) -> Vec<&str> {
+    pub(crate) fn device_resources(&self) -> Vec<&str> {
         let mut names: Vec<&str> = Vec::new();
         for device in self.containers.iter().flat_map(|c| &c.devices) {
             if !names.contains(&device.resource.as_str()) {
@@ -154,7 +156,7 @@ impl PodDevices {
 
     /// What a node must offer: the pod's effective request on the node, and
     /// the unit aligned under `scope` ([`PodDevices::gpus`]).
-    pub fn gpu_demand(&self, scope: TopologyManagerScope) -> GpuDemand {
+    pub(crate) fn gpu_demand(&self, scope: TopologyManagerScope) -> GpuDemand {
         let total = self.effective_pod_request();
         let aligned = match scope {
             TopologyManagerScope::Pod => total,
@@ -264,7 +266,7 @@ impl Demand {
     }
 
     /// The pod's total in words: [`PodDevices::describe`] under `pod` scope.
-    pub fn describe_total(&self) -> String {
+    pub(crate) fn describe_total(&self) -> String {
         self.pod
             .describe_count(self.needs.total, TopologyManagerScope::Pod)
     }

@@ -29,7 +29,7 @@ const EXPLAINED_GROUPS: usize = 2;
 const MIB: u64 = 1 << 20;
 
 /// The rejection message when no group of the view takes the pod.
-pub fn no_group_takes_it(
+pub(crate) fn no_group_takes_it(
     demand: &Demand,
     need: Need,
     verdicts: &[GroupVerdict],
@@ -80,7 +80,7 @@ fn no_node_hosts(nodes: u32) -> String {
 
 /// Sentences for the best groups (at most [`EXPLAINED_GROUPS`]), each
 /// with its fix.
-pub fn groups_explained(
+pub(crate) fn groups_explained(
     demand: &Demand,
     need: Need,
     verdicts: &[GroupVerdict],
@@ -112,7 +112,7 @@ fn not_shown(rest: usize) -> Option<String> {
 }
 
 /// `On the 10 nodes of shape X (...) <why>. <Fix>.`
-pub fn group_sentence(
+pub(crate) fn group_sentence(
     demand: &Demand,
     need: Need,
     verdict: &GroupVerdict,
@@ -123,7 +123,7 @@ pub fn group_sentence(
 }
 
 /// `the 10 nodes of shape 0123456789abcdef (8 GPUs, 4+4 per NUMA node, ...)`
-pub fn where_words(verdict: &GroupVerdict, topology: &TopologyConfig) -> String {
+pub(crate) fn where_words(verdict: &GroupVerdict, topology: &TopologyConfig) -> String {
     let nodes = the_nodes(verdict.nodes());
     let shape = match verdict.shape() {
         Some(shape) => format!("of shape {shape}"),
@@ -146,7 +146,7 @@ fn the_nodes(count: u32) -> String {
 
 /// `8 GPUs, 4+4 per NUMA node, 56 CPUs per NUMA node, topologyManagerPolicy restricted`;
 /// the scope is named when it is not the `topology.scope` setting.
-pub fn shape_words(
+pub(crate) fn shape_words(
     t: &NodeTopology,
     scope: TopologyManagerScope,
     setting: TopologyManagerScope,

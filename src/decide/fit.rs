@@ -53,12 +53,12 @@ pub fn affinity_applies(config: &Config, pinned: bool) -> bool {
 /// Why reading the fleet summary is worth its setup, for the warning when
 /// the Node list is read instead: measured with policy-server 1.36 (the Node
 /// list) and this repository's benchmarks (the summary, BENCHMARKS.md).
-pub const SUMMARY_MISSING_COST: &str =
+pub(crate) const SUMMARY_MISSING_COST: &str =
     "deploy the fleet summarizer: the Node list costs about 44 µs per labeled node per admission";
 
 /// What the cluster showed for one admission.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Sight {
+pub(crate) enum Sight {
     /// `capacity.source: static`: the host is never asked.
     Static,
     /// No view, and why.
@@ -69,19 +69,9 @@ pub enum Sight {
 
 /// The cluster as read for one admission, with the notes on how.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Look {
+pub(crate) struct Look {
     pub sight: Sight,
     pub warnings: Vec<String>,
-}
-
-impl Look {
-    /// The fleet of the view, when there is one.
-    pub fn fleet(&self) -> Option<&Fleet> {
-        match &self.sight {
-            Sight::View(view) => Some(&view.fleet),
-            _ => None,
-        }
-    }
 }
 
 /// The host's messages end in a full stop; ours continue the sentence.
@@ -91,7 +81,11 @@ fn clause(problem: &str) -> &str {
 
 /// Reads the cluster where `capacity.source` says; `pinned_node` is the
 /// node a pinned pod names, read apart from the Node list.
-pub fn look(pinned_node: Option<&str>, config: &Config, cluster: &dyn ClusterReader) -> Look {
+pub(crate) fn look(
+    pinned_node: Option<&str>,
+    config: &Config,
+    cluster: &dyn ClusterReader,
+) -> Look {
     if config.capacity_source == CapacitySource::Static {
         return Look {
             sight: Sight::Static,
@@ -134,7 +128,7 @@ pub fn look(pinned_node: Option<&str>, config: &Config, cluster: &dyn ClusterRea
 /// The check without a cluster view: the static limits when configured,
 /// else a warning that the fit was not checked. `Ok` with the warnings,
 /// or the rejection message.
-pub fn check_without_view(
+pub(crate) fn check_without_view(
     demand: &Demand,
     sight: &Sight,
     config: &Config,
@@ -182,14 +176,14 @@ pub fn check_without_view(
 /// What the check lets through with a view: the warnings and the affinity
 /// the verdicts write.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Placement {
+pub(crate) struct Placement {
     pub warnings: Vec<String>,
     pub requirement: AffinityRequirement,
 }
 
 /// The check with a cluster view, from the verdict of every group
 /// ([`model::verdicts`]); `Err` is the rejection message. Pure.
-pub fn place(
+pub(crate) fn place(
     input: &PodInput,
     view: &ClusterView,
     verdicts: &[GroupVerdict],

@@ -12,17 +12,17 @@
 
 pub mod affinity;
 pub mod binding;
-pub mod capacity;
+pub(crate) mod capacity;
 pub mod claim;
 pub mod demand;
 pub mod explain;
-pub mod extended_by_dra;
+pub(crate) mod extended_by_dra;
 pub mod fit;
-pub mod lowering;
+pub(crate) mod lowering;
 pub mod model;
 pub mod qos;
 pub mod record;
-pub mod rounding;
+pub(crate) mod rounding;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod workload;

@@ -29,7 +29,7 @@ const HUGEPAGES_PREFIX: &str = "hugepages-";
 /// The most threads per core the policy rounds CPUs for (POWER's SMT-8): a
 /// label above it is no machine, and its nodes refuse what is not a
 /// multiple on their own.
-pub const MAX_THREADS_PER_CORE: u32 = 8;
+pub(crate) const MAX_THREADS_PER_CORE: u32 = 8;
 
 /// The pod as the kubelet's managers see it, from the PodSpec `spec` as it
 /// will be admitted (after the QoS edits) and its GPU demand: containers in
@@ -102,7 +102,7 @@ fn container_request(
 /// Whether pod-level `spec.resources` names cpu, memory or hugepages, which
 /// keeps the kubelet's static CPU and Memory Managers from pinning the pod
 /// (Kubernetes 1.34 and 1.35; see `qos::unpinned_by_pod_level_resources`).
-pub fn pod_level_resources_set(spec: &Value) -> bool {
+pub(crate) fn pod_level_resources_set(spec: &Value) -> bool {
     let Some(resources) = spec.get("resources") else {
         return false;
     };
@@ -138,14 +138,14 @@ impl Answer {
         matches!(self, Answer::Refuse(_))
     }
 
-    pub fn is_unknown(&self) -> bool {
+    pub(crate) fn is_unknown(&self) -> bool {
         matches!(self, Answer::Unknown(_) | Answer::Contradictory(_))
     }
 
     /// Whether node affinity treats nodes with these two answers alike:
     /// both admit at the same alignment, both refuse (for whatever
     /// reason), or both are unknown.
-    pub fn selects_like(&self, other: &Answer) -> bool {
+    pub(crate) fn selects_like(&self, other: &Answer) -> bool {
         match (self, other) {
             (Answer::Admit { aligned }, Answer::Admit { aligned: other }) => aligned == other,
             (Answer::Refuse(_), Answer::Refuse(_)) => true,
@@ -165,7 +165,7 @@ pub enum Need {
 
 impl Need {
     /// The need of a pod under `config`.
-    pub fn for_pod(config: &Config) -> Self {
+    pub(crate) fn for_pod(config: &Config) -> Self {
         match config.topology.affinity {
             AffinityMode::Required => Need::Host(config.topology.alignment),
             AffinityMode::Preferred | AffinityMode::Off => Need::Admit,
@@ -203,7 +203,7 @@ pub type Explained = std::cell::OnceCell<(String, String)>;
 /// record keeps, beside the view whose fleet lists the groups in the same
 /// order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShapeVerdict {
+pub(crate) struct ShapeVerdict {
     pub scope: TopologyManagerScope,
     pub facts: NodeFacts,
     pub answer: Answer,
@@ -229,7 +229,7 @@ impl ShapeVerdict {
 
 impl<'f> GroupVerdict<'f> {
     /// The verdict without its group (moved, not copied).
-    pub fn detach(self) -> ShapeVerdict {
+    pub(crate) fn detach(self) -> ShapeVerdict {
         ShapeVerdict {
             scope: self.scope,
             facts: self.facts,
@@ -268,7 +268,7 @@ impl GroupVerdict<'_> {
 
     /// The shape node affinity can select these nodes by: their `shape`
     /// label, unless nodes the kubelet answers otherwise carry it too.
-    pub fn selector_shape(&self) -> Option<ShapeId> {
+    pub(crate) fn selector_shape(&self) -> Option<ShapeId> {
         self.shape().filter(|_| !self.shared_shape)
     }
 
@@ -298,7 +298,7 @@ impl GroupVerdict<'_> {
 
     /// Whether the nodes take the pod as `need` asks, were `answer` the
     /// kubelet's (admitted, or hosted at the alignment).
-    pub fn takes_as(&self, answer: &Answer, need: Need, demand: &PodDevices) -> bool {
+    pub(crate) fn takes_as(&self, answer: &Answer, need: Need, demand: &PodDevices) -> bool {
         match need {
             Need::Admit => answer.admits(),
             Need::Host(alignment) => self.hosts_with(answer, alignment, demand),
@@ -487,7 +487,7 @@ pub fn answer(facts: &NodeFacts, pod: &kubelet::PodDemand) -> (Answer, Option<Ad
 /// with `SMTAlignmentError`, `cpumanager/policy_static.go`
 /// `Allocate`); 1 when none does. Threads per core above
 /// [`MAX_THREADS_PER_CORE`] are left out.
-pub fn cpu_multiple(fleet: &Fleet) -> u64 {
+pub(crate) fn cpu_multiple(fleet: &Fleet) -> u64 {
     fleet
         .groups()
         .iter()

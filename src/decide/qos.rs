@@ -405,7 +405,7 @@ fn fixed_init_value(qos: &QosConfig, resource: ComputeResource) -> Option<Quanti
 /// `E`: while a regular init container runs, only the sidecars before it
 /// run with it. `None` when a value it needs is missing (another container
 /// has a problem, and the pod is rejected).
-pub fn init_budget(
+pub(crate) fn init_budget(
     values: &[(ContainerKind, Option<Quantity>)],
     fitted: &[bool],
     index: usize,
@@ -432,7 +432,7 @@ pub fn init_budget(
 /// `k8s.io/component-helpers/resource/helpers.go`): the larger of the app
 /// containers plus every sidecar, and, for each regular init container,
 /// itself plus the sidecars started before it. `None` on overflow.
-pub fn effective_request(values: &[(ContainerKind, Quantity)]) -> Option<Quantity> {
+pub(crate) fn effective_request(values: &[(ContainerKind, Quantity)]) -> Option<Quantity> {
     effective_of(values.iter().map(|value| Some(*value)))
 }
 
@@ -754,7 +754,7 @@ fn plan_one(target: Target, resource: ComputeResource, current: &Current, rule: 
 /// requests or limits name cpu, memory or hugepages (the
 /// PodLevelResourceManagers gate that changes this is alpha, off by
 /// default, from 1.36). `None` when pod-level resources set none of them.
-pub fn unpinned_by_pod_level_resources(spec: &Value) -> Option<String> {
+pub(crate) fn unpinned_by_pod_level_resources(spec: &Value) -> Option<String> {
     pod_level_resources_set(spec).then(|| {
         "pod-level spec.resources is set, so kubelets running the static CPU Manager or Memory Manager do not pin this pod (Kubernetes 1.34 and 1.35): it gets no exclusive CPUs or NUMA-local memory next to its GPUs. Set cpu, memory and hugepages per container instead, and remove them from spec.resources"
             .to_owned()
