@@ -30,12 +30,12 @@ pub struct DraInventory {
 
 impl DraInventory {
     /// Every distinct device of the cluster's groups and the unattached ones.
-    pub fn all_devices(&self) -> impl Iterator<Item = &Device> {
+    pub(crate) fn all_devices(&self) -> impl Iterator<Item = &Device> {
         self.devices.all_devices()
     }
 
     /// [`all_devices`](Self::all_devices) with their counts.
-    pub fn all_counted(&self) -> impl Iterator<Item = &Counted> {
+    pub(crate) fn all_counted(&self) -> impl Iterator<Item = &Counted> {
         self.devices.all_counted()
     }
 
@@ -87,7 +87,7 @@ pub fn resource_slice_request() -> ListAllResourcesRequest {
 /// wrote it), else the DeviceClass list and the ResourceSlice list where
 /// `sources` allow listing. `Err` says why they are not known (the caller
 /// quotes it).
-pub fn read_inventory(
+pub(crate) fn read_inventory(
     cluster: &dyn ClusterReader,
     sources: &FleetSources,
 ) -> Result<DraInventory, String> {

@@ -24,7 +24,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 const CONFIG_MAP_API_VERSION: &str = "v1";
 const CONFIG_MAP_KIND: &str = "ConfigMap";
 /// Only `data` is read; the host prunes the rest of the ConfigMap's body.
-pub const SUMMARY_FIELD_MASK: &str = "data";
+pub(crate) const SUMMARY_FIELD_MASK: &str = "data";
 
 /// The `get_resource` request for the summary ConfigMap. The host's short
 /// cache is kept: the summary changes once per summarizer interval.
@@ -42,12 +42,12 @@ pub fn summary_request(settings: &FleetSummarySettings) -> GetResourceRequest {
 }
 
 /// How far ahead of the policy-server's clock a summary may be dated.
-pub const MAX_CLOCK_SKEW_SECONDS: u64 = 60;
+pub(crate) const MAX_CLOCK_SKEW_SECONDS: u64 = 60;
 
 /// Reads the summary and checks its age against the time `clock` tells
 /// (Unix seconds; read only once there is a summary to date); `Err` says
 /// why it is not used, for the warning.
-pub fn read_summary(
+pub(crate) fn read_summary(
     cluster: &dyn ClusterReader,
     settings: &FleetSummarySettings,
     clock: impl FnOnce() -> Option<u64>,
@@ -80,7 +80,7 @@ pub fn read_summary(
 
 /// The summary, when it is there and fresh, with the ConfigMap's data (the
 /// DRA entries are read from it: `gpu_topology::dra`).
-pub fn read_fresh(
+pub(crate) fn read_fresh(
     cluster: &dyn ClusterReader,
     settings: &FleetSummarySettings,
     clock: impl FnOnce() -> Option<u64>,
@@ -100,7 +100,7 @@ pub fn read_fresh(
 
 /// Which entries of the summary's data to keep.
 #[derive(Debug, Clone, Copy)]
-pub enum Entries<'a> {
+pub(crate) enum Entries<'a> {
     All,
     /// Every entry but these, which are skipped unread.
     AllBut(&'a [&'a str]),
@@ -123,7 +123,7 @@ impl Entries<'_> {
 
 /// The summary ConfigMap's `entries`, when its format is this version's
 /// and it is fresh; its node groups are not parsed here.
-pub fn read_fresh_data(
+pub(crate) fn read_fresh_data(
     cluster: &dyn ClusterReader,
     settings: &FleetSummarySettings,
     clock: impl FnOnce() -> Option<u64>,

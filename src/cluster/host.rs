@@ -93,7 +93,7 @@ const NO_REASON: &str = "the host gave no reason";
 /// kwctl, policy-server and versions ("Callback evaluation failure: ..."
 /// before the same error); the meaning does not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostErrorKind {
+pub(crate) enum HostErrorKind {
     /// HTTP 404: the object is not there.
     NotFound,
     /// HTTP 403, or Kubewarden's refusal of a resource the policy's

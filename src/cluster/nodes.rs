@@ -169,7 +169,7 @@ pub fn node_request(name: &str) -> GetResourceRequest {
 /// with the kubelet version it reports taking the label's place, and
 /// whether it carries any label of ours (a node the labeler never ran on
 /// reads as an empty topology).
-pub fn parse_node(node: &[u8], prefix: &LabelPrefix) -> Result<NodeTopology, String> {
+pub(crate) fn parse_node(node: &[u8], prefix: &LabelPrefix) -> Result<NodeTopology, String> {
     let mut deserializer = serde_json::Deserializer::from_slice(node);
     let heartbeat_key = prefix.heartbeat_key();
     let wanted = Wanted {

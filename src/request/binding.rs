@@ -6,9 +6,9 @@ use serde_json::Value;
 use std::borrow::Cow;
 
 /// The subresource of a binding request.
-pub const BINDING_SUBRESOURCE: &str = "binding";
+pub(crate) const BINDING_SUBRESOURCE: &str = "binding";
 /// The kind of its object.
-pub const BINDING_KIND: &str = "Binding";
+pub(crate) const BINDING_KIND: &str = "Binding";
 /// The only kind of target a pod binds to.
 const NODE_KIND: &str = "Node";
 

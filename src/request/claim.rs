@@ -28,11 +28,11 @@ pub const RESOURCE_GROUP: &str = "resource.k8s.io";
 /// The version the policy registers for. With the webhook's default
 /// `matchPolicy: Equivalent` the API server converts a `v1beta1` or
 /// `v1beta2` object to it before the policy sees it.
-pub const RESOURCE_VERSION: &str = "v1";
+pub(crate) const RESOURCE_VERSION: &str = "v1";
 /// `resource.k8s.io/v1`, as host capability requests spell it.
 pub const RESOURCE_API_VERSION: &str = "resource.k8s.io/v1";
 
-pub const RESOURCE_CLAIM: ClaimKind = ClaimKind {
+pub(crate) const RESOURCE_CLAIM: ClaimKind = ClaimKind {
     kind: "ResourceClaim",
     resource: "resourceclaims",
     devices_path: &["spec", "devices"],
@@ -58,27 +58,27 @@ pub fn find(group: &str, kind: &str) -> Option<&'static ClaimKind> {
 /// extended-resource requests backed by DRA (KEP-5004, types.go
 /// `ExtendedResourceClaimAnnotation`). Its allocation was computed before the
 /// claim was written: its spec must stay as it is.
-pub const EXTENDED_RESOURCE_CLAIM_ANNOTATION: &str =
+pub(crate) const EXTENDED_RESOURCE_CLAIM_ANNOTATION: &str =
     "resource.kubernetes.io/extended-resource-claim";
 /// The annotation the ResourceClaim controller sets on a claim it generates
 /// from a pod's template (types.go `PodResourceClaimAnnotation`); its spec is
 /// the template's, which the policy decided on at the template's CREATE.
-pub const POD_CLAIM_NAME_ANNOTATION: &str = "resource.kubernetes.io/pod-claim-name";
+pub(crate) const POD_CLAIM_NAME_ANNOTATION: &str = "resource.kubernetes.io/pod-claim-name";
 
 /// At most this many requests in a claim, and request names in a
 /// constraint: types.go `DeviceRequestsMaxSize` (`AllocationResultsMaxSize`,
 /// 32), which the API server's validation holds `requests` and
 /// `constraints[].requests` to.
-pub const MAX_REQUESTS: usize = 32;
+pub(crate) const MAX_REQUESTS: usize = 32;
 /// At most this many `firstAvailable` subrequests in a request: types.go
 /// `FirstAvailableDeviceRequestMaxSize`.
-pub const MAX_FIRST_AVAILABLE: usize = 8;
+pub(crate) const MAX_FIRST_AVAILABLE: usize = 8;
 /// At most this many constraints in a claim: types.go
 /// `DeviceConstraintsMaxSize`.
-pub const MAX_CONSTRAINTS: usize = 32;
+pub(crate) const MAX_CONSTRAINTS: usize = 32;
 /// At most this many CEL selectors in a request or subrequest: types.go
 /// `DeviceSelectorsMaxSize`.
-pub const MAX_SELECTORS: usize = 32;
+pub(crate) const MAX_SELECTORS: usize = 32;
 
 /// `allocationMode` of a request (types.go `DeviceAllocationMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,7 +115,7 @@ pub struct DeviceRequest {
 }
 
 impl DeviceRequest {
-    pub fn is_first_available(&self) -> bool {
+    pub(crate) fn is_first_available(&self) -> bool {
         self.choices
             .first()
             .is_some_and(|choice| choice.subrequest.is_some())

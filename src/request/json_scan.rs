@@ -36,7 +36,7 @@ thread_local! {
 /// integer digits (beyond f64 is refused). Counted where they are rare, in
 /// the scanning steps' slow branches; compare two readings to tell whether
 /// a span of text holds one.
-pub fn tree_refusal_hints() -> u32 {
+pub(crate) fn tree_refusal_hints() -> u32 {
     TREE_REFUSAL_HINTS.get()
 }
 

@@ -139,7 +139,7 @@ impl<'a> AdmissionRequest<'a> {
     }
 
     /// The old object (UPDATE) as text; `null` when the request carries none.
-    pub fn old_object_text(&self) -> &'a str {
+    pub(crate) fn old_object_text(&self) -> &'a str {
         self.old_object.unwrap_or("null")
     }
 }

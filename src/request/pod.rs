@@ -65,7 +65,7 @@ impl<'a> Container<'a> {
 
     /// The resource names listed at `resources.<section>` (none when the
     /// section is absent or not an object).
-    pub fn resource_names(&self, section: Section) -> impl Iterator<Item = &'a str> {
+    pub(crate) fn resource_names(&self, section: Section) -> impl Iterator<Item = &'a str> {
         self.json
             .get("resources")
             .and_then(|resources| resources.get(section.field()))
@@ -77,7 +77,7 @@ impl<'a> Container<'a> {
 
 /// The quantity string at `<section>.<resource>` of a `resources` object;
 /// borrowed, as nearly all are strings.
-pub fn resources_value<'a>(
+pub(crate) fn resources_value<'a>(
     resources: Option<&'a Value>,
     section: Section,
     resource: &str,

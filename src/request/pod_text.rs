@@ -141,7 +141,7 @@ impl<'a> PodFields<'a> {
 
     /// The pod's JSON text.
     /// Whether the pod's spec has `resourceClaims` other than `null` or `[]`.
-    pub fn names_resource_claims(&self) -> bool {
+    pub(crate) fn names_resource_claims(&self) -> bool {
         self.spec
             .as_ref()
             .and_then(|spec| spec.resource_claims)
@@ -164,7 +164,7 @@ impl<'a> PodText<'a> {
     }
 
     /// The pod whose fields were read in place.
-    pub fn from_fields(pod: &PodFields<'a>) -> Option<Self> {
+    pub(crate) fn from_fields(pod: &PodFields<'a>) -> Option<Self> {
         let (text, object, may_be_refused) = (pod.text, pod.object, pod.may_be_refused);
         let Some(fields) = &pod.spec else {
             return Some(PodText {

@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::fmt::Write as _;
 
 /// Appends `value` as compact JSON.
-pub fn write_value(value: &Value, out: &mut String) {
+pub(crate) fn write_value(value: &Value, out: &mut String) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
@@ -47,7 +47,7 @@ pub fn write_value(value: &Value, out: &mut String) {
 /// backspace, form feed, newline, carriage return and tab get their short
 /// escapes (`\b`, `\f`, `\n`, `\r`, `\t`) and the others `\u00xx`, in
 /// lowercase hex. Everything else is written as it is.
-pub fn write_string(text: &str, out: &mut String) {
+pub(crate) fn write_string(text: &str, out: &mut String) {
     out.reserve(text.len() + 2);
     out.push('"');
     if is_plain_string(text) {

@@ -23,12 +23,12 @@ use crate::settings::names::is_extended_resource_name;
 use std::collections::BTreeSet;
 
 /// MIG slices under the NVIDIA device plugin's `mixed` strategy.
-pub const DEFAULT_MIG_RESOURCES: [&str; 1] = ["nvidia.com/mig-*"];
+pub(crate) const DEFAULT_MIG_RESOURCES: [&str; 1] = ["nvidia.com/mig-*"];
 /// The resources of the common network device plugins: the RDMA shared
 /// device plugin (`rdma/`, the NVIDIA network operator's default prefix),
 /// the SR-IOV network device plugin (`intel.com/`, its default prefix;
 /// `openshift.io/` on OpenShift).
-pub const DEFAULT_DEVICE_RESOURCES: [&str; 3] = ["rdma/*", "intel.com/*", "openshift.io/*"];
+pub(crate) const DEFAULT_DEVICE_RESOURCES: [&str; 3] = ["rdma/*", "intel.com/*", "openshift.io/*"];
 
 /// A resource name, or a prefix of one (`rdma/*`: every resource whose
 /// name starts with `rdma/`).
@@ -108,7 +108,7 @@ impl DeviceResources {
 
     /// What `resource` is, if either list names it (`gpuResources` are
     /// checked before, by the caller).
-    pub fn kind_of(&self, resource: &str) -> Option<DeviceKind> {
+    pub(crate) fn kind_of(&self, resource: &str) -> Option<DeviceKind> {
         if self.mig.iter().any(|p| p.matches(resource)) {
             Some(DeviceKind::MigSlice)
         } else if self.aligned.iter().any(|p| p.matches(resource)) {
@@ -125,7 +125,7 @@ impl DeviceResources {
 
 /// Validates the list under `key`, pushing each problem (naming the key)
 /// to `errors`; the patterns that are valid.
-pub fn check_patterns(
+pub(crate) fn check_patterns(
     key: &str,
     list: &[String],
     errors: &mut Vec<String>,

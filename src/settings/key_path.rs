@@ -30,7 +30,7 @@ const MAX_DEPTH: usize = 128;
 /// indices as `[i]`, `.` for the whole text. Where the text does not scan
 /// (serde_json stops at the first error, so a break can only follow the
 /// offset), the path of the value the break is in.
-pub fn key_path_at(text: &str, offset: usize) -> KeyPath {
+pub(crate) fn key_path_at(text: &str, offset: usize) -> KeyPath {
     let mut path = String::new();
     let in_key = match walk(&mut Scanner::new(text), offset, &mut path, 0) {
         Walk::InKey { parent } => Some(parent),
@@ -41,7 +41,7 @@ pub fn key_path_at(text: &str, offset: usize) -> KeyPath {
 
 /// Where an error stands, by key path.
 #[derive(Debug, PartialEq)]
-pub struct KeyPath {
+pub(crate) struct KeyPath {
     /// The member's path; empty for the whole text.
     path: String,
     /// When the position is in the member's key (not its value): the
@@ -61,7 +61,7 @@ impl KeyPath {
     /// The path of the value that holds the key the position is in (an
     /// enum written as an object, `{"variant": ...}`, whose variant is
     /// unknown); else the member's path.
-    pub fn value_of_key(&self) -> &str {
+    pub(crate) fn value_of_key(&self) -> &str {
         match self.in_key {
             Some(0) => ".",
             Some(parent) => self.path.get(..parent).unwrap_or("."),

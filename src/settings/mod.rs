@@ -51,7 +51,7 @@ use serde_json::error::Category;
 use std::collections::BTreeSet;
 
 /// GPU resources counted when the operator configures none.
-pub const DEFAULT_GPU_RESOURCES: [&str; 4] = [
+pub(crate) const DEFAULT_GPU_RESOURCES: [&str; 4] = [
     "nvidia.com/gpu",
     "amd.com/gpu",
     "gpu.intel.com/i915",
@@ -60,16 +60,16 @@ pub const DEFAULT_GPU_RESOURCES: [&str; 4] = [
 /// Half of the smallest per-GPU share of common multi-GPU machines (12 vCPU and
 /// 48 GiB per GPU), so defaults fit within one NUMA node's share with room for
 /// system-reserved CPUs; also fits 1-GPU nodes with 8 vCPU / 32 GiB.
-pub const DEFAULT_CPU_PER_GPU: &str = "4";
-pub const DEFAULT_MEMORY_PER_GPU: &str = "16Gi";
+pub(crate) const DEFAULT_CPU_PER_GPU: &str = "4";
+pub(crate) const DEFAULT_MEMORY_PER_GPU: &str = "16Gi";
 /// Typical footprint of log shippers, metrics exporters and proxies.
-pub const DEFAULT_SIDECAR_CPU: &str = "250m";
-pub const DEFAULT_SIDECAR_MEMORY: &str = "256Mi";
+pub(crate) const DEFAULT_SIDECAR_CPU: &str = "250m";
+pub(crate) const DEFAULT_SIDECAR_MEMORY: &str = "256Mi";
 /// Node-affinity weights range over 1..=100; the default makes alignment the
 /// strongest preference.
-pub const MIN_PREFERRED_WEIGHT: i64 = 1;
-pub const MAX_PREFERRED_WEIGHT: i64 = 100;
-pub const DEFAULT_PREFERRED_WEIGHT: i64 = MAX_PREFERRED_WEIGHT;
+pub(crate) const MIN_PREFERRED_WEIGHT: i64 = 1;
+pub(crate) const MAX_PREFERRED_WEIGHT: i64 = 100;
+pub(crate) const DEFAULT_PREFERRED_WEIGHT: i64 = MAX_PREFERRED_WEIGHT;
 
 /// Settings exactly as written in the policy's `settings:`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -179,7 +179,7 @@ pub enum InitContainer<Q> {
 }
 
 /// The spelling of [`InitContainer::FitApp`] in the settings.
-pub const FIT_APP: &str = "fitApp";
+pub(crate) const FIT_APP: &str = "fitApp";
 
 impl<'de, Q: Deserialize<'de>> Deserialize<'de> for InitContainer<Q> {
     /// `fitApp`, or `{cpu: ..., memory: ...}` (unknown keys refused).
@@ -203,8 +203,8 @@ impl<'de, Q: Deserialize<'de>> Deserialize<'de> for InitContainer<Q> {
     }
 }
 
-pub type QosSettings = Qos<QuantityText>;
-pub type QosConfig = Qos<Quantity>;
+pub(crate) type QosSettings = Qos<QuantityText>;
+pub(crate) type QosConfig = Qos<Quantity>;
 
 impl Default for QosSettings {
     fn default() -> Self {
@@ -330,13 +330,13 @@ impl CapacitySource {
     /// `singleNumaNode`) are ever used: as the only view (`static`) or as
     /// the fallback when the host answers nothing (`auto`). Under the other
     /// sources they are ignored.
-    pub const fn uses_static_limits(self) -> bool {
+    pub(crate) const fn uses_static_limits(self) -> bool {
         matches!(self, CapacitySource::Auto | CapacitySource::Static)
     }
 
     /// Whether `capacity.fleetSummary` is ever read (`auto`, `summary`, and
     /// `cluster`, the older spelling of `auto`); ignored under the others.
-    pub const fn reads_summary(self) -> bool {
+    pub(crate) const fn reads_summary(self) -> bool {
         !matches!(self, CapacitySource::Static | CapacitySource::Nodes)
     }
 
@@ -365,7 +365,7 @@ impl FleetSources {
     /// Whether the cluster is read at all: not under `capacity.source:
     /// static`, where the host is never called (DRA claims and pods are then
     /// not checked either).
-    pub fn reads_cluster(&self) -> bool {
+    pub(crate) fn reads_cluster(&self) -> bool {
         self.summary.is_some() || self.node_list
     }
 }
@@ -418,7 +418,7 @@ pub const DEFAULT_SUMMARY_NAMESPACE: &str = "kube-system";
 pub const DEFAULT_SUMMARY_NAME: &str = "gpu-topology-fleet";
 /// Five summarizer intervals (60 s by default): one missed pass is tolerated,
 /// a stopped summarizer is noticed within minutes.
-pub const DEFAULT_SUMMARY_MAX_AGE_SECONDS: u64 = 300;
+pub(crate) const DEFAULT_SUMMARY_MAX_AGE_SECONDS: u64 = 300;
 
 impl Default for FleetSummarySettings {
     fn default() -> Self {
@@ -432,7 +432,7 @@ impl Default for FleetSummarySettings {
 
 impl CapacitySettings {
     /// True when a static limit is set (what `static` and the `auto` fallback use).
-    pub fn has_static_limits(&self) -> bool {
+    pub(crate) fn has_static_limits(&self) -> bool {
         self.max_gpus_per_node.is_some() || self.max_gpus_per_numa_node.is_some()
     }
 }
@@ -440,7 +440,7 @@ impl CapacitySettings {
 /// DeviceClasses whose devices are GPUs, when the operator configures none:
 /// the NVIDIA DRA driver's full GPUs, MIG devices and VFIO passthrough GPUs
 /// (whose NVLink partitions it publishes), AMD's and Intel's.
-pub const DEFAULT_GPU_DEVICE_CLASSES: [&str; 5] = [
+pub(crate) const DEFAULT_GPU_DEVICE_CLASSES: [&str; 5] = [
     "gpu.nvidia.com",
     "mig.nvidia.com",
     "vfio.gpu.nvidia.com",
@@ -450,7 +450,7 @@ pub const DEFAULT_GPU_DEVICE_CLASSES: [&str; 5] = [
 /// DeviceClasses aligned with a claim's GPUs when the operator configures
 /// none: dra-driver-cpu's CPUs, and the NICs of dranet and the SR-IOV DRA
 /// driver under the class names their documentation uses.
-pub const DEFAULT_ALIGNED_DEVICE_CLASSES: [&str; 3] = [
+pub(crate) const DEFAULT_ALIGNED_DEVICE_CLASSES: [&str; 3] = [
     "dra.cpu",
     "dranet.net",
     "sriovnetwork.k8snetworkplumbingwg.io",
@@ -478,11 +478,11 @@ impl Default for DraSettings {
 }
 
 impl DraSettings {
-    pub fn is_gpu_class(&self, class: &str) -> bool {
+    pub(crate) fn is_gpu_class(&self, class: &str) -> bool {
         self.gpu_device_classes.iter().any(|name| name == class)
     }
 
-    pub fn is_aligned_class(&self, class: &str) -> bool {
+    pub(crate) fn is_aligned_class(&self, class: &str) -> bool {
         self.aligned_device_classes.iter().any(|name| name == class)
     }
 

@@ -12,7 +12,7 @@ const RESERVED_DOMAIN: &str = "kubernetes.io";
 /// An extended resource name: `domain/name` with a DNS-subdomain domain outside
 /// kubernetes.io and a qualified name part (letters, digits, '-', '_', '.',
 /// starting and ending with a letter or digit), e.g. `nvidia.com/gpu`.
-pub fn is_extended_resource_name(resource: &str) -> bool {
+pub(crate) fn is_extended_resource_name(resource: &str) -> bool {
     let Some((domain, name)) = resource.split_once('/') else {
         return false;
     };

@@ -39,7 +39,7 @@ pub fn decision(record: &BindingRecord) -> Decision {
 }
 
 /// The warning of a binding that was not checked.
-pub fn not_checked(record: &BindingRecord, why: &NotChecked) -> String {
+pub(crate) fn not_checked(record: &BindingRecord, why: &NotChecked) -> String {
     format!(
         "the binding of pod {} to node {} was not checked against the node's NUMA occupancy: {}",
         record.pod,

@@ -150,7 +150,7 @@ impl From<NotChecked> for BindingOutcome {
 /// A pod with claims only is checked for what the kubelet pins of it
 /// (exclusive CPUs, memory): the DRA devices themselves are no Topology
 /// Manager hint provider.
-pub fn read_pod(pod: &[u8], config: &Config) -> Result<Option<(Value, Demand)>, String> {
+pub(crate) fn read_pod(pod: &[u8], config: &Config) -> Result<Option<(Value, Demand)>, String> {
     let mut pod: Value =
         serde_json::from_slice(pod).map_err(|error| format!("the Pod is not JSON: {error}"))?;
     let Some(spec) = pod.get_mut("spec").map(Value::take) else {

@@ -192,7 +192,7 @@ fn needs_constraint(
 }
 
 /// The constraint a GPU claim lacks under NUMA alignment.
-pub fn numa_completion(
+pub(crate) fn numa_completion(
     claim: &DeviceClaim,
     aligned: &Aligned,
     inventory: &DraInventory,
@@ -213,7 +213,7 @@ pub fn numa_completion(
 /// one NVLink partition, the smallest size that holds them which every
 /// device of the GPU classes publishes (`gpu.nvidia.com/partition2` for 2
 /// GPUs; 3 GPUs take a partition of 4). NICs and CPUs are not covered.
-pub fn nvlink_completion(
+pub(crate) fn nvlink_completion(
     claim: &DeviceClaim,
     aligned: &Aligned,
     inventory: &DraInventory,
@@ -351,7 +351,7 @@ pub(crate) fn common_numa_attribute(
 }
 
 /// The claim with `constraint` added, for the fit of the completed claim.
-pub fn with_constraint(claim: &DeviceClaim, constraint: &DeviceConstraint) -> DeviceClaim {
+pub(crate) fn with_constraint(claim: &DeviceClaim, constraint: &DeviceConstraint) -> DeviceClaim {
     let mut completed = claim.clone();
     completed.constraints.push(constraint.clone());
     completed

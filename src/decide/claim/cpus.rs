@@ -39,14 +39,14 @@ use gpu_topology::Alignment;
 use serde_json::Value;
 
 /// The driver name of dra-driver-cpu.
-pub const DRA_CPU_DRIVER: &str = "dra.cpu";
+pub(crate) const DRA_CPU_DRIVER: &str = "dra.cpu";
 /// The consumable capacity of its grouped devices (`docs/user/device-attributes.md`).
-pub const CPU_CAPACITY: &str = "dra.cpu/cpu";
+pub(crate) const CPU_CAPACITY: &str = "dra.cpu/cpu";
 /// Devices one claim may be allocated (types.go `AllocationResultsMaxSize`).
-pub const MAX_CLAIM_DEVICES: u64 = 32;
+pub(crate) const MAX_CLAIM_DEVICES: u64 = 32;
 /// Requests, and constraints, one claim may have (types.go
 /// `DeviceRequestsMaxSize`, `DeviceConstraintsMaxSize`).
-pub const MAX_CLAIM_ENTRIES: usize = 32;
+pub(crate) const MAX_CLAIM_ENTRIES: usize = 32;
 
 /// How dra-driver-cpu publishes a node's CPUs (`--cpu-device-mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +69,7 @@ pub struct CpuRequest {
 
 impl CpuRequest {
     /// The request as the claim's view reads it.
-    pub fn device_request(&self) -> DeviceRequest {
+    pub(crate) fn device_request(&self) -> DeviceRequest {
         let (mode, capacity) = match self.mode {
             CpuMode::Grouped => (
                 AllocationMode::ExactCount(1),
@@ -93,7 +93,7 @@ impl CpuRequest {
     }
 
     /// The request as JSON, in the API's field order.
-    pub fn to_json(&self) -> String {
+    pub(crate) fn to_json(&self) -> String {
         let mut out = String::from("{\"name\":");
         write_string(&self.name, &mut out);
         out.push_str(",\"exactly\":{\"deviceClassName\":");
@@ -187,7 +187,7 @@ pub enum CannotAddCpus {
 
 /// The class of dra-driver-cpu's devices among the aligned classes: one
 /// that selects every device of the driver and nothing else.
-pub fn cpu_class<'i>(config: &Config, inventory: &'i DraInventory) -> Option<&'i String> {
+pub(crate) fn cpu_class<'i>(config: &Config, inventory: &'i DraInventory) -> Option<&'i String> {
     let runs = inventory
         .all_devices()
         .any(|device| device.driver == DRA_CPU_DRIVER);
@@ -208,7 +208,7 @@ fn selects_every_cpu(selector: &ClassSelector) -> bool {
 }
 
 /// Whether the settings complete claims with CPUs at all.
-pub fn completes_claims(config: &Config) -> bool {
+pub(crate) fn completes_claims(config: &Config) -> bool {
     config.topology.affinity != AffinityMode::Off
         && config.topology.alignment == Alignment::Numa
         && config.qos.mode == QosMode::Mutate
@@ -445,7 +445,7 @@ fn request_name(claim: &DeviceClaim) -> String {
 }
 
 /// The NUMA attribute a plan's constraint is on, for messages.
-pub fn constraint_attribute(add: &AddCpus) -> &str {
+pub(crate) fn constraint_attribute(add: &AddCpus) -> &str {
     match &add.constraint.rule {
         ConstraintRule::MatchAttribute(name) | ConstraintRule::DistinctAttribute(name) => name,
     }

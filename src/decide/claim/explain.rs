@@ -128,7 +128,7 @@ pub fn no_fit_text(groups: &[(Nodes, Shortfall)]) -> String {
 
 /// The accepted answer when the claim is not read as this policy expects.
 #[inline(never)]
-pub fn unread_claim(kind: &ClaimKind, name: &str, problem: &str) -> Decision {
+pub(crate) fn unread_claim(kind: &ClaimKind, name: &str, problem: &str) -> Decision {
     Decision {
         verdict: Verdict::Accept,
         warnings: vec![format!(
@@ -139,7 +139,7 @@ pub fn unread_claim(kind: &ClaimKind, name: &str, problem: &str) -> Decision {
 }
 
 /// The accepted answer when the devices cannot be read.
-pub fn no_inventory(kind: &ClaimKind, name: &str, problem: &str) -> Decision {
+pub(crate) fn no_inventory(kind: &ClaimKind, name: &str, problem: &str) -> Decision {
     Decision {
         verdict: Verdict::Accept,
         warnings: vec![format!(
@@ -357,7 +357,7 @@ fn cannot_align(cannot: &CannotAlign) -> String {
 /// What pod `pod` is told about dra-driver-cpu's CPUs for its claim
 /// `claim` from ResourceClaimTemplate `namespace/template`; nothing where
 /// the plan does not apply.
-pub fn cpu_plan_note(
+pub(crate) fn cpu_plan_note(
     pod: &str,
     claim: &str,
     namespace: &str,

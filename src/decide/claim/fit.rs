@@ -84,7 +84,7 @@ pub enum Unknown {
 
 /// The answer for one group of nodes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GroupFit {
+pub(crate) enum GroupFit {
     Fits,
     Unknown(Unknown),
     Short(Shortfall),
@@ -127,7 +127,7 @@ impl Nodes {
 /// policy-server's 2 s timeout. The claim's lists are held to the API's
 /// caps when read (`request::claim::MAX_REQUESTS` and the others); this
 /// caps what the fleet multiplies them by.
-pub const MAX_FIT_WORK: usize = 1 << 22;
+pub(crate) const MAX_FIT_WORK: usize = 1 << 22;
 
 /// `Err` (naming the cap) when a group holds more devices than the fleet
 /// summary reads in one (`gpu_topology::dra::MAX_GROUP_DEVICES`, which
@@ -140,7 +140,7 @@ pub const MAX_FIT_WORK: usize = 1 << 22;
 /// claim's second fit). Such a claim is accepted unchecked, never refused
 /// for the cap alone.
 #[inline(never)]
-pub fn within_work_cap(claim: &DeviceClaim, inventory: &DraInventory) -> Result<(), String> {
+pub(crate) fn within_work_cap(claim: &DeviceClaim, inventory: &DraInventory) -> Result<(), String> {
     inventory.devices.within_group_cap()?;
     let passes = claim
         .requests
@@ -284,7 +284,11 @@ fn most_capacity<'d>(devices: impl Iterator<Item = &'d Device>, name: &str) -> O
 }
 
 /// The fit of `claim` on one group of nodes.
-pub fn group_fit(claim: &DeviceClaim, group: &DeviceGroup, inventory: &DraInventory) -> GroupFit {
+pub(crate) fn group_fit(
+    claim: &DeviceClaim,
+    group: &DeviceGroup,
+    inventory: &DraInventory,
+) -> GroupFit {
     // Condition 1, per class: the ExactCount `exactly` requests together;
     // a firstAvailable request needs one of its choices.
     for request in claim.requests.iter().filter(|r| r.is_first_available()) {

@@ -32,7 +32,7 @@ pub fn constraint_json(constraint: &DeviceConstraint) -> String {
 /// `devices.constraints`, the array created when absent or `null`; `Err`
 /// when the text is not shaped so, or a key on the way is given twice
 /// (which of two the API server keeps is not this policy's to guess).
-pub fn add_constraint(
+pub(crate) fn add_constraint(
     text: &str,
     kind: &ClaimKind,
     constraint: &DeviceConstraint,
@@ -42,7 +42,7 @@ pub fn add_constraint(
 
 /// `text` with `request` (JSON) appended to its `devices.requests`, the
 /// array created when absent or `null`; `Err` as [`add_constraint`].
-pub fn add_request(text: &str, kind: &ClaimKind, request: &str) -> Result<String, String> {
+pub(crate) fn add_request(text: &str, kind: &ClaimKind, request: &str) -> Result<String, String> {
     append(text, kind, "requests", request)
 }
 

@@ -144,7 +144,7 @@ struct ReadClaim<'c> {
 }
 
 /// The DRA stage of pod `name` (`namespace/name`) with PodSpec `spec`.
-pub fn dra_stage(
+pub(crate) fn dra_stage(
     spec: &Value,
     namespace: &str,
     name: &str,
