@@ -26,9 +26,9 @@
 //! decided on the configured defaults.
 
 use crate::decide::explain::{kubelets_take_it, nodes};
+use crate::decide::input::PodInput;
 use crate::decide::model::{self, AnswerMemo, GroupVerdict, Need};
 use crate::decide::qos::{self, ComputeResource, Reason, Target};
-use crate::decide::PodInput;
 use crate::request::quantity::Quantity;
 use crate::settings::{Config, QosConfig, QosMode};
 use gpu_topology::hashing::{FastMap, FirstEqual};

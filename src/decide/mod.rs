@@ -1,6 +1,10 @@
 //! The decision for one admission request: accept, mutate or reject. Pure:
 //! request and settings in, decision out, so it is tested natively.
 //!
+//! This file is the pipeline, and the only caller of a GPU pod's stages;
+//! the types every stage shares sit below them: the answer ([`answer`])
+//! and the pod's input ([`input`]).
+//!
 //! A Pod goes through the stages once each: its input is read ([`PodInput`]:
 //! the GPU demand, computed once, and the node it is pinned to), the
 //! cluster view is read ([`fit::look`]), the QoS plan is made for that
@@ -11,6 +15,7 @@
 //! same stages and keep the verdict only.
 
 pub mod affinity;
+pub mod answer;
 pub mod binding;
 pub(crate) mod capacity;
 pub mod claim;
@@ -18,6 +23,7 @@ pub mod demand;
 pub mod explain;
 pub(crate) mod extended_by_dra;
 pub mod fit;
+pub mod input;
 pub(crate) mod lowering;
 pub mod model;
 pub mod qos;
@@ -28,18 +34,19 @@ pub(crate) mod testing;
 pub mod workload;
 
 use crate::cluster::host::{ClusterReader, KubewardenHost};
-use crate::request::pod::{pinned_node, Pinned, PinnedBy};
+use crate::request::pod::{Pinned, PinnedBy};
 use crate::request::pod_text::PodText;
 use crate::request::AdmissionRequest;
 use crate::settings::{AffinityMode, Config, QosConfig, QosMode};
 use affinity::AffinityRequirement;
+pub use answer::{Decision, MutatedObject, Verdict};
 use demand::{Demand, PodDevices};
+pub use input::PodInput;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::Resource;
 use model::GroupVerdict;
 use qos::{QosPlan, Target};
 use serde_json::Value;
-use std::fmt;
 
 /// The most containers (init, sidecar and app together) of one pod the
 /// kubelet model is asked about: each answer walks them in the kubelet's
@@ -52,87 +59,6 @@ pub const MAX_CONTAINERS: usize = 64;
 pub const CREATE: &str = "CREATE";
 /// Workloads are also validated when their pod template changes.
 pub const UPDATE: &str = "UPDATE";
-
-/// What to answer. `Object` is the mutated object: JSON text in the answer,
-/// a JSON tree while the pod decision is being made.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Verdict<Object = MutatedObject> {
-    Accept,
-    /// Accept the object as changed here.
-    Mutate(Object),
-    Reject(String),
-}
-
-/// A verdict with non-fatal notes for the requesting client.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Decision<Object = MutatedObject> {
-    pub verdict: Verdict<Object>,
-    pub warnings: Vec<String>,
-}
-
-impl<Object> Decision<Object> {
-    pub fn accept() -> Self {
-        Verdict::Accept.into()
-    }
-
-    pub fn reject(message: String) -> Self {
-        Verdict::Reject(message).into()
-    }
-
-    /// The same decision with the mutated object converted by `convert`.
-    fn try_map<Other>(
-        self,
-        convert: impl FnOnce(Object) -> Result<Other, String>,
-    ) -> Result<Decision<Other>, String> {
-        let verdict = match self.verdict {
-            Verdict::Accept => Verdict::Accept,
-            Verdict::Mutate(object) => Verdict::Mutate(convert(object)?),
-            Verdict::Reject(message) => Verdict::Reject(message),
-        };
-        Ok(Decision {
-            verdict,
-            warnings: self.warnings,
-        })
-    }
-}
-
-impl<Object> From<Verdict<Object>> for Decision<Object> {
-    fn from(verdict: Verdict<Object>) -> Self {
-        Decision {
-            verdict,
-            warnings: Vec::new(),
-        }
-    }
-}
-
-/// The mutated object as JSON text, which the answer carries as it is. It is
-/// JSON by construction: the admitted text with serialised values spliced in
-/// at value boundaries ([`PodText::rewrite`]), or a serialised tree.
-#[derive(Clone, PartialEq)]
-pub struct MutatedObject(String);
-
-impl MutatedObject {
-    pub fn from_value(value: &Value) -> Result<Self, String> {
-        serde_json::to_string(value)
-            .map(Self)
-            .map_err(|error| format!("the mutated object cannot be written: {error}"))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// The object as a JSON tree (tests and tools; the answer uses the text).
-    pub fn to_value(&self) -> Result<Value, serde_json::Error> {
-        serde_json::from_slice(self.as_str().as_bytes())
-    }
-}
-
-impl fmt::Debug for MutatedObject {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Decides on an admission request, reading the cluster view through the
 /// Kubewarden host.
@@ -304,32 +230,6 @@ fn decide_pod(
             .unwrap_or_else(Decision::reject),
         pod: decided.pod,
         dra: None,
-    }
-}
-
-/// What the decision reads from a GPU pod's spec, once.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodInput<'a> {
-    pub demand: Demand,
-    /// The node the pod is pinned to, if any: by `spec.nodeName`, or by
-    /// required affinity on the node's name (DaemonSet pods).
-    pub pinned: Option<Pinned<'a>>,
-}
-
-impl<'a> PodInput<'a> {
-    /// The input of the PodSpec `spec`; `Ok(None)` when it is no GPU pod,
-    /// `Err` when a GPU count is malformed.
-    pub fn read(spec: &'a Value, config: &Config) -> Result<Option<Self>, String> {
-        let pod = PodDevices::from_pod_spec_with(spec, &config.gpu_resources, &config.devices)?;
-        let demand = Demand::new(pod, config.topology.scope);
-        Ok(demand.is_gpu_pod().then(|| PodInput {
-            demand,
-            pinned: pinned_node(spec),
-        }))
-    }
-
-    pub fn pinned_node(&self) -> Option<&'a str> {
-        self.pinned.map(|pinned| pinned.node)
     }
 }
 

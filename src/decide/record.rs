@@ -206,11 +206,11 @@ impl PodRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decide::answer::Verdict;
     use crate::decide::evaluate_with;
     use crate::decide::testing::{
         config, hgx, hgx_full_pcpus_only, l4, pod, runs, VERDICTS, WHY_AND_FIX,
     };
-    use crate::decide::Verdict;
     use kubewarden_policy_sdk::host_capabilities::kubernetes::{
         GetResourceRequest, ListAllResourcesRequest,
     };

@@ -22,11 +22,11 @@
 //! refusal, which names the multiple to request).
 
 use crate::decide::explain::kubelets_take_it;
+use crate::decide::input::PodInput;
 use crate::decide::lowering::Search;
 use crate::decide::model::Need;
 use crate::decide::model::{Answer, AnswerMemo, GroupVerdict};
 use crate::decide::qos::{self, Reason};
-use crate::decide::PodInput;
 use crate::settings::{Config, QosConfig, QosMode};
 use gpu_topology::kubelet::Refusal;
 use serde_json::Value;

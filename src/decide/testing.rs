@@ -3,8 +3,9 @@
 
 use crate::cluster::host::ClusterReader;
 use crate::cluster::{ClusterRead, ClusterView};
+use crate::decide::input::PodInput;
 use crate::decide::model::{self, GroupVerdict};
-use crate::decide::{fit, qos, PodInput};
+use crate::decide::{fit, qos};
 use crate::settings::FleetSources;
 use crate::settings::{settings_from_value, Config};
 use gpu_topology::{Fleet, LabelPrefix, NodeTopology};

@@ -6,7 +6,7 @@
 
 pub mod json_write;
 
-use crate::decide::{Decision, Verdict};
+use crate::decide::answer::{Decision, Verdict};
 use crate::response::json_write::write_string;
 
 // The SDK response's fields, in its order, between the variable parts;
@@ -61,7 +61,7 @@ pub fn to_bytes(decision: &Decision) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::MutatedObject;
+    use crate::decide::answer::MutatedObject;
     use kubewarden_policy_sdk::response::ValidationResponse as SdkResponse;
     use rstest::rstest;
     use serde_json::{json, Value};

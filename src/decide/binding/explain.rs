@@ -2,10 +2,10 @@
 //! scheduler, and the lines the tool prints.
 
 use super::record::{BindingOutcome, BindingRecord, Checked, NotChecked};
+use crate::decide::answer::Decision;
 use crate::decide::explain::{
     bytes, is_plural, plural, refused, request_words, unknown_words, verb_s, who, NumaFigures,
 };
-use crate::decide::Decision;
 use gpu_topology::kubelet::{
     HintReport, Occupancy, Refusal, Resource, ResourceReport, UnitReport, Verdict,
 };

@@ -26,9 +26,10 @@ pub mod record;
 use crate::cluster::binding::{pod_request, topology_request};
 use crate::cluster::host::{quote_host_error, ClusterReader, HostErrorKind};
 use crate::cluster::nodes::{node_request, parse_node};
+use crate::decide::answer::Decision;
 use crate::decide::demand::{Demand, PodDevices};
 use crate::decide::model::model_pod;
-use crate::decide::{Decision, MAX_CONTAINERS};
+use crate::decide::MAX_CONTAINERS;
 use crate::request::binding::Binding;
 use crate::settings::Config;
 use gpu_topology::kubelet::{admit_on_busy_node, facts_from_topology};
@@ -194,8 +195,8 @@ fn gpu_resource<'c>(demand: &Demand, config: &'c Config) -> &'c str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decide::answer::Verdict;
     use crate::decide::testing::{hgx, pod};
-    use crate::decide::Verdict;
     use gpu_topology::LabelPrefix;
     use kubewarden_policy_sdk::host_capabilities::kubernetes::{
         GetResourceRequest, ListAllResourcesRequest,

@@ -4,12 +4,12 @@
 
 use crate::cluster::dra::{partition_size, PARTITION_ATTRIBUTE_PREFIX, STANDARD_NUMA_ATTRIBUTE};
 use crate::cluster::host::quote_host_error;
+use crate::decide::answer::{Decision, Verdict};
 use crate::decide::claim::completion::{CannotAlign, Completion};
 use crate::decide::claim::cpus::{self, CannotAddCpus, CpuPlan};
 use crate::decide::claim::fit::{ClaimFit, Nodes, Shortfall, Unknown};
 use crate::decide::claim::patch::constraint_json;
 use crate::decide::claim::ClaimPlan;
-use crate::decide::{Decision, Verdict};
 use crate::request::claim::{ClaimKind, ConstraintRule, DeviceConstraint};
 use crate::request::quantity::Quantity;
 use crate::settings::{AffinityMode, Config, QosMode};

@@ -8,11 +8,11 @@
 
 use crate::cluster::dra;
 use crate::cluster::host::{quote_host_error, ClusterReader};
+use crate::decide::answer::{Decision, MutatedObject, Verdict};
 use crate::decide::claim::completion::aligned_requests;
 use crate::decide::claim::cpus::{self, CpuPlan};
 use crate::decide::claim::fit::within_work_cap;
 use crate::decide::claim::patch;
-use crate::decide::{Decision, MutatedObject, Verdict};
 use crate::request::claim::{DeviceClaim, RESOURCE_CLAIM};
 use crate::settings::Config;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;

@@ -22,7 +22,8 @@ pub mod pod;
 
 use crate::cluster::dra::{self, DraInventory};
 use crate::cluster::host::ClusterReader;
-use crate::decide::{Decision, MutatedObject, Verdict, CREATE};
+use crate::decide::answer::{Decision, MutatedObject, Verdict};
+use crate::decide::CREATE;
 use crate::request::claim::{
     ClaimKind, DeviceClaim, EXTENDED_RESOURCE_CLAIM_ANNOTATION, POD_CLAIM_NAME_ANNOTATION,
     RESOURCE_CLAIM,

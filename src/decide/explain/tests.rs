@@ -4,8 +4,8 @@
 
 use super::*;
 use crate::decide::demand::PodDevices;
+use crate::decide::input::PodInput;
 use crate::decide::testing::{config, hgx, node, pod, view, HGX, KUBELET};
-use crate::decide::PodInput;
 use gpu_topology::kubelet::{facts_from_topology, HintReport, ResourceReport};
 use rstest::rstest;
 use serde_json::{json, Value};
