@@ -190,11 +190,7 @@ fn status_code(line: &str) -> Option<u16> {
 /// policy's advice off the end of a warning, and bloat every admission
 /// response; its first line is the reason, and its end holds the status.
 pub fn quote_host_error(error: &str) -> String {
-    let line = error
-        .split(['\n', '\r'])
-        .map(str::trim)
-        .find(|line| !line.is_empty())
-        .unwrap_or(NO_REASON);
+    let line = first_line(error);
     let printable = |c: char| if c.is_control() { ' ' } else { c };
     let chars = line.chars().count();
     let tail: String = if chars <= HOST_ERROR_TAIL_CHARS {
@@ -212,6 +208,37 @@ pub fn quote_host_error(error: &str) -> String {
         Some(kind) => format!("{kind} (host: {})", tail.trim()),
         None => tail,
     }
+}
+
+/// The meaning of a host error ([`HostErrorKind::of`] its first line).
+pub(crate) fn host_error_kind(error: &str) -> Option<HostErrorKind> {
+    HostErrorKind::of(first_line(error))
+}
+
+/// Whether granting the policy access could be the fix for `error`: the
+/// host refused the read, or failed in words the policy cannot read. Not
+/// for an object that is not there, or an API server out of reach or
+/// failing.
+pub(crate) fn access_may_fix(error: &str) -> bool {
+    !matches!(
+        host_error_kind(error),
+        Some(
+            HostErrorKind::NotFound
+                | HostErrorKind::TimedOut
+                | HostErrorKind::Unreachable
+                | HostErrorKind::ServerError(_)
+        )
+    )
+}
+
+/// A host error's first line that says something: where kube-rs puts the
+/// API status.
+fn first_line(error: &str) -> &str {
+    error
+        .split(['\n', '\r'])
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or(NO_REASON)
 }
 
 /// Room for a request's JSON: both requests the policy makes fit.

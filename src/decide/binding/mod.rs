@@ -24,7 +24,7 @@ pub mod explain;
 pub mod record;
 
 use crate::cluster::binding::{pod_request, topology_request};
-use crate::cluster::host::{quote_host_error, ClusterReader, HostErrorKind};
+use crate::cluster::host::{host_error_kind, quote_host_error, ClusterReader, HostErrorKind};
 use crate::cluster::nodes::{node_request, parse_node};
 use crate::decide::answer::Decision;
 use crate::decide::demand::{Demand, PodDevices};
@@ -99,8 +99,7 @@ fn outcome(
     let object = match cluster.get_resource(&topology_request(&binding.node)) {
         Ok(object) => object,
         Err(error) => {
-            let line = error.lines().next().unwrap_or_default();
-            return match HostErrorKind::of(line) {
+            return match host_error_kind(&error) {
                 Some(HostErrorKind::NotFound) => NotChecked::TopologyMissing,
                 _ => NotChecked::TopologyUnread(quote_host_error(&error)),
             }

@@ -7,7 +7,7 @@
 //! Pending while the controller retried.
 
 use crate::cluster::dra;
-use crate::cluster::host::{quote_host_error, ClusterReader};
+use crate::cluster::host::{access_may_fix, quote_host_error, ClusterReader};
 use crate::decide::answer::{Decision, MutatedObject, Verdict};
 use crate::decide::claim::completion::aligned_requests;
 use crate::decide::claim::cpus::{self, CpuPlan};
@@ -142,8 +142,14 @@ fn read_pod(
     let bytes = cluster
         .get_resource(&pod_request(owner, namespace))
         .map_err(|error| {
+            // A pod deleted before its claim came, or an API server out of
+            // reach, is not fixed by granting access.
+            let grant = match access_may_fix(&error) {
+                true => "; grant the policy v1 Pod in contextAwareResources",
+                false => "",
+            };
             format!(
-                "Pod {namespace}/{} cannot be read ({}); grant the policy v1 Pod in contextAwareResources",
+                "Pod {namespace}/{} cannot be read ({}){grant}",
                 owner.name,
                 quote_host_error(&error)
             )

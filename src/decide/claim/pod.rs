@@ -24,7 +24,7 @@
 //! resource path's, and a DRA claim's alignment is the claim's.
 
 use crate::cluster::dra::{self, DraInventory};
-use crate::cluster::host::{quote_host_error, ClusterReader};
+use crate::cluster::host::{access_may_fix, quote_host_error, ClusterReader};
 use crate::decide::claim::completion::{aligned_requests, Aligned};
 use crate::decide::claim::cpus::{self, CpuPlan, DRA_CPU_DRIVER};
 use crate::decide::claim::explain;
@@ -166,13 +166,24 @@ pub(crate) fn dra_stage(
             .map(|(_, answer)| answer.clone());
         let answer = known.unwrap_or_else(|| {
             let answer = read_claim(claim, namespace, cluster);
-            if let Err(problem) = &answer {
+            if let Err(unread) = &answer {
+                // Granting access is the fix only where access may be what
+                // failed: not for a source that is not there yet, or one
+                // the API server would not have stored.
+                let grant = if unread.access_may_fix {
+                    format!(
+                        "; grant the policy resource.k8s.io/v1 {} in contextAwareResources",
+                        claim.kind.kind
+                    )
+                } else {
+                    String::new()
+                };
                 stage.warnings.push(format!(
-                    "Pod {name}: the {} {namespace}/{} of its claim {:?} cannot be read ({problem}), so whether it claims GPUs, and whether they fit, is not known; grant the policy resource.k8s.io/v1 {} in contextAwareResources",
-                    claim.kind.kind, claim.source, claim.name, claim.kind.kind
+                    "Pod {name}: the {} {namespace}/{} of its claim {:?} cannot be read ({}), so whether it claims GPUs, and whether they fit, is not known{grant}",
+                    claim.kind.kind, claim.source, claim.name, unread.problem
                 ));
             }
-            answer
+            answer.map_err(|unread| unread.problem)
         });
         answers.push((claim, answer.clone()));
         let record = stage.claims.len();
@@ -321,13 +332,28 @@ fn read_claim(
     claim: &PodClaim,
     namespace: &str,
     cluster: &dyn ClusterReader,
-) -> Result<DeviceClaim, String> {
+) -> Result<DeviceClaim, Unread> {
     let bytes = cluster
         .get_resource(&claim_request(claim, namespace))
-        .map_err(|error| quote_host_error(&error))?;
+        .map_err(|error| Unread {
+            access_may_fix: access_may_fix(&error),
+            problem: quote_host_error(&error),
+        })?;
+    let unreadable = |problem| Unread {
+        problem,
+        access_may_fix: false,
+    };
     let object: Value = serde_json::from_slice(&bytes)
-        .map_err(|error| format!("the answer is not JSON: {error}"))?;
-    DeviceClaim::of_object(&object, claim.kind)
+        .map_err(|error| unreadable(format!("the answer is not JSON: {error}")))?;
+    DeviceClaim::of_object(&object, claim.kind).map_err(unreadable)
+}
+
+/// Why a claim's source was not read, and whether granting the policy
+/// access to its kind could be the fix: the host refused it, or failed in
+/// words the policy cannot read.
+struct Unread {
+    problem: String,
+    access_may_fix: bool,
 }
 
 /// The fix for exclusive CPUs beside DRA GPUs.
@@ -392,4 +418,85 @@ fn exclusive_cpu_containers(spec: &Value, gpu_claims: &[&str]) -> Vec<ContainerR
         })
         .map(|container| container.id.clone())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::testing::config;
+    use crate::request::claim::MAX_REQUESTS;
+    use kubewarden_policy_sdk::host_capabilities::kubernetes::ListAllResourcesRequest;
+    use rstest::rstest;
+    use serde_json::json;
+
+    /// A cluster whose read of the pod's claim template answers `answer`.
+    struct Template(Result<Value, &'static str>);
+
+    impl ClusterReader for Template {
+        fn list_all_resources(&self, _: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+            Err("not listed here".to_owned())
+        }
+
+        fn get_resource(&self, _: &GetResourceRequest) -> Result<Vec<u8>, String> {
+            self.0
+                .clone()
+                .map(|template| template.to_string().into_bytes())
+                .map_err(str::to_owned)
+        }
+    }
+
+    fn template_of(requests: usize) -> Value {
+        let request = |i| json!({"name": format!("gpu-{i}"), "exactly": {"deviceClassName": "gpu.nvidia.com"}});
+        json!({"spec": {"spec": {"devices": {"requests": (0..requests).map(request).collect::<Vec<_>>()}}}})
+    }
+
+    /// Access is named as the fix only where the host refused the read or
+    /// said nothing readable: not for a template that is not there (yet),
+    /// an API server out of reach, or a template past the API's caps.
+    #[rstest]
+    #[case::access_denied(
+        Err(
+            "resourceclaimtemplates.resource.k8s.io \"gpu\" is forbidden: User cannot get resource"
+        ),
+        true
+    )]
+    #[case::not_granted_by_kubewarden(Err("Callback evaluation failure: resource.k8s.io/v1 ResourceClaimTemplate has not been granted access"), true)]
+    #[case::unreadable_words(Err("something went wrong"), true)]
+    #[case::not_found(Err("ApiError: resourceclaimtemplates.resource.k8s.io \"gpu\" not found: NotFound (ErrorResponse { status: \"Failure\", reason: \"NotFound\", code: 404 })"), false)]
+    #[case::unreachable(
+        Err("error trying to connect: tcp connect error: Connection refused (os error 111)"),
+        false
+    )]
+    #[case::past_the_api_cap(Ok(template_of(MAX_REQUESTS + 1)), false)]
+    fn an_unread_claim_names_access_only_where_access_may_fix_it(
+        #[case] answer: Result<Value, &'static str>,
+        #[case] grant: bool,
+    ) {
+        let spec = json!({
+            "containers": [{"name": "train", "resources": {"claims": [{"name": "gpu"}]}}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}],
+        });
+        let stage = dra_stage(
+            &spec,
+            "ml",
+            "ml/train",
+            &config(json!({})),
+            &Template(answer),
+        );
+        let [warning] = stage.warnings.as_slice() else {
+            panic!("one warning: {:?}", stage.warnings);
+        };
+        assert!(
+            warning.starts_with("Pod ml/train: the ResourceClaimTemplate ml/gpu of its claim \"gpu\" cannot be read ("),
+            "{warning}"
+        );
+        assert_eq!(warning.contains("; grant the policy resource.k8s.io/v1 ResourceClaimTemplate in contextAwareResources"), grant, "{warning}");
+        assert!(matches!(
+            stage.claims.as_slice(),
+            [ClaimRecord {
+                outcome: ClaimOutcome::Unreadable(_),
+                ..
+            }]
+        ));
+    }
 }
