@@ -3,6 +3,7 @@
 //! the policy reads them. Kept apart from `dra.rs` so the production code
 //! stays short (issue #36).
 
+use super::classes::read_expression;
 use super::*;
 use rstest::rstest;
 use serde_json::json;
