@@ -6,6 +6,7 @@
 
 pub mod cluster;
 pub mod decide;
+pub mod json;
 pub mod request;
 pub mod response;
 pub mod settings;

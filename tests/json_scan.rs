@@ -4,7 +4,7 @@
 //! or swapped in), compact and pretty-printed. The payload reader built on
 //! it must then read what serde_json reads from the same broken payloads.
 
-use gpu_topology_policy::request::json_scan::validate;
+use gpu_topology_policy::json::scan::validate;
 use gpu_topology_policy::request::Payload;
 use serde::de::IgnoredAny;
 use serde_json::Value;

@@ -11,7 +11,7 @@ use gpu_topology::{Fleet, FleetSummary, LabelPrefix, NodeTopology};
 use gpu_topology_policy::cluster::host::ClusterReader;
 use gpu_topology_policy::cluster::{fleet_summary, nodes, MAX_SHAPES};
 use gpu_topology_policy::decide::{evaluate_pod, Verdict};
-use gpu_topology_policy::request::json_scan::{self, Scanner, MAX_DEPTH};
+use gpu_topology_policy::json::scan::{self as json_scan, Scanner, MAX_DEPTH};
 use gpu_topology_policy::request::pod_text::PodText;
 use gpu_topology_policy::request::{GroupVersionKind, Payload};
 use gpu_topology_policy::settings::parse_settings;

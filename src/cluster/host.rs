@@ -7,7 +7,7 @@
 //! it, where the SDK's helpers would deserialise whole Kubernetes objects.
 
 use crate::cluster::ClusterRead;
-use crate::response::json_write::write_string;
+use crate::json::write::write_string;
 use crate::settings::FleetSources;
 use gpu_topology::LabelPrefix;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{

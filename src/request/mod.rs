@@ -9,14 +9,13 @@
 
 pub mod binding;
 pub mod claim;
-pub mod json_scan;
 pub mod pod;
 pub mod pod_text;
 pub mod qos_class;
 /// Kubernetes quantities, shared with the labeler (it reads the kubelet's).
 pub use gpu_topology::quantity;
 
-use crate::request::json_scan::{Members, Scanner};
+use crate::json::scan::{Members, Scanner};
 use crate::request::pod_text::{PodFields, PodText};
 use serde::Deserialize;
 use std::borrow::Cow;
@@ -31,7 +30,7 @@ pub struct Payload<'a> {
 }
 
 impl<'a> Payload<'a> {
-    /// Reads the payload in one validating scan (see [`crate::request::json_scan`]).
+    /// Reads the payload in one validating scan (see [`crate::json::scan`]).
     pub fn parse(payload: &'a [u8]) -> Result<Self, ReadError> {
         let text = std::str::from_utf8(payload)
             .map_err(|error| ReadError::new("the payload", error.to_string()))?;

@@ -4,7 +4,7 @@
 //!
 //! Reading a 5 KB pod into a JSON tree, cloning it and writing it back costs
 //! far more than the decision itself. [`PodText::read`] instead scans the
-//! text once ([`crate::request::json_scan`]), keeps where each field the policy may
+//! text once ([`crate::json::scan`]), keeps where each field the policy may
 //! rewrite sits, and builds
 //! the *reduced pod*: a small JSON tree holding only the fields the policy
 //! reads (`spec.containers[].{name,restartPolicy,resources}`, the same for
@@ -19,8 +19,8 @@
 //! type) is not guessed at: `read` answers `None` and the caller decides on
 //! the whole JSON tree instead, which names the problem.
 
-use crate::request::json_scan::{tree_refusal_hints, Scanner, Span};
-use crate::response::json_write::{write_string, write_value};
+use crate::json::scan::{tree_refusal_hints, Scanner, Span};
+use crate::json::write::{write_string, write_value};
 use serde_json::{Map, Value};
 
 /// The PodSpec fields the policy may rewrite, besides container resources.

@@ -4,10 +4,8 @@
 //! again; the other fields are fixed text but for the message and the
 //! warnings.
 
-pub mod json_write;
-
 use crate::decide::answer::{Decision, Verdict};
-use crate::response::json_write::write_string;
+use crate::json::write::write_string;
 
 // The SDK response's fields, in its order, between the variable parts;
 // `code` and `audit_annotations` are never set by this policy. A test keeps

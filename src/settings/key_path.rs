@@ -20,7 +20,7 @@
 //! so the settings' own readers raise theirs while serde_json reads the
 //! value (`settings::then`).
 
-use crate::request::json_scan::Scanner;
+use crate::json::scan::Scanner;
 
 /// Deeper than serde_json reads (its recursion limit is 128).
 const MAX_DEPTH: usize = 128;

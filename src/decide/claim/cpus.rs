@@ -28,12 +28,12 @@ use crate::decide::claim::completion::{common_numa_attribute, Aligned, CannotAli
 use crate::decide::claim::fit::{
     claim_fit, group_fit, ClaimFit, GroupFit, Nodes, Shortfall, Unknown,
 };
+use crate::json::write::write_string;
 use crate::request::claim::{
     AllocationMode, ConstraintRule, DeviceChoice, DeviceClaim, DeviceConstraint, DeviceRequest,
 };
 use crate::request::pod::{containers, ContainerRef, Section};
 use crate::request::quantity::Quantity;
-use crate::response::json_write::write_string;
 use crate::settings::{AffinityMode, Config, QosMode};
 use gpu_topology::Alignment;
 use serde_json::Value;

@@ -3,9 +3,9 @@
 //! came (unknown fields, key order, spacing), so that the API server's patch
 //! is one `add` per inserted element.
 
+use crate::json::scan::{ScanError, Scanner, Span};
+use crate::json::write::write_string;
 use crate::request::claim::{ClaimKind, ConstraintRule, DeviceConstraint};
-use crate::request::json_scan::{ScanError, Scanner, Span};
-use crate::response::json_write::write_string;
 
 /// The constraint as JSON, in the API's field order.
 pub fn constraint_json(constraint: &DeviceConstraint) -> String {

@@ -2,7 +2,7 @@
 //! per-byte escaping loop for the strings that need none (nearly all): that
 //! loop was most of a rewrite, and of the answer's warnings, in Wasm.
 
-use crate::request::json_scan::special_bytes;
+use crate::json::scan::special_bytes;
 use serde_json::Value;
 use std::fmt::Write as _;
 
