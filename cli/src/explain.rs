@@ -8,11 +8,11 @@
 
 use crate::binding::BindingView;
 use crate::input::Source;
-use crate::render::claims::ClaimsView;
-use crate::render::diff::{describe, Change};
-use crate::render::shapes::{NodeNames, RecordView};
 use crate::request::RequestText;
 use crate::settings::PolicySettings;
+use crate::view::claims::ClaimsView;
+use crate::view::diff::{describe, Change};
+use crate::view::shapes::{NodeNames, RecordView};
 use gpu_topology_policy::cluster::host::ClusterReader;
 use gpu_topology_policy::decide::record::{explain_with, PodRecord};
 use gpu_topology_policy::decide::Verdict;

@@ -15,6 +15,7 @@ pub mod render;
 pub mod request;
 pub mod run;
 pub mod settings;
+pub mod view;
 pub mod what_if;
 
 use clap::Parser;
@@ -36,7 +37,7 @@ pub fn main() -> ExitCode {
     };
     let outcome = match &cli.command {
         args::Command::Explain(explain) => run::explain(explain),
-        args::Command::WhatIf(what_if) => what_if::run(what_if),
+        args::Command::WhatIf(what_if) => run::what_if(what_if),
         args::Command::Audit(audit) => audit::run(audit),
     };
     match outcome {

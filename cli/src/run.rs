@@ -1,6 +1,8 @@
-//! The commands, from parsed arguments to an exit code ([`crate::exit`]).
+//! The commands, from parsed arguments to an exit code ([`crate::exit`]):
+//! each reads its input, runs the decision code and hands the records to
+//! the renderers ([`crate::render`]).
 
-use crate::args::{BindingArgs, ExplainArgs, ExplainCommand};
+use crate::args::{BindingArgs, ExplainArgs, ExplainCommand, WhatIfArgs};
 use crate::binding::{check_pod, BindingView, CheckResult};
 use crate::exit;
 use crate::explain::{explain_object, Explanation};
@@ -9,9 +11,13 @@ use crate::fleet::{self, Layered};
 use crate::input::{self, Document};
 use crate::remembered::Remembering;
 use crate::render;
-use crate::render::shapes::NodeNames;
 use crate::request::unsendable;
 use crate::settings::{self, PolicySettings};
+use crate::view::shapes::NodeNames;
+use crate::what_if::change::FleetChange;
+use crate::what_if::cluster::ChangedCluster;
+use crate::what_if::compare::compare;
+use crate::what_if::record::{Outcome, Tried};
 use gpu_topology_policy::cluster::host::ClusterReader;
 use gpu_topology_policy::settings::Config;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -170,4 +176,84 @@ pub fn progress_bar(count: usize, from: usize, what: &str) -> ProgressBar {
         bar.set_style(style);
     }
     bar
+}
+
+/// `what-if`: the report on standard output; 0 when every object is
+/// admitted after the change, 1 when one is rejected after it.
+pub fn what_if(args: &WhatIfArgs) -> Result<u8, UsageError> {
+    let change = FleetChange::parse(&args.set, &args.shapes).map_err(UsageError)?;
+    if change.settings.is_empty() && !change.shapes.is_empty() {
+        return Err(UsageError(
+            "--shape chooses the shapes --set changes: give --set KEY=VALUE too".to_owned(),
+        ));
+    }
+    if change.is_empty() && args.new_settings.is_none() {
+        return Err(UsageError(
+            "nothing to try: give --set KEY=VALUE (kubelet settings) or --new-settings FILE (the policy's)".to_owned(),
+        ));
+    }
+    let explain = &args.explain;
+    let before_settings = settings::load(explain.policy.settings.as_deref())?;
+    let after_settings = match &args.new_settings {
+        Some(path) => settings::load(Some(path))?,
+        None => before_settings.clone(),
+    };
+    let documents = input::read_documents(&explain.objects)?;
+    if documents.is_empty() {
+        return Err(UsageError(
+            "no objects to try: the inputs hold no document".to_owned(),
+        ));
+    }
+    let fleet = fleet::open(&explain.fleet)?;
+    // The labels are the cluster's: the change is made under the prefix
+    // the cluster's labeler writes, the one of the settings in force.
+    let prefix = &before_settings.config.label_prefix;
+    let changed = ChangedCluster {
+        base: fleet.reader(),
+        change: &change,
+        prefix,
+    };
+    let before_names = NodeNames::read(fleet.nodes(), prefix);
+    let after_names = NodeNames::read(
+        &changed.relabel_nodes(fleet.nodes()),
+        &after_settings.config.label_prefix,
+    );
+    let before = explain_all(
+        &documents,
+        &before_settings,
+        &Remembering::new(fleet.reader()),
+        &before_names,
+    )?;
+    let after = explain_all(
+        &documents,
+        &after_settings,
+        &Remembering::new(&changed),
+        &after_names,
+    )?;
+    let outcomes: Vec<Outcome> = before
+        .into_iter()
+        .zip(after)
+        .map(|(before, after)| {
+            let shapes = match (&before.pod, &after.pod) {
+                (Some(b), Some(a)) => compare(b, a, &change, prefix),
+                _ => Vec::new(),
+            };
+            Outcome {
+                before,
+                after,
+                shapes,
+            }
+        })
+        .collect();
+    let tried = Tried {
+        fleet: change.clone(),
+        new_settings: args.new_settings.is_some(),
+    };
+    let report = render::what_if::report(&tried, &outcomes, explain.output).map_err(UsageError)?;
+    let mut stdout = anstream::stdout();
+    // A closed pipe (`| head`) is not an error of the decision.
+    let _ = stdout.write_all(report.as_bytes());
+    let _ = stdout.flush();
+    let rejected = outcomes.iter().any(|o| !o.after.outcome.allowed());
+    Ok(if rejected { exit::FINDINGS } else { exit::OK })
 }

@@ -4,7 +4,7 @@
 //! `gpu-topology` tool's field diff, so that there is one implementation.
 
 use crate::admission::Outcome;
-pub use gpu_topology_cli::render::diff::{describe, dotted_path, short_value, Change};
+pub use gpu_topology_cli::view::diff::{describe, dotted_path, short_value, Change};
 use serde_json::Value;
 
 /// `Kind namespace/name (OPERATION)` for a request; pods created by a

@@ -17,10 +17,10 @@ use e2e_tests::tool_files::{fleet_files, is_create_of_its_object};
 use e2e_tests::{shared_module, HostCapabilities, Outcome, Scenario};
 use gpu_topology_cli::explain::{explain_request, Explanation};
 use gpu_topology_cli::fleet::files::{host_error, FileCluster};
-use gpu_topology_cli::render::claims::ClaimStatus;
-use gpu_topology_cli::render::shapes::NodeNames;
 use gpu_topology_cli::request::RequestText;
 use gpu_topology_cli::settings;
+use gpu_topology_cli::view::claims::ClaimStatus;
+use gpu_topology_cli::view::shapes::NodeNames;
 use gpu_topology_policy::cluster::host::{get_payload, list_payload, ClusterReader};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListAllResourcesRequest,

@@ -9,6 +9,7 @@ mod docs;
 mod documented_settings;
 mod guide;
 mod host_capabilities;
+mod module_graph;
 mod parity;
 mod protocol;
 mod repo_files;

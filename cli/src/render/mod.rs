@@ -1,10 +1,8 @@
-//! Output: the human report ([`text`]), the versioned machine report
-//! ([`report`], `-o json|yaml`) and the field diff both use ([`diff`]).
+//! Output: the human report ([`text`]) and the versioned machine report
+//! ([`report`], `-o json|yaml`), both written from the same records
+//! ([`crate::view`]).
 
-pub mod claims;
-pub mod diff;
 pub mod report;
-pub mod shapes;
 pub mod text;
 pub mod what_if;
 

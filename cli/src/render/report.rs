@@ -6,9 +6,9 @@
 use crate::binding::BindingView;
 use crate::explain::{Explanation, ObjectRef, Outcome};
 use crate::input::Source;
-use crate::render::claims::ClaimsView;
-use crate::render::diff::Change;
-use crate::render::shapes::RecordView;
+use crate::view::claims::ClaimsView;
+use crate::view::diff::Change;
+use crate::view::shapes::RecordView;
 use serde::Serialize;
 
 pub const API_VERSION: &str = "gpu-topology.io/v1alpha1";

@@ -5,8 +5,8 @@
 
 use crate::binding::{BindingView, CheckResult};
 use crate::explain::{Explanation, Outcome};
-use crate::render::claims::{ClaimStatus, ClaimsView};
-use crate::render::shapes::{RecordView, ShapeRow, View, NAMES_SHOWN};
+use crate::view::claims::{ClaimStatus, ClaimsView};
+use crate::view::shapes::{RecordView, ShapeRow, View, NAMES_SHOWN};
 use anstyle::{AnsiColor, Style};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{ContentArrangement, Table};

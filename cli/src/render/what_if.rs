@@ -8,8 +8,8 @@
 use crate::args::Output;
 use crate::explain::{ObjectRef, Outcome as Decision};
 use crate::render::report::{source_ref, Answer, SourceRef};
-use crate::render::shapes::{verdict, ShapeRow};
 use crate::render::text::{counted, decision_cell, names_cell, styled, yes, HEADING, WARNING};
+use crate::view::shapes::{verdict, ShapeRow};
 use crate::what_if::compare::ShapeChange;
 use crate::what_if::record::{Outcome, Tried};
 use comfy_table::presets::UTF8_FULL_CONDENSED;

@@ -136,7 +136,7 @@ impl ClaimView {
                         (ClaimStatus::Unknown, Some(unknown_words(unknown)))
                     }
                 };
-                view.cpus = cpus.as_ref().and_then(cpu_words);
+                view.cpus = cpus.as_ref().and_then(cpu_plan_words);
             }
         }
         view
@@ -156,7 +156,7 @@ fn unknown_words(unknown: &Unknown) -> String {
 /// What dra-driver-cpu's plan gives the generated claim (`None`: it does
 /// not apply). Why none is added is the policy's warning, listed with the
 /// answer; it is not restated here.
-fn cpu_words(plan: &CpuPlan) -> Option<String> {
+fn cpu_plan_words(plan: &CpuPlan) -> Option<String> {
     match plan {
         CpuPlan::NotApplicable => None,
         CpuPlan::Add(add) => Some(format!(

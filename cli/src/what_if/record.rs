@@ -1,6 +1,6 @@
 //! What one what-if run found, as plain data: the change tried
 //! ([`Tried`]) and each object's decision before and after it
-//! ([`Outcome`]). The pipeline ([`crate::what_if::run`]) builds them; the
+//! ([`Outcome`]). The command ([`crate::run::what_if`]) builds them; the
 //! renderer ([`crate::render::what_if`]) reads them. They depend on the
 //! decisions ([`crate::explain`]) and the comparison
 //! ([`crate::what_if::compare`](mod@crate::what_if::compare)), never on
