@@ -31,7 +31,7 @@ const STALE_AFTER: u64 = gpu_topology::DEFAULT_STALE_AFTER_SECONDS;
 
 fn audits() -> Vec<PodAudit> {
     let config = Config::default();
-    let pods = pods::from_file(&fixture("pods.json")).unwrap();
+    let pods = pods::read_dump(&fixture("pods.json")).unwrap().running;
     let files = FileCluster::load(Some(&fixture("nodes.json")), None).unwrap();
     let nodes = nodes::from_objects(files.nodes(), &config.label_prefix);
     let judge = Judge {
@@ -119,7 +119,7 @@ fn only_running_gpu_pods_are_audited() {
 #[case::just_stale(STALE_AFTER + 1, Warn)]
 fn labels_turn_stale_after_the_threshold(#[case] age: u64, #[case] outcome: Outcome) {
     let config = Config::default();
-    let pods = pods::from_file(&fixture("pods.json")).unwrap();
+    let pods = pods::read_dump(&fixture("pods.json")).unwrap().running;
     let files = FileCluster::load(Some(&fixture("nodes.json")), None).unwrap();
     let nodes = nodes::from_objects(files.nodes(), &config.label_prefix);
     // hgx-snn-1's heartbeat is 2026-12-01T11:40:00Z.

@@ -143,21 +143,11 @@ impl RunningPod {
     }
 }
 
-/// The running pods of a dump; other kinds are bad input, named by file
-/// and document.
-pub fn from_file(path: &Path) -> Result<Vec<RunningPod>, String> {
-    read_dump(path).map(|pods| pods.running)
-}
-
-/// The running and the failed pods of a dump.
+/// The running and the failed pods of a dump; other kinds are bad input,
+/// named by file and document.
 pub fn read_dump(path: &Path) -> Result<Pods, String> {
     let documents = read_file(path).map_err(|error| error.to_string())?;
     all_of_documents(&documents)
-}
-
-/// The running pods of `documents` (a dump's documents, Lists expanded).
-pub fn from_documents(documents: &[Document]) -> Result<Vec<RunningPod>, String> {
-    all_of_documents(documents).map(|pods| pods.running)
 }
 
 /// The running and the failed pods of `documents`.

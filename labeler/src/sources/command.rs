@@ -65,7 +65,7 @@ impl Runner {
         let Ok(finished) = finished else {
             // Killed, but reaped only once it has really exited.
             let _ = child.start_kill();
-            self.lingering.push((program.to_owned(), child));
+            self.linger(program, child);
             return Err(SourceError::new(
                 origin,
                 format!("no answer within {timeout:?}"),
