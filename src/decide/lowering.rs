@@ -25,7 +25,9 @@
 //! [`MAX_SEARCH_ANSWERS`] answers it stops ([`SearchCapped`]) and the pod is
 //! decided on the configured defaults.
 
-use crate::decide::explain::{kubelets_take_it, nodes};
+use crate::decide::adjustment::{
+    LoweredDefault, LoweredDefaults, SearchCapped, MAX_SEARCH_ANSWERS,
+};
 use crate::decide::input::PodInput;
 use crate::decide::model::{self, AnswerMemo, GroupVerdict, Need};
 use crate::decide::qos::{self, ComputeResource, Reason, Target};
@@ -41,48 +43,12 @@ const CPU_FLOOR_UNITS: u64 = 1;
 const MEMORY_FLOOR_BYTES: u64 = 1 << 30;
 /// Memory defaults are searched in whole MiB.
 const MIB: u64 = 1 << 20;
-/// The most kubelet-model answers the search for lower defaults may ask in
-/// one admission, both resources together. About 40 answers search one set
-/// of facts for memory (three bisections over up to 2^14 MiB), so this
-/// covers a fleet of about 100 distinct shapes that all refuse; each
-/// answer costs tens of thousands of instructions, so the search stays
-/// within a few milliseconds of policy-server's 2 s timeout whatever the
-/// fleet (BENCHMARKS.md).
-pub const MAX_SEARCH_ANSWERS: usize = 4_096;
 
-/// A lowered QoS configuration for this pod, and the warning that says so.
+/// A lowered QoS configuration for this pod, and what was lowered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Lowered {
     pub qos: QosConfig,
-    pub warning: String,
-}
-
-/// The search for lower defaults stopped at [`MAX_SEARCH_ANSWERS`]: the pod
-/// is decided on the defaults it had.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SearchCapped {
-    /// The distinct sets of node facts the search had to cover.
-    pub distinct_facts: usize,
-}
-
-impl SearchCapped {
-    /// The clause that names `resource`'s default as not lowered, at the
-    /// cap, after another one was.
-    fn not_lowered(&self, resource: ComputeResource) -> String {
-        format!(
-            "{} was not lowered for this pod: the search stopped at its cap of {MAX_SEARCH_ANSWERS} kubelet-model answers over {} distinct node shapes",
-            setting(resource),
-            self.distinct_facts
-        )
-    }
-
-    /// The warning that names the cap and what to do.
-    pub fn warning(&self) -> String {
-        format!(
-            "qos.cpuPerGpu and qos.memoryPerGpu were not lowered for this pod: the search for lower defaults stopped at its cap of {MAX_SEARCH_ANSWERS} kubelet-model answers over {} distinct node shapes; set the containers' cpu and memory, or lower the defaults",
-            self.distinct_facts
-        )
-    }
+    pub defaults: LoweredDefaults,
 }
 
 /// The defaults this pod is planned with instead of the configured ones,
@@ -126,7 +92,7 @@ fn lower_defaults_within(
     let search = Search::new(spec, input, config, multiple, verdicts, memo);
     search.answers_left.set(cap);
     let mut qos = config.qos.clone();
-    let mut words = Vec::new();
+    let mut lowered = Vec::new();
     let mut capped = None;
     for resource in ComputeResource::ALL {
         let defaulted = plan.findings.iter().any(|finding| {
@@ -145,32 +111,30 @@ fn lower_defaults_within(
                 continue;
             }
         };
-        let Found { from, to, .. } = found;
-        set_default(&mut qos, resource, to);
-        let covered = found.covered.map_or_else(String::new, |(covered, all)| {
-            format!(
-                " (the search stopped at its cap of {MAX_SEARCH_ANSWERS} kubelet-model answers after the shapes of {covered} of the {all} nodes, the largest first)"
-            )
+        set_default(&mut qos, resource, found.to);
+        lowered.push(LoweredDefault {
+            resource,
+            from: found.from,
+            to: found.to,
+            nodes_before: found.before,
+            nodes_after: found.after,
+            covered: found.covered,
         });
-        words.push(format!(
-            "{} lowered from {from} to {to} per GPU for this pod: with {from}, {}; with {to}, {}{covered}",
-            setting(resource),
-            kubelets_take_it(found.before),
-            nodes(found.after)
-        ));
     }
     match capped {
         // Nothing lowered, and the search could not cover the fleet.
-        Some((_, capped)) if words.is_empty() => return Err(capped),
-        // One default lowered, the other's search stopped at the cap: say
-        // so, or the pod's author reads the other default as the best.
-        Some((resource, capped)) => words.push(capped.not_lowered(resource)),
-        None => {}
+        Some((_, capped)) if lowered.is_empty() => Err(capped),
+        // Lowered; where the other default's search stopped at the cap, the
+        // record says so, or the pod's author reads it as the best.
+        _ if lowered.is_empty() => Ok(None),
+        not_lowered => Ok(Some(Lowered {
+            qos,
+            defaults: LoweredDefaults {
+                lowered,
+                not_lowered,
+            },
+        })),
     }
-    Ok((!words.is_empty()).then(|| Lowered {
-        qos,
-        warning: words.join("; "),
-    }))
 }
 
 /// A refusal fewer CPUs or less memory could lift. Not too few GPUs, a
@@ -191,13 +155,6 @@ fn liftable(refusal: &Refusal) -> bool {
             | Refusal::KubeletNotStarted(_)
             | Refusal::HintSearchTooSlow { .. }
     )
-}
-
-fn setting(resource: ComputeResource) -> &'static str {
-    match resource {
-        ComputeResource::Cpu => "qos.cpuPerGpu",
-        ComputeResource::Memory => "qos.memoryPerGpu",
-    }
 }
 
 fn default_of(qos: &QosConfig, resource: ComputeResource) -> Option<Quantity> {
@@ -547,6 +504,8 @@ fn best_value(intervals: &[Taken]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decide::adjustment::Adjustment;
+    use crate::decide::explain::{kubelets_take_it, nodes};
     use crate::decide::testing::{
         four_and_two_gpus, hgx, hgx_memory_jitter, node, on_first_plan, HGX, KUBELET,
     };
@@ -763,10 +722,10 @@ mod tests {
         let lowered = lowered_within(300, MAX_SEARCH_ANSWERS)
             .unwrap()
             .expect("lowered");
+        let warning = Adjustment::Lowered(lowered.defaults).warning();
         assert!(
-            lowered.warning.ends_with("with 257792Mi, 300 nodes (the search stopped at its cap of 4096 kubelet-model answers after the shapes of 159 of the 300 nodes, the largest first)"),
-            "{}",
-            lowered.warning
+            warning.ends_with("with 257792Mi, 300 nodes (the search stopped at its cap of 4096 kubelet-model answers after the shapes of 159 of the 300 nodes, the largest first)"),
+            "{warning}"
         );
     }
 
@@ -809,7 +768,10 @@ mod tests {
                         lower_defaults_within(&spec, input, config, multiple, verdicts, &memo, cap)
                     },
                 );
-                lowered.ok().flatten().map(|lowered| lowered.warning)
+                lowered
+                    .ok()
+                    .flatten()
+                    .map(|lowered| Adjustment::Lowered(lowered.defaults).warning())
             })
             .expect("the CPUs are lowered under some cap");
         assert!(
@@ -831,7 +793,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            lowered.warning,
+            Adjustment::Lowered(lowered.defaults).warning(),
             "qos.cpuPerGpu lowered from 16 to 13 per GPU for this pod: with 16, the kubelets of 0 nodes take it; with 13, 10 nodes"
         );
     }

@@ -14,6 +14,7 @@
 //! from the verdicts ([`explain`]). Workloads ([`workload`]) go through the
 //! same stages and keep the verdict only.
 
+pub mod adjustment;
 pub mod affinity;
 pub mod answer;
 pub mod binding;
@@ -38,6 +39,7 @@ use crate::request::pod::{Pinned, PinnedBy};
 use crate::request::pod_text::PodText;
 use crate::request::AdmissionRequest;
 use crate::settings::{AffinityMode, Config, QosConfig, QosMode};
+use adjustment::{Adjustment, SearchCapped};
 use affinity::AffinityRequirement;
 pub use answer::{Decision, MutatedObject, Verdict};
 use demand::{Demand, PodDevices};
@@ -362,8 +364,8 @@ pub(crate) struct Notes {
     /// The check without a view ([`fit::check_without_view`]).
     pub unchecked: Vec<String>,
     /// The defaults lowered and the CPUs rounded for this pod
-    /// ([`lowering`], [`rounding`]).
-    pub adjustments: Vec<String>,
+    /// ([`lowering`], [`rounding`]), as data: the answer words them.
+    pub adjustments: Vec<Adjustment>,
     /// The fit against the view ([`fit::place`]).
     pub placement: Vec<String>,
     /// GPU extended resources DRA also serves ([`extended_by_dra`]).
@@ -386,12 +388,16 @@ impl Notes {
             qos,
             pinned,
         } = self;
-        [look, unchecked, adjustments, placement, dra, qos]
-            .into_iter()
-            .flatten()
-            .chain(pinned)
-            .cloned()
-            .collect()
+        let mut warnings: Vec<String> = look.iter().chain(unchecked).cloned().collect();
+        warnings.extend(adjustments.iter().map(Adjustment::warning));
+        warnings.extend(
+            [placement, dra, qos]
+                .into_iter()
+                .flatten()
+                .chain(pinned)
+                .cloned(),
+        );
+        warnings
     }
 }
 
@@ -514,12 +520,18 @@ fn plan_stages<'s>(
             Ok(Some(lowered)) => {
                 stages.qos_edits = replan(lowered.qos.clone(), planned, &mut stages.verdicts)?;
                 qos = lowered.qos;
-                stages.notes.adjustments.push(lowered.warning);
+                stages
+                    .notes
+                    .adjustments
+                    .push(Adjustment::Lowered(lowered.defaults));
                 None
             }
             Ok(None) => None,
             Err(capped) => {
-                stages.notes.adjustments.push(capped.warning());
+                stages
+                    .notes
+                    .adjustments
+                    .push(Adjustment::SearchCapped(capped));
                 Some(capped)
             }
         };
@@ -527,7 +539,10 @@ fn plan_stages<'s>(
         rounding::round_to_whole_cores(spec, input, config, &qos, multiple, &stages.verdicts, &memo)
     {
         stages.qos_edits = replan(rounded.qos, planned, &mut stages.verdicts)?;
-        stages.notes.adjustments.push(rounded.warning);
+        stages
+            .notes
+            .adjustments
+            .push(Adjustment::Rounded(rounded.cpus));
     }
     let placement = match (fit::place(input, view, &stages.verdicts, config), capped) {
         (Err(message), Some(capped)) => capped_placement(message, capped, config)?,
@@ -547,7 +562,7 @@ fn plan_stages<'s>(
 /// policy selects only nodes known to host the pod) and says why.
 fn capped_placement(
     refusal: String,
-    capped: lowering::SearchCapped,
+    capped: SearchCapped,
     config: &Config,
 ) -> Result<fit::Placement, String> {
     if config.topology.affinity == AffinityMode::Required {
@@ -705,7 +720,7 @@ mod tests {
         let config = config(json!({"topology": {"affinity": affinity}}));
         let placement = capped_placement(
             "GPU pod cannot be placed: it needs 6 GPUs, but no kubelet takes it.".to_owned(),
-            lowering::SearchCapped {
+            SearchCapped {
                 distinct_facts: 300,
             },
             &config,

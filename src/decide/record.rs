@@ -11,6 +11,7 @@
 
 use crate::cluster::host::ClusterReader;
 use crate::cluster::Unavailable;
+use crate::decide::adjustment::Adjustment;
 use crate::decide::affinity::AffinityRequirement;
 use crate::decide::claim::pod::DraStage;
 use crate::decide::demand::Demand;
@@ -50,10 +51,10 @@ pub struct PodRecord {
     pub shapes: Vec<ShapeRecord>,
     /// The Guaranteed-QoS edits written into the pod.
     pub qos_edits: Vec<qos::Edit>,
-    /// The warnings of the defaults lowered and the CPUs rounded for this
-    /// pod, one per adjustment made (they are also among the decision's
-    /// warnings).
-    pub adjustments: Vec<String>,
+    /// The defaults lowered and the CPUs rounded for this pod, one per
+    /// adjustment made, with their figures (their words are among the
+    /// decision's warnings).
+    pub adjustments: Vec<Adjustment>,
     /// The node affinity merged into the pod (none for a workload, whose
     /// pods get it when they are created).
     pub affinity: AffinityRequirement,

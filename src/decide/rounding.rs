@@ -21,7 +21,7 @@
 //! and `qos.roundToWholeCores: true` (the default; `false` asks for the
 //! refusal, which names the multiple to request).
 
-use crate::decide::explain::kubelets_take_it;
+use crate::decide::adjustment::{RoundedCpus, RoundedValue};
 use crate::decide::input::PodInput;
 use crate::decide::lowering::Search;
 use crate::decide::model::Need;
@@ -31,12 +31,11 @@ use crate::settings::{Config, QosConfig, QosMode};
 use gpu_topology::kubelet::Refusal;
 use serde_json::Value;
 
-/// The QoS configuration to plan this pod with, and the warning that says
-/// what was rounded.
+/// The QoS configuration to plan this pod with, and what was rounded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rounded {
     pub qos: QosConfig,
-    pub warning: String,
+    pub cpus: RoundedCpus,
 }
 
 /// Whole cores for this pod, when only rounding its written CPUs lets some
@@ -79,7 +78,7 @@ pub(crate) fn round_to_whole_cores(
         return None;
     }
     let plan = qos::plan(spec, &input.demand.pod, &rounded_qos, multiple).ok()?;
-    let rounded: Vec<String> = plan
+    let values: Vec<RoundedValue> = plan
         .findings
         .iter()
         .flat_map(|finding| {
@@ -87,20 +86,22 @@ pub(crate) fn round_to_whole_cores(
                 .reasons
                 .iter()
                 .filter_map(move |reason| match reason {
-                    Reason::NotWholeCores { value, rounded } => {
-                        Some(format!("{}'s {value} to {rounded}", finding.target))
-                    }
+                    Reason::NotWholeCores { value, rounded } => Some(RoundedValue {
+                        target: finding.target.clone(),
+                        value: *value,
+                        rounded: *rounded,
+                    }),
                     _ => None,
                 })
         })
         .collect();
     Some(Rounded {
         qos: rounded_qos,
-        warning: format!(
-            "CPUs rounded up to whole cores for this pod (qos.roundToWholeCores): {}. As written, the kubelets of no node take it: those with cpuManagerPolicyOptions full-pcpus-only allocate exclusive CPUs in multiples of {multiple} only (SMTAlignmentError); rounded, {}. Set qos.roundToWholeCores: false to have such pods refused instead",
-            rounded.join(", "),
-            kubelets_take_it(after)
-        ),
+        cpus: RoundedCpus {
+            values,
+            multiple,
+            nodes_after: after,
+        },
     })
 }
 
@@ -118,6 +119,7 @@ fn refused_for_whole_cores(verdict: &GroupVerdict) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decide::adjustment::Adjustment;
     use crate::decide::testing::{hgx, hgx_full_pcpus_only, l4, on_first_plan, pod};
     use gpu_topology::NodeTopology;
     use rstest::rstest;
@@ -244,9 +246,9 @@ mod tests {
             json!({}),
         )
         .unwrap()
-        .warning;
+        .cpus;
         assert_eq!(
-            warning,
+            Adjustment::Rounded(warning).warning(),
             format!("CPUs rounded up to whole cores for this pod (qos.roundToWholeCores): container \"train\"'s 3 to 4. As written, the kubelets of no node take it: those with cpuManagerPolicyOptions full-pcpus-only allocate exclusive CPUs in multiples of 2 only (SMTAlignmentError); rounded, {count}. Set qos.roundToWholeCores: false to have such pods refused instead")
         );
     }

@@ -8,6 +8,7 @@
 use gpu_topology::kubelet::outcome::{HintReport, UnitReport};
 use gpu_topology::kubelet::Admission;
 use gpu_topology::{LabelPrefix, NodeTopology};
+use gpu_topology_policy::decide::adjustment::Adjustment;
 use gpu_topology_policy::decide::model::Answer;
 use gpu_topology_policy::decide::record::{PodRecord, ShapeRecord, ViewRecord};
 use serde::Serialize;
@@ -194,7 +195,7 @@ impl RecordView {
                 .collect(),
             adds_required_affinity: !record.affinity.required.is_empty(),
             adds_preferred_affinity: !record.affinity.preferred.is_empty(),
-            adjustments: record.adjustments.clone(),
+            adjustments: record.adjustments.iter().map(Adjustment::warning).collect(),
         }
     }
 }
