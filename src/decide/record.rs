@@ -23,6 +23,7 @@ use crate::settings::Config;
 use gpu_topology::kubelet::Admission;
 use gpu_topology::selector::terms_match;
 use gpu_topology::{NodeTopology, TopologyManagerScope};
+use serde::Serialize;
 
 /// The policy's answer to one request and the record behind it.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,10 +63,14 @@ pub struct PodRecord {
     pub rejection: Option<String>,
 }
 
-/// How the cluster was seen for the decision.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How the cluster was seen for the decision. Serialized as the tool's
+/// reports show it (`source: nodeList`, `summary`, `static` or
+/// `unavailable`, with the figures beside).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "source", rename_all = "camelCase")]
 pub enum ViewRecord {
     /// Read from the labels of the Node list.
+    #[serde(rename_all = "camelCase")]
     NodeList {
         /// The labeled GPU nodes in the fit.
         nodes: u32,

@@ -6,10 +6,11 @@
 use crate::binding::{BindingView, CheckResult};
 use crate::explain::{Explanation, Outcome};
 use crate::view::claims::{ClaimStatus, ClaimsView};
-use crate::view::shapes::{RecordView, ShapeRow, View, NAMES_SHOWN};
+use crate::view::shapes::{RecordView, ShapeRow, NAMES_SHOWN};
 use anstyle::{AnsiColor, Style};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{ContentArrangement, Table};
+use gpu_topology_policy::decide::record::ViewRecord;
 use std::fmt::Write;
 
 pub(crate) const HEADING: Style = Style::new().bold();
@@ -173,22 +174,22 @@ fn render_binding(binding: &BindingView, out: &mut String) {
 fn render_record(record: &RecordView, verbose: bool, out: &mut String) {
     let _ = writeln!(out, "  demand:   {}", record.demand);
     let view = match &record.view {
-        View::NodeList {
+        ViewRecord::NodeList {
             nodes,
             malformed: 0,
         } => format!("the Node list: {nodes} labeled GPU nodes"),
-        View::NodeList { nodes, malformed } => {
+        ViewRecord::NodeList { nodes, malformed } => {
             format!("the Node list: {nodes} labeled GPU nodes, {malformed} left out for malformed labels")
         }
-        View::Summary { nodes } => {
+        ViewRecord::Summary { nodes } => {
             format!(
                 "the fleet summary: {nodes} GPU nodes (a summary counts shapes; it names no nodes)"
             )
         }
-        View::Static => {
+        ViewRecord::Static => {
             "the static limits (capacity.source: static): the cluster is not read".to_owned()
         }
-        View::Unavailable { reason } => format!("none: {reason}"),
+        ViewRecord::Unavailable { reason } => format!("none: {reason}"),
     };
     let _ = writeln!(out, "  fleet:    {view}");
     for adjustment in &record.adjustments {

@@ -24,7 +24,8 @@ pub const NAMES_SHOWN: usize = 3;
 pub struct RecordView {
     /// The aligned unit of the demand, in the policy's words.
     pub demand: String,
-    pub view: View,
+    /// How the cluster was seen: the policy's record, serialized as it is.
+    pub view: ViewRecord,
     pub shapes: Vec<ShapeRow>,
     /// The policy adds required node affinity (its terms select shapes);
     /// without, every shape is `selected`.
@@ -33,24 +34,6 @@ pub struct RecordView {
     pub adds_preferred_affinity: bool,
     /// The defaults lowered and CPUs rounded for this pod.
     pub adjustments: Vec<String>,
-}
-
-/// How the cluster was seen.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "source", rename_all = "camelCase")]
-pub enum View {
-    #[serde(rename_all = "camelCase")]
-    NodeList {
-        nodes: u32,
-        malformed: u32,
-    },
-    Summary {
-        nodes: u32,
-    },
-    Static,
-    Unavailable {
-        reason: String,
-    },
 }
 
 /// The kubelet settings of a shape as its labels publish them (`null`:
@@ -177,17 +160,7 @@ impl RecordView {
             .then_some(names);
         RecordView {
             demand: record.demand.describe_unit(),
-            view: match &record.view {
-                ViewRecord::NodeList { nodes, malformed } => View::NodeList {
-                    nodes: *nodes,
-                    malformed: *malformed,
-                },
-                ViewRecord::Summary { nodes } => View::Summary { nodes: *nodes },
-                ViewRecord::Static => View::Static,
-                ViewRecord::Unavailable { reason } => View::Unavailable {
-                    reason: reason.clone(),
-                },
-            },
+            view: record.view.clone(),
             shapes: record
                 .shapes
                 .iter()
