@@ -27,12 +27,16 @@ use crate::cluster::{self, ClusterView, Unavailable, MAX_SHAPES};
 use crate::decide::affinity::AffinityRequirement;
 use crate::decide::capacity;
 use crate::decide::demand::Demand;
-use crate::decide::explain::{self, nodes};
+use crate::decide::explain;
 use crate::decide::input::PodInput;
-use crate::decide::model::{self, Answer, GroupVerdict, Need};
-use crate::request::pod::{Pinned, PinnedBy};
+use crate::decide::model::{self, GroupVerdict, Need};
+use crate::request::pod::Pinned;
 use crate::settings::{AffinityMode, CapacitySource, Config, UnlabeledNodes};
-use gpu_topology::{Fleet, LabelPrefix, StaleNodes};
+use gpu_topology::{Fleet, StaleNodes};
+pub(crate) use warnings::FitWarning;
+use warnings::{missing_labels, pinned_by, StaleFacts, STALE_NAMED};
+
+mod warnings;
 
 /// Whether the pod gets node affinity; `pinned` when it is pinned to a node
 /// (`spec.nodeName`, or required affinity on the node's name).
@@ -177,8 +181,17 @@ pub(crate) fn check_without_view(
 /// the verdicts write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Placement {
-    pub warnings: Vec<String>,
+    pub warnings: Vec<FitWarning>,
     pub requirement: AffinityRequirement,
+}
+
+#[cfg(test)]
+impl Placement {
+    /// The warnings' words under the default label prefix.
+    pub(crate) fn words(&self) -> Vec<String> {
+        let prefix = gpu_topology::LabelPrefix::default();
+        (self.warnings.iter()).map(|w| w.words(&prefix)).collect()
+    }
 }
 
 /// The check with a cluster view, from the verdict of every group
@@ -196,7 +209,7 @@ pub(crate) fn place(
     let required = topology.affinity == AffinityMode::Required;
     let applies = affinity_applies(config, input.pinned.is_some());
     let need = Need::for_pod(config);
-    let mut warnings: Vec<String> = malformed_warning(view, prefix).into_iter().collect();
+    let mut warnings: Vec<FitWarning> = malformed_warning(view).into_iter().collect();
     // Under `required`, stale facts are unknown: those nodes are left out
     // by name, unless more are stale than the view names.
     let stale = stale_facts(view, config);
@@ -217,26 +230,23 @@ pub(crate) fn place(
         }
     };
     if view.fleet.is_empty() {
-        let missing = if view.malformed > 0 {
-            format!("no node publishes valid {prefix} labels: is the labeler healthy?")
-        } else {
-            format!("no node publishes {prefix} labels: is the labeler deployed?")
-        };
+        let malformed = view.malformed > 0;
         if required && !allow {
             return Err(format!(
-                "GPU pod cannot be placed: it needs {}, but {missing} topology.affinity: required selects only nodes whose kubelet is known to host the pod, so it would stay Pending. Deploy the gpu-topology labeler on the GPU nodes, set capacity.unlabeledNodes: allow, or set topology.affinity: preferred.",
-                demand.describe_unit()
+                "GPU pod cannot be placed: it needs {}, but {} topology.affinity: required selects only nodes whose kubelet is known to host the pod, so it would stay Pending. Deploy the gpu-topology labeler on the GPU nodes, set capacity.unlabeledNodes: allow, or set topology.affinity: preferred.",
+                demand.describe_unit(),
+                missing_labels(malformed, prefix)
             ));
         }
-        warnings.push(format!("GPU fit not checked: {missing}"));
+        warnings.push(FitWarning::NoLabels { malformed });
         return Ok(Placement {
             warnings,
             requirement: requirement(),
         });
     }
     if applies {
-        warnings.extend(shapeless_warning(verdicts, prefix));
-        warnings.extend(shared_shape_warning(verdicts, prefix));
+        warnings.extend(shapeless_warning(verdicts));
+        warnings.extend(shared_shape_warning(verdicts));
     }
     if let Some(stale) = &stale {
         warnings.push(stale_warning(stale, view, config, required && applies));
@@ -247,9 +257,7 @@ pub(crate) fn place(
                 if !allow {
                     return Err(message);
                 }
-                warnings.push(format!(
-                    "{message} Admitted: capacity.unlabeledNodes is allow"
-                ));
+                warnings.push(FitWarning::PinnedNodeRefusesAdmitted { refusal: message });
             }
         }
     }
@@ -258,10 +266,7 @@ pub(crate) fn place(
         if !allow {
             return Err(message);
         }
-        warnings.push(format!(
-            "no labeled GPU node takes the pod; admitted for nodes without {prefix} labels (capacity.unlabeledNodes: allow): {}",
-            message.trim_start_matches("GPU pod cannot be placed: ")
-        ));
+        warnings.push(FitWarning::NoLabeledNodeTakesAdmitted { refusal: message });
     }
     warnings.extend(unknown_warning(verdicts, required));
     if let (Some(pinned), false) = (input.pinned, required) {
@@ -273,66 +278,43 @@ pub(crate) fn place(
     })
 }
 
-/// `2 nodes with malformed <prefix> labels left out ...`
-fn malformed_warning(view: &ClusterView, prefix: &LabelPrefix) -> Option<String> {
-    (view.malformed > 0).then(|| {
-        let example = view
-            .first_problem
-            .as_ref()
-            .map_or_else(String::new, |problem| format!(" (e.g. {problem})"));
-        format!(
-            "{} with malformed {prefix} labels left out of the GPU fit check{example}; fix the node labeler there",
-            nodes(view.malformed)
-        )
+/// Nodes left out for malformed labels, with the first problem read.
+fn malformed_warning(view: &ClusterView) -> Option<FitWarning> {
+    (view.malformed > 0).then(|| FitWarning::MalformedLabels {
+        nodes: view.malformed,
+        example: view.first_problem.clone(),
     })
 }
 
 /// Groups of a labeler older than the policy: affinity can neither select
 /// nor leave them out.
-fn shapeless_warning(verdicts: &[GroupVerdict], prefix: &LabelPrefix) -> Option<String> {
+fn shapeless_warning(verdicts: &[GroupVerdict]) -> Option<FitWarning> {
     let count: u32 = verdicts
         .iter()
         .filter(|v| v.shape().is_none())
         .map(GroupVerdict::nodes)
         .sum();
-    (count > 0).then(|| {
-        format!(
-            "{} publish{} no {prefix}/shape label (a labeler older than this policy): node affinity can neither select nor exclude {}; upgrade the labeler there",
-            nodes(count),
-            if count == 1 { "es" } else { "" },
-            if count == 1 { "it" } else { "them" }
-        )
-    })
+    (count > 0).then_some(FitWarning::Shapeless { nodes: count })
 }
 
 /// Groups whose shape label nodes with another answer carry too
 /// ([`GroupVerdict::shared_shape`]): affinity can neither select nor leave
 /// them out. Their kubelet versions are named where they differ, which is
 /// how the labels of one labeler come to share a shape.
-fn shared_shape_warning(verdicts: &[GroupVerdict], prefix: &LabelPrefix) -> Option<String> {
+fn shared_shape_warning(verdicts: &[GroupVerdict]) -> Option<FitWarning> {
     let shared: Vec<&GroupVerdict> = verdicts.iter().filter(|v| v.shared_shape).collect();
     let first = shared.first()?;
-    let count: u32 = shared.iter().map(|v| v.nodes()).sum();
-    let shape = first.shape().map_or_else(String::new, |s| s.to_string());
-    let mut versions: Vec<String> = Vec::new();
+    let mut kubelet_versions = Vec::new();
     for version in shared.iter().map(|v| v.topology().kubelet_version) {
-        let words = version.map_or_else(|| "unknown".to_owned(), |v| v.to_string());
-        if !versions.contains(&words) {
-            versions.push(words);
+        if !kubelet_versions.contains(&version) {
+            kubelet_versions.push(version);
         }
     }
-    let why = if versions.len() > 1 {
-        format!(
-            "their Nodes report kubelets {}, whose rules differ for this pod",
-            versions.join(", ")
-        )
-    } else {
-        "their labels differ beyond what the shape label digests".to_owned()
-    };
-    Some(format!(
-        "{} of shape {shape} and others sharing a {prefix}/shape label get different answers from their kubelets ({why}): node affinity can neither select nor exclude them; publish {prefix}/kubelet-version with the labeler (its kubernetes sink, or --kubelet-version) or finish the kubelet upgrade",
-        nodes(count)
-    ))
+    Some(FitWarning::SharedShape {
+        nodes: shared.iter().map(|v| v.nodes()).sum(),
+        shape: first.shape(),
+        kubelet_versions,
+    })
 }
 
 /// The nodes whose labeler heartbeat is older than
@@ -349,103 +331,36 @@ fn stale_facts<'v>(view: &'v ClusterView, config: &Config) -> Option<StaleNodes<
     (!stale.nodes.is_empty()).then_some(stale)
 }
 
-/// `2 nodes carry facts older than ...`: which, how old, and what the
-/// policy does about them. Under `required` they are treated as unknown:
-/// left out by name ([`AffinityRequirement::excluded_nodes`]), unless more
-/// are stale than the view names, when the labeler is down fleet-wide and
-/// they stay eligible (a labeler outage never blocks pods).
+/// The stale nodes, the first few named with their age; `required`: they
+/// are left out by name ([`AffinityRequirement::excluded_nodes`]).
 fn stale_warning(
     stale: &StaleNodes,
     view: &ClusterView,
     config: &Config,
     required: bool,
-) -> String {
-    const NAMED: usize = 3;
-    let prefix = &config.label_prefix;
+) -> FitWarning {
     let now = view.read_at.unwrap_or_default();
-    let count = stale.nodes.len();
-    let mut named: Vec<String> = stale
-        .nodes
-        .iter()
-        .take(NAMED)
-        .map(|node| {
-            format!(
-                "{} {} ago",
-                node.node,
-                age_words(now.saturating_sub(node.at))
-            )
-        })
-        .collect();
-    if count > NAMED {
-        named.push(format!("{} more", count - NAMED));
-    }
-    let one = count == 1 && stale.complete;
-    let (they, carry) = if one {
-        ("it", "carries")
-    } else {
-        ("they", "carry")
-    };
-    let which = match stale.complete {
-        true => nodes(count as u32),
-        false => format!("at least {}", nodes(count as u32)),
-    };
-    let consequence = match (stale.complete, required) {
-        (true, true) => format!(
-            "{they} {} not selected (topology.affinity: required): matchFields metadata.name NotIn",
-            if one { "is" } else { "are" }
-        ),
-        (true, false) => format!("{they} {} eligible with the facts last published", if one { "stays" } else { "stay" }),
-        (false, _) => "too many to keep pods off by name, so they stay eligible with the facts last published: is the labeler deployed?".to_owned(),
-    };
-    format!(
-        "{which} {carry} facts older than capacity.staleFactsAfterSeconds ({} s): the labeler last confirmed them ({prefix}/published) on {}; is the labeler running there? {consequence}",
-        config.stale_facts_after.unwrap_or_default(),
-        named.join(", ")
-    )
+    FitWarning::Stale(StaleFacts {
+        named: (stale.nodes.iter().take(STALE_NAMED))
+            .map(|node| (node.node.clone(), now.saturating_sub(node.at)))
+            .collect(),
+        count: stale.nodes.len(),
+        complete: stale.complete,
+        required,
+        after_seconds: config.stale_facts_after.unwrap_or_default(),
+    })
 }
 
-/// `3 h 12 min`, `40 min`, `50 s`.
-fn age_words(seconds: u64) -> String {
-    match (seconds / 3600, seconds / 60 % 60) {
-        (0, 0) => format!("{seconds} s"),
-        (0, minutes) => format!("{minutes} min"),
-        (hours, 0) => format!("{hours} h"),
-        (hours, minutes) => format!("{hours} h {minutes} min"),
-    }
-}
-
-/// The groups whose answer is unknown, with why, in one warning.
-fn unknown_warning(verdicts: &[GroupVerdict], required: bool) -> Option<String> {
+/// The groups whose answer is unknown, counted, with the first one's answer.
+fn unknown_warning(verdicts: &[GroupVerdict], required: bool) -> Option<FitWarning> {
     let unknown: Vec<&GroupVerdict> = verdicts.iter().filter(|v| v.answer.is_unknown()).collect();
-    let count: u32 = unknown.iter().map(|v| v.nodes()).sum();
     let first = unknown.first()?;
-    let why = match &first.answer {
-        Answer::Unknown(unknown) => explain::unknown_words(unknown),
-        Answer::Contradictory(error) => format!("the labels contradict themselves: {error}"),
-        _ => String::new(),
-    };
-    let shape = first.shape().map_or_else(
-        || "without a shape label".to_owned(),
-        |s| format!("of shape {s}"),
-    );
-    // One node is `the node ... it`, not `nodes ... they`.
-    let (which, consequence) = match (count, required) {
-        (1, true) => (
-            "the node",
-            "it is not selected (topology.affinity: required)",
-        ),
-        (1, false) => ("the node", "it stays eligible"),
-        (_, true) => (
-            "nodes",
-            "they are not selected (topology.affinity: required)",
-        ),
-        (_, false) => ("nodes", "they stay eligible"),
-    };
-    Some(format!(
-        "the kubelet model cannot tell whether {} {} the pod ({which} {shape}: {why}); {consequence}",
-        nodes(count),
-        if count == 1 { "admits" } else { "admit" }
-    ))
+    Some(FitWarning::Unknown {
+        nodes: unknown.iter().map(|v| v.nodes()).sum(),
+        shape: first.shape(),
+        answer: first.answer.clone(),
+        required,
+    })
 }
 
 /// Under `required`, the pinned node's own verdict (read from the Node
@@ -459,7 +374,7 @@ fn pinned_node_hosts(
     config: &Config,
 ) -> Result<(), String> {
     let node = pinned.node;
-    let by = pinned_by(pinned);
+    let by = pinned_by(pinned.by);
     let prefix = &config.label_prefix;
     let topology = match &view.pinned_node {
         None => {
@@ -500,7 +415,7 @@ fn pinned_refusal_warning(
     verdicts: &[GroupVerdict],
     demand: &Demand,
     need: Need,
-) -> Option<String> {
+) -> Option<FitWarning> {
     let Some(Ok(topology)) = &view.pinned_node else {
         return None;
     };
@@ -509,20 +424,12 @@ fn pinned_refusal_warning(
         return None;
     }
     let (why, fix) = explain::why_and_fix(demand, need, verdict);
-    Some(format!(
-        "the pod is pinned to node {:?} ({}), where {why}. {fix}",
-        pinned.node,
-        pinned_by(pinned)
-    ))
-}
-
-fn pinned_by(pinned: Pinned) -> &'static str {
-    match pinned.by {
-        PinnedBy::NodeName => "spec.nodeName",
-        PinnedBy::NodeAffinity => {
-            "required node affinity on metadata.name, as a DaemonSet's pods are"
-        }
-    }
+    Some(FitWarning::PinnedNodeRefuses {
+        node: pinned.node.to_owned(),
+        by: pinned.by,
+        why: why.clone(),
+        fix: fix.clone(),
+    })
 }
 
 /// The kubelet's verdicts for the pod whose planned PodSpec is `spec`, on

@@ -43,6 +43,7 @@ use adjustment::{Adjustment, SearchCapped};
 use affinity::AffinityRequirement;
 pub use answer::{Decision, MutatedObject, Verdict};
 use demand::{Demand, PodDevices};
+use gpu_topology::LabelPrefix;
 pub use input::PodInput;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::Resource;
@@ -315,7 +316,7 @@ fn decide_pod_tree(pod: &Value, config: &Config, cluster: &dyn ClusterReader) ->
             } else {
                 Verdict::Mutate(mutated)
             },
-            warnings: plan.notes.warnings(),
+            warnings: plan.notes.warnings(&config.label_prefix),
         },
     };
     Decided {
@@ -366,8 +367,9 @@ pub(crate) struct Notes {
     /// The defaults lowered and the CPUs rounded for this pod
     /// ([`lowering`], [`rounding`]), as data: the answer words them.
     pub adjustments: Vec<Adjustment>,
-    /// The fit against the view ([`fit::place`]).
-    pub placement: Vec<String>,
+    /// The fit against the view ([`fit::place`]), as data: the answer
+    /// words them.
+    pub placement: Vec<fit::FitWarning>,
     /// GPU extended resources DRA also serves ([`extended_by_dra`]).
     pub dra: Vec<String>,
     /// The QoS plan's ([`plan_qos`]).
@@ -377,8 +379,9 @@ pub(crate) struct Notes {
 }
 
 impl Notes {
-    /// Every warning, in the answer's order.
-    pub fn warnings(&self) -> Vec<String> {
+    /// Every warning, in the answer's order, worded under the label
+    /// prefix `prefix`.
+    pub fn warnings(&self, prefix: &LabelPrefix) -> Vec<String> {
         let Notes {
             look,
             unchecked,
@@ -390,13 +393,8 @@ impl Notes {
         } = self;
         let mut warnings: Vec<String> = look.iter().chain(unchecked).cloned().collect();
         warnings.extend(adjustments.iter().map(Adjustment::warning));
-        warnings.extend(
-            [placement, dra, qos]
-                .into_iter()
-                .flatten()
-                .chain(pinned)
-                .cloned(),
-        );
+        warnings.extend(placement.iter().map(|warning| warning.words(prefix)));
+        warnings.extend([dra, qos].into_iter().flatten().chain(pinned).cloned());
         warnings
     }
 }
@@ -569,10 +567,7 @@ fn capped_placement(
         return Err(format!("{refusal} ({})", capped.warning()));
     }
     Ok(fit::Placement {
-        warnings: vec![format!(
-            "GPU pod admitted without a placement: {}",
-            refusal.trim_start_matches("GPU pod cannot be placed: ")
-        )],
+        warnings: vec![fit::FitWarning::AdmittedWithoutPlacement { refusal }],
         requirement: AffinityRequirement::default(),
     })
 }
@@ -727,7 +722,7 @@ mod tests {
         );
         match (placement, expected) {
             (Ok(placement), Ok(warning)) => {
-                assert_eq!(placement.warnings, vec![warning.to_owned()]);
+                assert_eq!(placement.words(), vec![warning.to_owned()]);
                 assert_eq!(placement.requirement, AffinityRequirement::default());
             }
             (Err(message), Err(expected)) => assert_eq!(message, expected),

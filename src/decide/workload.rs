@@ -125,7 +125,7 @@ pub(crate) fn evaluate(
         None => Decision {
             warnings: plan
                 .notes
-                .warnings()
+                .warnings(&config.label_prefix)
                 .into_iter()
                 .map(|w| format!("{who}: {w}"))
                 .collect(),

@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::decide::testing::{config, hgx, hgx_full_pcpus_only, l4, node, pod, view, OLD};
-use gpu_topology::{Alignment, NodeTopology};
+use gpu_topology::{Alignment, LabelPrefix, NodeTopology};
 use rstest::rstest;
 use serde_json::{json, Value};
 
@@ -195,9 +195,9 @@ fn decision_rules(
     let outcome = decide(&spec, &view(groups), &config(settings));
     match (outcome, expected) {
         (Ok(placement), Ok(warning)) => assert!(
-            placement.warnings.iter().any(|w| w.contains(warning)),
+            placement.words().iter().any(|w| w.contains(warning)),
             "{:?} lacks {warning:?}",
-            placement.warnings
+            placement.words()
         ),
         (Err(message), Err(fragments)) => {
             for fragment in fragments {
@@ -240,8 +240,8 @@ fn stale_facts_are_named_and_left_out_under_required(
     let view = with_heartbeats(view(vec![(hgx("single-numa-node"), 10)]), &heartbeats);
     let placement = decide(&pod(4, 16), &view, &config(settings)).unwrap();
     assert_eq!(placement.requirement.excluded_nodes, excluded);
-    let stale: Vec<&String> = placement
-        .warnings
+    let words = placement.words();
+    let stale: Vec<&String> = words
         .iter()
         .filter(|w| w.contains("staleFactsAfterSeconds"))
         .collect();
@@ -267,12 +267,12 @@ fn more_stale_nodes_than_named_stay_eligible() {
     assert!(placement.requirement.excluded_nodes.is_empty());
     assert!(
         placement
-            .warnings
+            .words()
             .iter()
             .any(|w| w.starts_with("at least 32 nodes carry facts older")
                 && w.contains("too many to keep pods off by name")),
         "{:?}",
-        placement.warnings
+        placement.words()
     );
 }
 
@@ -304,7 +304,12 @@ fn the_unknown_nodes_in_number(
 ) {
     let view = view(groups);
     let verdicts = verdicts_of(&pod(8, 32), &view, &config(json!({})));
-    assert_eq!(unknown_warning(&verdicts, required).as_deref(), warning);
+    assert_eq!(
+        unknown_warning(&verdicts, required)
+            .map(|w| w.words(&LabelPrefix::default()))
+            .as_deref(),
+        warning
+    );
 }
 
 /// Nodes without a shape label (an old labeler).
@@ -321,7 +326,9 @@ fn the_shapeless_nodes_in_number(
     let view = view(groups);
     let verdicts = verdicts_of(&pod(8, 32), &view, &config(json!({})));
     assert_eq!(
-        shapeless_warning(&verdicts, &LabelPrefix::default()).as_deref(),
+        shapeless_warning(&verdicts)
+            .map(|w| w.words(&LabelPrefix::default()))
+            .as_deref(),
         warning
     );
 }
@@ -336,7 +343,9 @@ fn the_malformed_nodes_in_number(#[case] malformed: u32, #[case] warning: Option
     view.malformed = malformed;
     view.first_problem = Some("bad gpus".to_owned());
     assert_eq!(
-        malformed_warning(&view, &LabelPrefix::default()).as_deref(),
+        malformed_warning(&view)
+            .map(|w| w.words(&LabelPrefix::default()))
+            .as_deref(),
         warning
     );
 }
@@ -380,11 +389,11 @@ fn a_pinned_pod_under_preferred_is_warned_when_its_node_refuses() {
     let placement = decide(&spec, &view, &config(json!({}))).unwrap();
     assert!(placement.requirement.is_empty());
     assert!(
-        placement.warnings.iter().any(|w| w.starts_with(
+        placement.words().iter().any(|w| w.starts_with(
             "the pod is pinned to node \"gpu-7\" (spec.nodeName), where the GPUs' narrowest NUMA mask"
         )),
         "{:?}",
-        placement.warnings
+        placement.words()
     );
 }
 
