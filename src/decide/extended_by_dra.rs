@@ -16,13 +16,35 @@ use crate::cluster::ClusterView;
 use crate::decide::demand::PodDevices;
 use gpu_topology::dra::ExtendedResource;
 
+/// A warning about the pod's GPUs and DRA.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ServedByDra {
+    /// The summary's entry cannot be read: whether DRA serves them is not
+    /// known.
+    NotKnown { problem: String },
+    /// A DeviceClass maps one of the pod's GPU resources, and some nodes
+    /// publish its devices.
+    Served(ExtendedResource),
+}
+
+impl ServedByDra {
+    pub(crate) fn words(&self) -> String {
+        match self {
+            ServedByDra::NotKnown { problem } => format!(
+                "whether DRA also serves this pod's GPUs (KEP-5004) is not known: {problem}"
+            ),
+            ServedByDra::Served(mapped) => served_by_dra(mapped),
+        }
+    }
+}
+
 /// The warnings for a pod with demand `demand` on the fleet `view`.
-pub fn warnings(demand: &PodDevices, view: &ClusterView) -> Vec<String> {
+pub(crate) fn warnings(demand: &PodDevices, view: &ClusterView) -> Vec<ServedByDra> {
     let mut warnings = Vec::new();
     if let Some(problem) = &view.extended_by_dra_problem {
-        warnings.push(format!(
-            "whether DRA also serves this pod's GPUs (KEP-5004) is not known: {problem}"
-        ));
+        warnings.push(ServedByDra::NotKnown {
+            problem: problem.clone(),
+        });
     }
     let mut requested: Vec<&str> = Vec::new();
     for (resource, _) in demand.containers.iter().flat_map(|c| &c.resources) {
@@ -32,7 +54,7 @@ pub fn warnings(demand: &PodDevices, view: &ClusterView) -> Vec<String> {
     }
     for resource in requested {
         for mapped in view.extended_by_dra.of(resource).filter(|m| m.nodes > 0) {
-            warnings.push(served_by_dra(mapped));
+            warnings.push(ServedByDra::Served(mapped.clone()));
         }
     }
     warnings
@@ -114,7 +136,9 @@ mod tests {
         };
         let demand =
             PodDevices::from_pod_spec(&pod(8, 32), &["nvidia.com/gpu".to_owned()]).unwrap();
-        let warnings = warnings(&demand, &view);
+        let warnings: Vec<String> = (warnings(&demand, &view).iter())
+            .map(ServedByDra::words)
+            .collect();
         assert_eq!(warnings.len(), expected.len(), "{warnings:?}");
         for (warning, fragment) in warnings.iter().zip(expected) {
             assert!(warning.contains(fragment), "{warning}");

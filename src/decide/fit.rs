@@ -75,12 +75,7 @@ pub(crate) enum Sight {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Look {
     pub sight: Sight,
-    pub warnings: Vec<String>,
-}
-
-/// The host's messages end in a full stop; ours continue the sentence.
-fn clause(problem: &str) -> &str {
-    problem.trim_end_matches('.')
+    pub warnings: Vec<FitWarning>,
 }
 
 /// Reads the cluster where `capacity.source` says; `pinned_node` is the
@@ -100,21 +95,10 @@ pub(crate) fn look(
     // Say the fit came from the Node list only when it did: with the list
     // refused too, the next warning says the fit was not checked at all.
     let listed = read.view.is_ok();
-    let warnings = read
-        .summary_passed_over
-        .iter()
-        .map(|problem| {
-            if listed {
-                format!(
-                    "GPU fit read from the Node list: {}; {SUMMARY_MISSING_COST}",
-                    clause(problem)
-                )
-            } else {
-                format!(
-                    "GPU fit not read from the fleet summary: {}",
-                    clause(problem)
-                )
-            }
+    let warnings = (read.summary_passed_over.iter())
+        .map(|problem| FitWarning::SummaryPassedOver {
+            problem: problem.clone(),
+            listed,
         })
         .collect();
     let sight = match read.view {
@@ -130,49 +114,43 @@ pub(crate) fn look(
 }
 
 /// The check without a cluster view: the static limits when configured,
-/// else a warning that the fit was not checked. `Ok` with the warnings,
-/// or the rejection message.
+/// else a warning that the fit was not checked. `Ok` with the warning, or
+/// the rejection message.
 pub(crate) fn check_without_view(
     demand: &Demand,
     sight: &Sight,
     config: &Config,
-) -> Result<Vec<String>, String> {
-    let static_check =
-        |limits| capacity::check(demand, limits, &config.topology).map(|()| Vec::<String>::new());
+) -> Result<Option<FitWarning>, String> {
+    let static_check = |limits| capacity::check(demand, limits, &config.topology);
     match sight {
-        Sight::View(_) => Ok(Vec::new()),
-        Sight::Static => config.capacity.as_ref().map_or(Ok(Vec::new()), static_check),
-        Sight::Unavailable(Unavailable::TooManyShapes { shapes }) => Ok(vec![format!(
-            "GPU fit not checked: the fleet has {shapes} distinct node shapes, more than the {MAX_SHAPES} one admission decides on. Nodes of one machine type and kubelet configuration share a shape: check that the labeler is current (it publishes numa-memory-mib in whole GiB) and that the kubelet settings are uniform"
-        )]),
-        Sight::Unavailable(Unavailable::Summary(problem)) => Ok(vec![format!(
-            "GPU fit not checked: {}. Run the fleet summarizer and grant the policy read access to its ConfigMap, or set capacity.source: auto to fall back to the Node list",
-            clause(problem)
-        )]),
+        Sight::View(_) => Ok(None),
+        Sight::Static => match &config.capacity {
+            Some(limits) => static_check(limits).map(|()| None),
+            None => Ok(None),
+        },
+        Sight::Unavailable(Unavailable::TooManyShapes { shapes }) => {
+            Ok(Some(FitWarning::TooManyShapes { shapes: *shapes }))
+        }
+        Sight::Unavailable(Unavailable::Summary(problem)) => {
+            Ok(Some(FitWarning::SummaryUnavailable {
+                problem: problem.clone(),
+            }))
+        }
         Sight::Unavailable(Unavailable::NodeList(problem)) => {
-            let unavailable = format!(
-                "the cluster view (Node labels) is unavailable: {}",
-                clause(problem)
-            );
-            match (&config.capacity_source, &config.capacity) {
-                (CapacitySource::Auto, Some(limits)) => static_check(limits).map(|_| {
-                    vec![format!(
-                        "GPU fit checked against the static capacity settings: {unavailable}"
-                    )]
-                }),
+            let checked_statically = match (&config.capacity_source, &config.capacity) {
+                (CapacitySource::Auto, Some(limits)) => {
+                    static_check(limits)?;
+                    true
+                }
+                _ => false,
+            };
+            Ok(Some(FitWarning::NodeListUnavailable {
+                problem: problem.clone(),
+                checked_statically,
                 // Static limits help only where the source falls back on
                 // them: the advice names the source too where it ignores them.
-                (source, _) => {
-                    let with_source = if source.uses_static_limits() {
-                        ""
-                    } else {
-                        " with capacity.source: auto"
-                    };
-                    Ok(vec![format!(
-                        "GPU fit not checked: {unavailable}. Grant the policy read access to v1 Nodes (contextAwareResources), or configure capacity.maxGpusPerNode{with_source}"
-                    )])
-                }
-            }
+                source_ignores_limits: !config.capacity_source.uses_static_limits(),
+            }))
         }
     }
 }

@@ -361,26 +361,26 @@ pub(crate) struct PodPlan {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Notes {
     /// How the cluster was read ([`fit::look`]).
-    pub look: Vec<String>,
-    /// The check without a view ([`fit::check_without_view`]).
-    pub unchecked: Vec<String>,
+    pub look: Vec<fit::FitWarning>,
+    /// Why the fit was not checked against the node shapes
+    /// ([`fit::check_without_view`], or too many containers).
+    pub unchecked: Option<fit::FitWarning>,
     /// The defaults lowered and the CPUs rounded for this pod
-    /// ([`lowering`], [`rounding`]), as data: the answer words them.
+    /// ([`lowering`], [`rounding`]).
     pub adjustments: Vec<Adjustment>,
-    /// The fit against the view ([`fit::place`]), as data: the answer
-    /// words them.
+    /// The fit against the view ([`fit::place`]).
     pub placement: Vec<fit::FitWarning>,
     /// GPU extended resources DRA also serves ([`extended_by_dra`]).
-    pub dra: Vec<String>,
+    pub dra: Vec<extended_by_dra::ServedByDra>,
     /// The QoS plan's ([`plan_qos`]).
-    pub qos: Vec<String>,
+    pub qos: Option<qos::QosWarning>,
     /// Why a pinned pod gets no affinity.
-    pub pinned: Option<String>,
+    pub pinned: Option<fit::FitWarning>,
 }
 
 impl Notes {
-    /// Every warning, in the answer's order, worded under the label
-    /// prefix `prefix`.
+    /// Every warning, in the answer's order, worded (once, here) under the
+    /// label prefix `prefix`.
     pub fn warnings(&self, prefix: &LabelPrefix) -> Vec<String> {
         let Notes {
             look,
@@ -391,10 +391,17 @@ impl Notes {
             qos,
             pinned,
         } = self;
-        let mut warnings: Vec<String> = look.iter().chain(unchecked).cloned().collect();
+        let fit = |warnings: &mut Vec<String>, of: &[fit::FitWarning]| {
+            warnings.extend(of.iter().map(|warning| warning.words(prefix)));
+        };
+        let mut warnings = Vec::new();
+        fit(&mut warnings, look);
+        fit(&mut warnings, unchecked.as_slice());
         warnings.extend(adjustments.iter().map(Adjustment::warning));
-        warnings.extend(placement.iter().map(|warning| warning.words(prefix)));
-        warnings.extend([dra, qos].into_iter().flatten().chain(pinned).cloned());
+        fit(&mut warnings, placement);
+        warnings.extend(dra.iter().map(extended_by_dra::ServedByDra::words));
+        warnings.extend(qos.as_ref().map(qos::QosWarning::words));
+        fit(&mut warnings, pinned.as_slice());
         warnings
     }
 }
@@ -472,20 +479,18 @@ fn plan_stages<'s>(
     let view = match sight {
         fit::Sight::View(view) if containers <= MAX_CONTAINERS => Some(view),
         fit::Sight::View(_) => {
-            stages.notes.unchecked = vec![format!(
-                "GPU fit not checked against the node shapes: the pod has {containers} containers, more than the {MAX_CONTAINERS} the kubelet model follows in one admission; the affinity counts GPUs only"
-            )];
+            stages.notes.unchecked = Some(fit::FitWarning::TooManyContainers { containers });
             None
         }
         _ => None,
     };
-    if view.is_none() && stages.notes.unchecked.is_empty() {
+    if view.is_none() && stages.notes.unchecked.is_none() {
         stages.notes.unchecked = fit::check_without_view(&input.demand, sight, config)?;
     }
     let multiple = view.map_or(1, |view| model::cpu_multiple(&view.fleet));
     let qos = write_qos(spec, planned, input, config, multiple, qos_problems)?;
     stages.qos_edits = qos.edits;
-    stages.notes.qos = qos.warnings;
+    stages.notes.qos = qos.warning;
     stages.notes.pinned = pinned_warning(input, config);
     let Some(view) = view else {
         stages.requirement = affinity_without_view(input, config);
@@ -589,11 +594,9 @@ fn write_qos(
             Ok(qos)
         }
         Err(message) if qos_problems == QosProblems::Reject => Err(message),
-        Err(message) => Ok(QosOutcome {
+        Err(refusal) => Ok(QosOutcome {
             edits: Vec::new(),
-            warnings: vec![format!(
-                "its pods will be rejected unless a LimitRange or another webhook sets their resources first: {message}"
-            )],
+            warning: Some(qos::QosWarning::TemplateRefused { refusal }),
         }),
     }
 }
@@ -608,27 +611,23 @@ fn affinity_without_view(input: &PodInput, config: &Config) -> AffinityRequireme
 }
 
 /// Why a pinned pod gets no affinity under `preferred`.
-fn pinned_warning(input: &PodInput, config: &Config) -> Option<String> {
+fn pinned_warning(input: &PodInput, config: &Config) -> Option<fit::FitWarning> {
     if fit::affinity_applies(config, input.pinned.is_some()) {
         return None;
     }
     // Not applied under `preferred` only because the pod is pinned.
     match (config.topology.affinity, input.pinned) {
         (AffinityMode::Off, _) | (_, None) => None,
-        (_, Some(Pinned { by: PinnedBy::NodeName, .. })) => Some(
-            "spec.nodeName is set, so the scheduler is bypassed: no GPU topology affinity was added"
-                .to_owned(),
-        ),
-        (_, Some(Pinned { node, by: PinnedBy::NodeAffinity })) => Some(format!(
-            "the pod is pinned to node {node:?} by required node affinity on metadata.name (as a DaemonSet's pods are): no GPU topology affinity was added"
-        )),
+        (_, Some(Pinned { node, by })) => Some(fit::FitWarning::PinnedWithoutAffinity {
+            by_affinity_to: (by == PinnedBy::NodeAffinity).then(|| node.to_owned()),
+        }),
     }
 }
 
 /// The QoS the pod gets: the edits (none in `validate` mode) and warnings.
 pub(crate) struct QosOutcome {
     pub edits: Vec<qos::Edit>,
-    pub warnings: Vec<String>,
+    pub warning: Option<qos::QosWarning>,
 }
 
 /// The resource edits Guaranteed QoS needs, or the rejection message;
@@ -644,9 +643,7 @@ pub(crate) fn plan_qos(
         QosMode::Mutate | QosMode::Validate => qos::plan(spec, demand, &config.qos, multiple)?,
     };
     // Whatever the mode: exclusive CPUs next to the GPUs are what QoS is for.
-    let warnings = qos::unpinned_by_pod_level_resources(spec)
-        .into_iter()
-        .collect();
+    let warning = qos::unpinned_by_pod_level_resources(spec);
     if !plan.problems.is_empty() {
         return Err(format!(
             "GPU pod cannot be made Guaranteed QoS: {}.",
@@ -660,7 +657,7 @@ pub(crate) fn plan_qos(
         QosMode::Validate => Vec::new(),
         _ => plan.edits,
     };
-    Ok(QosOutcome { edits, warnings })
+    Ok(QosOutcome { edits, warning })
 }
 
 /// `GPU pod is not Guaranteed QoS: container "a": cpu ..., memory ...; ...`

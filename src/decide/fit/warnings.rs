@@ -2,17 +2,46 @@
 //! [`super::place`] decides which apply and records their figures; the
 //! answer words them here, once, with the label prefix of the settings.
 
+use super::SUMMARY_MISSING_COST;
+use crate::cluster::MAX_SHAPES;
 use crate::decide::explain::{nodes, unknown_words};
 use crate::decide::model::Answer;
+use crate::decide::MAX_CONTAINERS;
 use crate::request::pod::PinnedBy;
 use gpu_topology::{KubeletVersion, LabelPrefix, ShapeId};
 
 /// How many stale nodes a warning names; it counts the rest.
 pub(crate) const STALE_NAMED: usize = 3;
 
-/// One warning of the fit check with a view.
+/// One warning of the fit check: how the cluster was read, why the fit
+/// was not checked, or what the check with a view found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum FitWarning {
+    /// The fleet summary was not used (`problem`); `listed`: the Node list
+    /// was read instead.
+    SummaryPassedOver { problem: String, listed: bool },
+    /// The fleet has more distinct shapes than one admission decides on.
+    TooManyShapes { shapes: usize },
+    /// The pod has more containers than the kubelet model follows.
+    TooManyContainers { containers: usize },
+    /// `capacity.source: summary`, and the summary cannot be used.
+    SummaryUnavailable { problem: String },
+    /// The Node list cannot be read.
+    NodeListUnavailable {
+        problem: String,
+        /// The static capacity settings were checked instead
+        /// (`capacity.source: auto`).
+        checked_statically: bool,
+        /// `capacity.source` never falls back on the static limits.
+        source_ignores_limits: bool,
+    },
+    /// Under `preferred`, a pinned pod gets no affinity: the scheduler does
+    /// not choose its node.
+    PinnedWithoutAffinity {
+        /// The node it is pinned to by required node affinity; `None`
+        /// when by `spec.nodeName`.
+        by_affinity_to: Option<String>,
+    },
     /// Nodes whose labels do not parse were left out of the check.
     MalformedLabels {
         nodes: u32,
@@ -97,6 +126,60 @@ impl FitWarning {
     /// The warning's words, under the label prefix `prefix`.
     pub(crate) fn words(&self, prefix: &LabelPrefix) -> String {
         match self {
+            FitWarning::SummaryPassedOver {
+                problem,
+                listed: true,
+            } => format!(
+                "GPU fit read from the Node list: {}; {SUMMARY_MISSING_COST}",
+                clause(problem)
+            ),
+            FitWarning::SummaryPassedOver {
+                problem,
+                listed: false,
+            } => format!(
+                "GPU fit not read from the fleet summary: {}",
+                clause(problem)
+            ),
+            FitWarning::TooManyShapes { shapes } => format!(
+                "GPU fit not checked: the fleet has {shapes} distinct node shapes, more than the {MAX_SHAPES} one admission decides on. Nodes of one machine type and kubelet configuration share a shape: check that the labeler is current (it publishes numa-memory-mib in whole GiB) and that the kubelet settings are uniform"
+            ),
+            FitWarning::TooManyContainers { containers } => format!(
+                "GPU fit not checked against the node shapes: the pod has {containers} containers, more than the {MAX_CONTAINERS} the kubelet model follows in one admission; the affinity counts GPUs only"
+            ),
+            FitWarning::SummaryUnavailable { problem } => format!(
+                "GPU fit not checked: {}. Run the fleet summarizer and grant the policy read access to its ConfigMap, or set capacity.source: auto to fall back to the Node list",
+                clause(problem)
+            ),
+            FitWarning::NodeListUnavailable {
+                problem,
+                checked_statically,
+                source_ignores_limits,
+            } => {
+                let unavailable = format!(
+                    "the cluster view (Node labels) is unavailable: {}",
+                    clause(problem)
+                );
+                if *checked_statically {
+                    format!("GPU fit checked against the static capacity settings: {unavailable}")
+                } else {
+                    let with_source = if *source_ignores_limits {
+                        " with capacity.source: auto"
+                    } else {
+                        ""
+                    };
+                    format!(
+                        "GPU fit not checked: {unavailable}. Grant the policy read access to v1 Nodes (contextAwareResources), or configure capacity.maxGpusPerNode{with_source}"
+                    )
+                }
+            }
+            FitWarning::PinnedWithoutAffinity { by_affinity_to: None } => {
+                "spec.nodeName is set, so the scheduler is bypassed: no GPU topology affinity was added".to_owned()
+            }
+            FitWarning::PinnedWithoutAffinity {
+                by_affinity_to: Some(node),
+            } => format!(
+                "the pod is pinned to node {node:?} by required node affinity on metadata.name (as a DaemonSet's pods are): no GPU topology affinity was added"
+            ),
             FitWarning::MalformedLabels { nodes: count, example } => {
                 let example = example
                     .as_ref()
@@ -161,6 +244,11 @@ impl FitWarning {
             ),
         }
     }
+}
+
+/// The host's messages end in a full stop; ours continue the sentence.
+fn clause(problem: &str) -> &str {
+    problem.trim_end_matches('.')
 }
 
 /// Why the fit has no labeled node: `no node publishes ... labels: ...`.

@@ -324,7 +324,9 @@ fn pod_level_resources_are_flagged_for_the_resource_managers(
     let warning = unpinned_by_pod_level_resources(&spec);
     assert_eq!(warning.is_some(), warns);
     if let Some(warning) = warning {
-        assert!(warning.contains("Set cpu, memory and hugepages per container"));
+        assert!(warning
+            .words()
+            .contains("Set cpu, memory and hugepages per container"));
     }
 }
 
