@@ -99,6 +99,9 @@ fmt:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	# Doc links are the code's cross-references: a link that no longer
+	# resolves (an item renamed or moved) fails, private items included.
+	RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" $(CARGO) doc --workspace --no-deps --document-private-items --quiet
 	# The policy as it is shipped: code only built for Wasm (its allocator).
 	$(CARGO) clippy --target wasm32-wasip1 -p gpu-topology-policy -- -D warnings
 	# The fuzz crate (its own workspace: the root's --workspace never builds

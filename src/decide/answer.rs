@@ -60,7 +60,7 @@ impl<Object> From<Verdict<Object>> for Decision<Object> {
 
 /// The mutated object as JSON text, which the answer carries as it is. It is
 /// JSON by construction: the admitted text with serialised values spliced in
-/// at value boundaries ([`PodText::rewrite`]), or a serialised tree.
+/// at value boundaries ([`crate::request::pod_text::PodText::rewrite`]), or a serialised tree.
 #[derive(Clone, PartialEq)]
 pub struct MutatedObject(pub(crate) String);
 

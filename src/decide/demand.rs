@@ -97,8 +97,8 @@ impl PodDevices {
         Self::from_pod_spec_with(spec, gpu_resources, &DeviceResources::default())
     }
 
-    /// [`PodDevices::from_pod_spec`] reading the device resources `devices`
-    /// names as well.
+    /// Reads the demand of a PodSpec (of a Pod or of a pod template), the
+    /// device resources `devices` names as well.
     pub fn from_pod_spec_with(
         spec: &Value,
         gpu_resources: &[String],

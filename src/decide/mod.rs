@@ -27,6 +27,7 @@ pub mod fit;
 pub mod input;
 pub(crate) mod lowering;
 pub mod model;
+pub(crate) mod plan;
 pub mod qos;
 pub mod record;
 pub(crate) mod rounding;
@@ -43,11 +44,11 @@ use adjustment::{Adjustment, SearchCapped};
 use affinity::AffinityRequirement;
 pub use answer::{Decision, MutatedObject, Verdict};
 use demand::{Demand, PodDevices};
-use gpu_topology::LabelPrefix;
 pub use input::PodInput;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::Resource;
 use model::GroupVerdict;
+use plan::{Notes, PodPlan};
 use qos::{QosPlan, Target};
 use serde_json::Value;
 
@@ -334,76 +335,6 @@ pub(crate) enum QosProblems {
     /// A workload's template is warned about: a LimitRange or another
     /// webhook may still fill in its pods' resources before they come here.
     Warn,
-}
-
-/// What was decided about one GPU pod (or pod template), stage by stage:
-/// the decision as data. The policy's answer (the rejection, or the
-/// affinity merged into the pod and [`Notes::warnings`]) and the tool's
-/// tables ([`record::PodRecord`]) both read it; neither decides again.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct PodPlan {
-    /// How the cluster was seen.
-    pub sight: fit::Sight,
-    /// The kubelet's answer for each group of the view's fleet, in the
-    /// fleet's order, on the pod as finally planned; empty without a view.
-    pub verdicts: Vec<model::ShapeVerdict>,
-    /// The Guaranteed-QoS edits written into the pod (none under
-    /// `qos.mode: validate` or `off`).
-    pub qos_edits: Vec<qos::Edit>,
-    pub notes: Notes,
-    /// The node affinity the pod gets.
-    pub requirement: AffinityRequirement,
-    /// Why the pod is rejected, if it is.
-    pub rejection: Option<String>,
-}
-
-/// The warnings of each stage, in the order the answer lists them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Notes {
-    /// How the cluster was read ([`fit::look`]).
-    pub look: Vec<fit::FitWarning>,
-    /// Why the fit was not checked against the node shapes
-    /// ([`fit::check_without_view`], or too many containers).
-    pub unchecked: Option<fit::FitWarning>,
-    /// The defaults lowered and the CPUs rounded for this pod
-    /// ([`lowering`], [`rounding`]).
-    pub adjustments: Vec<Adjustment>,
-    /// The fit against the view ([`fit::place`]).
-    pub placement: Vec<fit::FitWarning>,
-    /// GPU extended resources DRA also serves ([`extended_by_dra`]).
-    pub dra: Vec<extended_by_dra::ServedByDra>,
-    /// The QoS plan's ([`plan_qos`]).
-    pub qos: Option<qos::QosWarning>,
-    /// Why a pinned pod gets no affinity.
-    pub pinned: Option<fit::FitWarning>,
-}
-
-impl Notes {
-    /// Every warning, in the answer's order, worded (once, here) under the
-    /// label prefix `prefix`.
-    pub fn warnings(&self, prefix: &LabelPrefix) -> Vec<String> {
-        let Notes {
-            look,
-            unchecked,
-            adjustments,
-            placement,
-            dra,
-            qos,
-            pinned,
-        } = self;
-        let fit = |warnings: &mut Vec<String>, of: &[fit::FitWarning]| {
-            warnings.extend(of.iter().map(|warning| warning.words(prefix)));
-        };
-        let mut warnings = Vec::new();
-        fit(&mut warnings, look);
-        fit(&mut warnings, unchecked.as_slice());
-        warnings.extend(adjustments.iter().map(Adjustment::warning));
-        fit(&mut warnings, placement);
-        warnings.extend(dra.iter().map(extended_by_dra::ServedByDra::words));
-        warnings.extend(qos.as_ref().map(qos::QosWarning::words));
-        fit(&mut warnings, pinned.as_slice());
-        warnings
-    }
 }
 
 /// The stages' results that borrow the cluster view.

@@ -13,7 +13,7 @@
 //!   steers the pod there, and nothing changes;
 //! - otherwise, when some group refuses it with `SMTAlignmentError` for a
 //!   count that is not a multiple, every container's exclusive CPUs are
-//!   rounded up to the fleet's multiple ([`model::cpu_multiple`]), and the
+//!   rounded up to the fleet's multiple ([`super::model::cpu_multiple`]), and the
 //!   rounding is kept only if some group then takes the pod. A warning says
 //!   so.
 //!

@@ -4,8 +4,11 @@
 //! (and, for a Pod given node affinity, that affinity with its shapes named).
 //!
 //! Usage:
-//!   evaluate [ENGINE] --plan FILE
-//!   evaluate [ENGINE] [--settings FILE] [--session FILE] [--json] REQUEST.json...
+//!
+//! ```text
+//! evaluate [ENGINE] --plan FILE
+//! evaluate [ENGINE] [--settings FILE] [--session FILE] [--json] REQUEST.json...
+//! ```
 //!
 //!   --plan      the runs of a plan file (`make demo`: examples/demo.yaml;
 //!               see `e2e_tests::demo`), each with its title, settings,
