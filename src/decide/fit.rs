@@ -30,13 +30,14 @@ use crate::decide::demand::Demand;
 use crate::decide::explain;
 use crate::decide::input::PodInput;
 use crate::decide::model::{self, GroupVerdict, Need};
+use crate::decide::rejection::{PinnedNodeProblem, Rejection};
 use crate::request::pod::Pinned;
 use crate::settings::{AffinityMode, CapacitySource, Config, UnlabeledNodes};
 use gpu_topology::{Fleet, StaleNodes};
 pub(crate) use warnings::FitWarning;
-use warnings::{missing_labels, pinned_by, StaleFacts, STALE_NAMED};
+use warnings::{StaleFacts, STALE_NAMED};
 
-mod warnings;
+pub(crate) mod warnings;
 
 /// Whether the pod gets node affinity; `pinned` when it is pinned to a node
 /// (`spec.nodeName`, or required affinity on the node's name).
@@ -115,13 +116,16 @@ pub(crate) fn look(
 
 /// The check without a cluster view: the static limits when configured,
 /// else a warning that the fit was not checked. `Ok` with the warning, or
-/// the rejection message.
+/// the rejection.
 pub(crate) fn check_without_view(
     demand: &Demand,
     sight: &Sight,
     config: &Config,
-) -> Result<Option<FitWarning>, String> {
-    let static_check = |limits| capacity::check(demand, limits, &config.topology);
+) -> Result<Option<FitWarning>, Rejection> {
+    let static_check = |limits| {
+        capacity::check(demand, limits, &config.topology)
+            .map_err(|message| Rejection::OverStaticCapacity { message })
+    };
     match sight {
         Sight::View(_) => Ok(None),
         Sight::Static => match &config.capacity {
@@ -173,16 +177,15 @@ impl Placement {
 }
 
 /// The check with a cluster view, from the verdict of every group
-/// ([`model::verdicts`]); `Err` is the rejection message. Pure.
+/// ([`model::verdicts`]); `Err` is why the pod is rejected. Pure.
 pub(crate) fn place(
     input: &PodInput,
     view: &ClusterView,
     verdicts: &[GroupVerdict],
     config: &Config,
-) -> Result<Placement, String> {
+) -> Result<Placement, Rejection> {
     let demand = &input.demand;
     let topology = &config.topology;
-    let prefix = &config.label_prefix;
     let allow = config.unlabeled_nodes == UnlabeledNodes::Allow;
     let required = topology.affinity == AffinityMode::Required;
     let applies = affinity_applies(config, input.pinned.is_some());
@@ -210,11 +213,10 @@ pub(crate) fn place(
     if view.fleet.is_empty() {
         let malformed = view.malformed > 0;
         if required && !allow {
-            return Err(format!(
-                "GPU pod cannot be placed: it needs {}, but {} topology.affinity: required selects only nodes whose kubelet is known to host the pod, so it would stay Pending. Deploy the gpu-topology labeler on the GPU nodes, set capacity.unlabeledNodes: allow, or set topology.affinity: preferred.",
-                demand.describe_unit(),
-                missing_labels(malformed, prefix)
-            ));
+            return Err(Rejection::NoLabeledNode {
+                unit: demand.describe_unit(),
+                malformed,
+            });
         }
         warnings.push(FitWarning::NoLabels { malformed });
         return Ok(Placement {
@@ -231,18 +233,18 @@ pub(crate) fn place(
     }
     if required {
         if let (Some(pinned), true) = (input.pinned, view.from_node_list) {
-            if let Err(message) = pinned_node_hosts(pinned, view, verdicts, demand, need, config) {
+            if let Err(refusal) = pinned_node_hosts(pinned, view, verdicts, demand, need) {
                 if !allow {
-                    return Err(message);
+                    return Err(refusal);
                 }
-                warnings.push(FitWarning::PinnedNodeRefusesAdmitted { refusal: message });
+                warnings.push(FitWarning::PinnedNodeRefusesAdmitted { refusal });
             }
         }
     }
     if !verdicts.iter().any(|v| v.takes(need, &demand.pod)) {
         let message = explain::no_group_takes_it(demand, need, verdicts, topology);
         if !allow {
-            return Err(message);
+            return Err(Rejection::NoShapeTakes { message });
         }
         warnings.push(FitWarning::NoLabeledNodeTakesAdmitted { refusal: message });
     }
@@ -349,29 +351,25 @@ fn pinned_node_hosts(
     verdicts: &[GroupVerdict],
     demand: &Demand,
     need: Need,
-    config: &Config,
-) -> Result<(), String> {
-    let node = pinned.node;
-    let by = pinned_by(pinned.by);
-    let prefix = &config.label_prefix;
+) -> Result<(), Rejection> {
+    let refuse = |problem| {
+        Err(Rejection::PinnedNode {
+            node: pinned.node.to_owned(),
+            by: pinned.by,
+            problem,
+        })
+    };
     let topology = match &view.pinned_node {
-        None => {
-            return Err(format!(
-                "GPU pod cannot be placed: it is pinned to node {node:?} ({by}), which publishes no {prefix} labels, and topology.affinity: required admits only nodes whose kubelet is known to host the pod. Deploy the gpu-topology labeler there, set capacity.unlabeledNodes: allow, or set topology.affinity: preferred."
-            ))
-        }
+        None => return refuse(PinnedNodeProblem::Unlabeled),
         Some(Err(problem)) => {
-            return Err(format!(
-                "GPU pod cannot be placed: it is pinned to node {node:?} ({by}), whose {prefix} labels are malformed ({problem}). Fix the node labeler there."
-            ))
+            return refuse(PinnedNodeProblem::MalformedLabels {
+                problem: problem.to_string(),
+            })
         }
         Some(Ok(topology)) => topology,
     };
-    let verdict = verdicts.iter().find(|v| v.topology() == topology);
-    let Some(verdict) = verdict else {
-        return Err(format!(
-            "GPU pod cannot be placed: it is pinned to node {node:?} ({by}), which publishes no {prefix}/gpus label. Deploy the gpu-topology labeler there."
-        ));
+    let Some(verdict) = verdicts.iter().find(|v| v.topology() == topology) else {
+        return refuse(PinnedNodeProblem::NoGpuLabel);
     };
     let Need::Host(alignment) = need else {
         return Ok(());
@@ -380,9 +378,10 @@ fn pinned_node_hosts(
         return Ok(());
     }
     let (why, fix) = explain::why_and_fix(demand, need, verdict);
-    Err(format!(
-        "GPU pod cannot be placed: it is pinned to node {node:?} ({by}), and there {why}. {fix}."
-    ))
+    refuse(PinnedNodeProblem::DoesNotHost {
+        why: why.clone(),
+        fix: fix.clone(),
+    })
 }
 
 /// Under `preferred`, a warning when the pinned node's kubelet refuses the

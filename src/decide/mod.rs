@@ -30,6 +30,7 @@ pub mod model;
 pub(crate) mod plan;
 pub mod qos;
 pub mod record;
+pub mod rejection;
 pub(crate) mod rounding;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -48,8 +49,9 @@ pub use input::PodInput;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::Resource;
 use model::GroupVerdict;
-use plan::{Notes, PodPlan};
-use qos::{QosPlan, Target};
+use plan::{Notes, PodPlan, QosNote};
+use qos::QosPlan;
+use rejection::Rejection;
 use serde_json::Value;
 
 /// The most containers (init, sidecar and app together) of one pod the
@@ -303,14 +305,14 @@ fn decide_pod_tree(pod: &Value, config: &Config, cluster: &dyn ClusterReader) ->
     if plan.rejection.is_none() {
         if let Err(problem) = affinity::merge(mutated_spec, &plan.requirement, &config.label_prefix)
         {
-            plan.rejection = Some(format!("GPU pod is malformed: {problem}"));
+            plan.rejection = Some(Rejection::Malformed { problem });
         }
     }
     if plan.rejection.is_none() {
         hand_to_topology_aware_scheduler(mutated_spec, &input, config);
     }
     let decision = match &plan.rejection {
-        Some(message) => Decision::reject(message.clone()),
+        Some(rejection) => Decision::reject(rejection.message(&config.label_prefix)),
         None => Decision {
             verdict: if mutated == *pod {
                 Verdict::Accept
@@ -396,7 +398,7 @@ pub(crate) fn plan_pod(
     }
 }
 
-/// The stages after the look; `Err` is the rejection message.
+/// The stages after the look; `Err` is why the pod is rejected.
 fn plan_stages<'s>(
     spec: &Value,
     planned: &mut Value,
@@ -405,7 +407,7 @@ fn plan_stages<'s>(
     sight: &'s fit::Sight,
     qos_problems: QosProblems,
     stages: &mut Stages<'s>,
-) -> Result<(), String> {
+) -> Result<(), Rejection> {
     let containers = input.demand.pod.containers.len();
     let view = match sight {
         fit::Sight::View(view) if containers <= MAX_CONTAINERS => Some(view),
@@ -427,7 +429,7 @@ fn plan_stages<'s>(
         stages.requirement = affinity_without_view(input, config);
         return Ok(());
     };
-    let malformed = |problem| format!("GPU pod is malformed: {problem}");
+    let malformed = |problem| Rejection::Malformed { problem };
     // The fleet's verdicts are built once, here; an adjustment below only
     // answers them again for its plan.
     stages.verdicts = fit::verdicts(&view.fleet, planned, input, config).map_err(malformed)?;
@@ -447,7 +449,7 @@ fn plan_stages<'s>(
         let outcome = write_qos(spec, planned, input, &replanned, multiple, qos_problems)?;
         let pod = model::model_pod(planned, &input.demand.pod).map_err(malformed)?;
         model::answer_again(verdicts, &pod, &memo);
-        Ok::<_, String>(outcome.edits)
+        Ok::<_, Rejection>(outcome.edits)
     };
     let capped =
         match lowering::lower_defaults(spec, input, config, multiple, &stages.verdicts, &memo) {
@@ -495,12 +497,15 @@ fn plan_stages<'s>(
 /// with the refusal as a warning. Under `required` the refusal stands (the
 /// policy selects only nodes known to host the pod) and says why.
 fn capped_placement(
-    refusal: String,
+    refusal: Rejection,
     capped: SearchCapped,
     config: &Config,
-) -> Result<fit::Placement, String> {
+) -> Result<fit::Placement, Rejection> {
     if config.topology.affinity == AffinityMode::Required {
-        return Err(format!("{refusal} ({})", capped.warning()));
+        return Err(Rejection::SearchCapped {
+            refusal: Box::new(refusal),
+            capped,
+        });
     }
     Ok(fit::Placement {
         warnings: vec![fit::FitWarning::AdmittedWithoutPlacement { refusal }],
@@ -509,7 +514,7 @@ fn capped_placement(
 }
 
 /// Plans Guaranteed QoS and writes the edits into `planned`; the edits and
-/// warnings, or the rejection message (a Pod's QoS problem, a malformed spec).
+/// warnings, or the rejection (a Pod's QoS problem, a malformed spec).
 fn write_qos(
     spec: &Value,
     planned: &mut Value,
@@ -517,17 +522,16 @@ fn write_qos(
     config: &Config,
     multiple: u64,
     qos_problems: QosProblems,
-) -> Result<QosOutcome, String> {
+) -> Result<QosOutcome, Rejection> {
     match plan_qos(spec, &input.demand.pod, config, multiple) {
         Ok(qos) => {
-            qos::apply(planned, &qos.edits)
-                .map_err(|problem| format!("GPU pod is malformed: {problem}"))?;
+            qos::apply(planned, &qos.edits).map_err(|problem| Rejection::Malformed { problem })?;
             Ok(qos)
         }
         Err(message) if qos_problems == QosProblems::Reject => Err(message),
         Err(refusal) => Ok(QosOutcome {
             edits: Vec::new(),
-            warning: Some(qos::QosWarning::TemplateRefused { refusal }),
+            warning: Some(QosNote::TemplateRefused { refusal }),
         }),
     }
 }
@@ -558,67 +562,43 @@ fn pinned_warning(input: &PodInput, config: &Config) -> Option<fit::FitWarning> 
 /// The QoS the pod gets: the edits (none in `validate` mode) and warnings.
 pub(crate) struct QosOutcome {
     pub edits: Vec<qos::Edit>,
-    pub warning: Option<qos::QosWarning>,
+    pub warning: Option<QosNote>,
 }
 
-/// The resource edits Guaranteed QoS needs, or the rejection message;
+/// The resource edits Guaranteed QoS needs, or the rejection;
 /// `multiple` as [`qos::plan`] takes it.
 pub(crate) fn plan_qos(
     spec: &Value,
     demand: &PodDevices,
     config: &Config,
     multiple: u64,
-) -> Result<QosOutcome, String> {
+) -> Result<QosOutcome, Rejection> {
     let plan = match config.qos.mode {
         QosMode::Off => QosPlan::default(),
-        QosMode::Mutate | QosMode::Validate => qos::plan(spec, demand, &config.qos, multiple)?,
+        // A spec whose containers cannot be read was refused with this
+        // problem when its demand was read (`PodInput::read`).
+        QosMode::Mutate | QosMode::Validate => qos::plan(spec, demand, &config.qos, multiple)
+            .map_err(|problem| Rejection::Malformed { problem })?,
     };
     // Whatever the mode: exclusive CPUs next to the GPUs are what QoS is for.
-    let warning = qos::unpinned_by_pod_level_resources(spec);
+    let warning =
+        qos::unpinned_by_pod_level_resources(spec).then_some(QosNote::UnpinnedByPodLevelResources);
     if !plan.problems.is_empty() {
-        return Err(format!(
-            "GPU pod cannot be made Guaranteed QoS: {}.",
-            plan.problems.join("; ")
-        ));
+        return Err(Rejection::QosImpossible {
+            problems: plan.problems,
+        });
     }
     let edits = match config.qos.mode {
         QosMode::Validate if plan.violations().next().is_some() => {
-            return Err(not_guaranteed_message(&plan, config.qos.whole_cpus))
+            return Err(Rejection::NotGuaranteed {
+                violations: plan.violations().cloned().collect(),
+                whole_cpus: config.qos.whole_cpus,
+            })
         }
         QosMode::Validate => Vec::new(),
         _ => plan.edits,
     };
     Ok(QosOutcome { edits, warning })
-}
-
-/// `GPU pod is not Guaranteed QoS: container "a": cpu ..., memory ...; ...`
-fn not_guaranteed_message(plan: &QosPlan, whole_cpus: bool) -> String {
-    let mut by_target: Vec<(&Target, Vec<String>)> = Vec::new();
-    for finding in plan.violations() {
-        let (target, reason) = (&finding.target, finding.reason());
-        match by_target.iter_mut().find(|(t, _)| *t == target) {
-            Some((_, reasons)) => reasons.push(reason),
-            None => by_target.push((target, vec![reason])),
-        }
-    }
-    let listed: Vec<String> = by_target
-        .iter()
-        .map(|(target, reasons)| format!("{target}: {}", reasons.join(", ")))
-        .collect();
-    // With pod-level resources, they alone decide QoS.
-    let (place, whole) = if by_target.iter().any(|(target, _)| **target == Target::Pod) {
-        ("in pod-level spec.resources", ", with whole CPUs")
-    } else {
-        (
-            "in every container",
-            ", with whole CPUs in containers that use GPUs",
-        )
-    };
-    format!(
-        "GPU pod is not Guaranteed QoS (qos.mode: validate): {}. Set resources.requests equal to resources.limits for cpu and memory {place}{}.",
-        listed.join("; "),
-        if whole_cpus { whole } else { "" }
-    )
 }
 
 #[cfg(test)]
@@ -641,8 +621,12 @@ mod tests {
         #[case] expected: Result<&str, &str>,
     ) {
         let config = config(json!({"topology": {"affinity": affinity}}));
+        let refusal = Rejection::NoShapeTakes {
+            message: "GPU pod cannot be placed: it needs 6 GPUs, but no kubelet takes it."
+                .to_owned(),
+        };
         let placement = capped_placement(
-            "GPU pod cannot be placed: it needs 6 GPUs, but no kubelet takes it.".to_owned(),
+            refusal,
             SearchCapped {
                 distinct_facts: 300,
             },
@@ -653,7 +637,9 @@ mod tests {
                 assert_eq!(placement.words(), vec![warning.to_owned()]);
                 assert_eq!(placement.requirement, AffinityRequirement::default());
             }
-            (Err(message), Err(expected)) => assert_eq!(message, expected),
+            (Err(rejection), Err(expected)) => {
+                assert_eq!(rejection.message(&config.label_prefix), expected)
+            }
             (placement, _) => panic!("{placement:?}"),
         }
     }

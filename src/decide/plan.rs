@@ -7,6 +7,7 @@
 
 use super::adjustment::Adjustment;
 use super::affinity::AffinityRequirement;
+use super::rejection::Rejection;
 use super::{extended_by_dra, fit, model, qos};
 use gpu_topology::LabelPrefix;
 
@@ -28,7 +29,7 @@ pub(crate) struct PodPlan {
     /// The node affinity the pod gets.
     pub requirement: AffinityRequirement,
     /// Why the pod is rejected, if it is.
-    pub rejection: Option<String>,
+    pub rejection: Option<Rejection>,
 }
 
 /// The warnings of each stage, in the order the answer lists them.
@@ -47,7 +48,7 @@ pub(crate) struct Notes {
     /// GPU extended resources DRA also serves ([`extended_by_dra`]).
     pub dra: Vec<extended_by_dra::ServedByDra>,
     /// The QoS plan's ([`super::plan_qos`]).
-    pub qos: Option<qos::QosWarning>,
+    pub qos: Option<QosNote>,
     /// Why a pinned pod gets no affinity.
     pub pinned: Option<fit::FitWarning>,
 }
@@ -74,8 +75,34 @@ impl Notes {
         warnings.extend(adjustments.iter().map(Adjustment::warning));
         fit(&mut warnings, placement);
         warnings.extend(dra.iter().map(extended_by_dra::ServedByDra::words));
-        warnings.extend(qos.as_ref().map(qos::QosWarning::words));
+        warnings.extend(qos.as_ref().map(|note| note.words(prefix)));
         fit(&mut warnings, pinned.as_slice());
         warnings
+    }
+}
+
+/// A note of the QoS stage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum QosNote {
+    /// Pod-level resources leave the pod unpinned by the static CPU and
+    /// Memory Managers ([`qos::unpinned_by_pod_level_resources`]).
+    UnpinnedByPodLevelResources,
+    /// A workload's template that Guaranteed QoS refuses: its pods will be
+    /// rejected unless something sets their resources first.
+    TemplateRefused {
+        /// The rejection a Pod would get.
+        refusal: Rejection,
+    },
+}
+
+impl QosNote {
+    fn words(&self, prefix: &LabelPrefix) -> String {
+        match self {
+            QosNote::UnpinnedByPodLevelResources => qos::UNPINNED_BY_POD_LEVEL_RESOURCES.to_owned(),
+            QosNote::TemplateRefused { refusal } => format!(
+                "its pods will be rejected unless a LimitRange or another webhook sets their resources first: {}",
+                refusal.message(prefix)
+            ),
+        }
     }
 }

@@ -753,35 +753,13 @@ fn plan_one(target: Target, resource: ComputeResource, current: &Current, rule: 
 /// pod for which `resourcehelper.IsPodLevelResourcesSet` holds: pod-level
 /// requests or limits name cpu, memory or hugepages (the
 /// PodLevelResourceManagers gate that changes this is alpha, off by
-/// default, from 1.36). `None` when pod-level resources set none of them.
-pub(crate) fn unpinned_by_pod_level_resources(spec: &Value) -> Option<QosWarning> {
-    pod_level_resources_set(spec).then_some(QosWarning::UnpinnedByPodLevelResources)
+/// default, from 1.36). False when pod-level resources set none of them.
+pub(crate) fn unpinned_by_pod_level_resources(spec: &Value) -> bool {
+    pod_level_resources_set(spec)
 }
 
-/// A warning about the pod's QoS.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum QosWarning {
-    /// Pod-level resources leave the pod unpinned by the static CPU and
-    /// Memory Managers ([`unpinned_by_pod_level_resources`]).
-    UnpinnedByPodLevelResources,
-    /// A workload's template that Guaranteed QoS refuses: its pods will be
-    /// rejected unless something sets their resources first.
-    TemplateRefused {
-        /// The refusal a Pod would get.
-        refusal: String,
-    },
-}
-
-impl QosWarning {
-    pub(crate) fn words(&self) -> String {
-        match self {
-            QosWarning::UnpinnedByPodLevelResources => "pod-level spec.resources is set, so kubelets running the static CPU Manager or Memory Manager do not pin this pod (Kubernetes 1.34 and 1.35): it gets no exclusive CPUs or NUMA-local memory next to its GPUs. Set cpu, memory and hugepages per container instead, and remove them from spec.resources".to_owned(),
-            QosWarning::TemplateRefused { refusal } => format!(
-                "its pods will be rejected unless a LimitRange or another webhook sets their resources first: {refusal}"
-            ),
-        }
-    }
-}
+/// The warning for a pod [`unpinned_by_pod_level_resources`].
+pub(crate) const UNPINNED_BY_POD_LEVEL_RESOURCES: &str = "pod-level spec.resources is set, so kubelets running the static CPU Manager or Memory Manager do not pin this pod (Kubernetes 1.34 and 1.35): it gets no exclusive CPUs or NUMA-local memory next to its GPUs. Set cpu, memory and hugepages per container instead, and remove them from spec.resources";
 
 /// The largest limit any container sets for `resource`.
 fn largest_container_limit(all: &[Container<'_>], resource: ComputeResource) -> Option<Quantity> {

@@ -18,6 +18,7 @@ use crate::decide::demand::Demand;
 use crate::decide::fit::Sight;
 use crate::decide::model::{Answer, Need};
 use crate::decide::plan::PodPlan;
+use crate::decide::rejection::Rejection;
 use crate::decide::{decide_request, explain, qos, Decision};
 use crate::request::AdmissionRequest;
 use crate::settings::Config;
@@ -60,8 +61,9 @@ pub struct PodRecord {
     /// The node affinity merged into the pod (none for a workload, whose
     /// pods get it when they are created).
     pub affinity: AffinityRequirement,
-    /// Why the pod is rejected, if it is (the decision's message).
-    pub rejection: Option<String>,
+    /// Why the pod is rejected, if it is, with its figures (the decision's
+    /// message words it).
+    pub rejection: Option<Rejection>,
 }
 
 /// How the cluster was seen for the decision. Serialized as the tool's
@@ -313,7 +315,7 @@ mod tests {
         if let (Verdict::Reject(message), Some(rejection)) =
             (&explained.decision.verdict, &record.rejection)
         {
-            assert_eq!(message, rejection);
+            assert_eq!(*message, rejection.message(&config.label_prefix));
         }
         assert!(
             !record.qos_edits.is_empty(),

@@ -131,7 +131,10 @@ pub(crate) fn evaluate(
                 .collect(),
             ..Decision::accept()
         },
-        Some(message) => Decision::reject(format!("{who}: {message}")),
+        Some(rejection) => Decision::reject(format!(
+            "{who}: {}",
+            rejection.message(&config.label_prefix)
+        )),
     };
     Decided {
         decision,

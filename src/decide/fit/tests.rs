@@ -17,6 +17,7 @@ fn decide(spec: &Value, view: &ClusterView, config: &Config) -> Result<Placement
     let input = PodInput::read(spec, config).unwrap().unwrap();
     let verdicts = verdicts(&view.fleet, spec, &input, config).unwrap();
     place(&input, view, &verdicts, config)
+        .map_err(|rejection| rejection.message(&config.label_prefix))
 }
 
 fn shape_of(topology: &NodeTopology) -> String {

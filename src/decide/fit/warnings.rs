@@ -6,6 +6,7 @@ use super::SUMMARY_MISSING_COST;
 use crate::cluster::MAX_SHAPES;
 use crate::decide::explain::{nodes, unknown_words};
 use crate::decide::model::Answer;
+use crate::decide::rejection::{Rejection, CANNOT_BE_PLACED};
 use crate::decide::MAX_CONTAINERS;
 use crate::request::pod::PinnedBy;
 use gpu_topology::{KubeletVersion, LabelPrefix, ShapeId};
@@ -71,7 +72,7 @@ pub(crate) enum FitWarning {
     /// host the pod, but it is admitted for nodes without labels.
     PinnedNodeRefusesAdmitted {
         /// The refusal `allow` turned into this warning.
-        refusal: String,
+        refusal: Rejection,
     },
     /// Under `capacity.unlabeledNodes: allow`, no labeled node takes the
     /// pod, but it is admitted for nodes without labels.
@@ -84,7 +85,7 @@ pub(crate) enum FitWarning {
     /// without affinity.
     AdmittedWithoutPlacement {
         /// The refusal the cap turned into this warning.
-        refusal: String,
+        refusal: Rejection,
     },
     /// The model cannot tell whether some nodes admit the pod.
     Unknown {
@@ -221,16 +222,17 @@ impl FitWarning {
                 )
             }
             FitWarning::Stale(stale) => stale.words(prefix),
-            FitWarning::PinnedNodeRefusesAdmitted { refusal } => {
-                format!("{refusal} Admitted: capacity.unlabeledNodes is allow")
-            }
+            FitWarning::PinnedNodeRefusesAdmitted { refusal } => format!(
+                "{} Admitted: capacity.unlabeledNodes is allow",
+                refusal.message(prefix)
+            ),
             FitWarning::NoLabeledNodeTakesAdmitted { refusal } => format!(
                 "no labeled GPU node takes the pod; admitted for nodes without {prefix} labels (capacity.unlabeledNodes: allow): {}",
-                refusal.trim_start_matches("GPU pod cannot be placed: ")
+                refusal.trim_start_matches(CANNOT_BE_PLACED)
             ),
             FitWarning::AdmittedWithoutPlacement { refusal } => format!(
                 "GPU pod admitted without a placement: {}",
-                refusal.trim_start_matches("GPU pod cannot be placed: ")
+                refusal.message(prefix).trim_start_matches(CANNOT_BE_PLACED)
             ),
             FitWarning::Unknown {
                 nodes: count,
