@@ -213,16 +213,17 @@ pub(crate) struct ShapeVerdict {
 }
 
 impl ShapeVerdict {
-    /// The verdict on `group` again (a copy), for the readers of a record.
-    pub fn on<'f>(&self, group: &'f NodeGroup) -> GroupVerdict<'f> {
+    /// The verdict on `group` again (moved, not copied), for the record,
+    /// which reads the plan once.
+    pub fn attach(self, group: &NodeGroup) -> GroupVerdict<'_> {
         GroupVerdict {
             group,
             scope: self.scope,
-            facts: self.facts.clone(),
-            answer: self.answer.clone(),
-            admission: self.admission.clone(),
+            facts: self.facts,
+            answer: self.answer,
+            admission: self.admission,
             shared_shape: self.shared_shape,
-            explained: self.explained.clone(),
+            explained: self.explained,
         }
     }
 }

@@ -171,9 +171,9 @@ impl PodRecord {
                     .fleet
                     .groups()
                     .iter()
-                    .zip(&verdicts)
+                    .zip(verdicts)
                     .map(|(group, verdict)| {
-                        let verdict = verdict.on(group);
+                        let verdict = verdict.attach(group);
                         let takes = verdict.takes(need, &demand.pod);
                         let (why, fix) = if takes {
                             (None, None)
