@@ -242,11 +242,13 @@ pub(crate) fn place(
         }
     }
     if !verdicts.iter().any(|v| v.takes(need, &demand.pod)) {
-        let message = explain::no_group_takes_it(demand, need, verdicts, topology);
+        let refusal = Rejection::NoShapeTakes {
+            message: explain::no_group_takes_it(demand, need, verdicts, topology),
+        };
         if !allow {
-            return Err(Rejection::NoShapeTakes { message });
+            return Err(refusal);
         }
-        warnings.push(FitWarning::NoLabeledNodeTakesAdmitted { refusal: message });
+        warnings.push(FitWarning::NoLabeledNodeTakesAdmitted { refusal });
     }
     warnings.extend(unknown_warning(verdicts, required));
     if let (Some(pinned), false) = (input.pinned, required) {

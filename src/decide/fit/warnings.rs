@@ -78,7 +78,7 @@ pub(crate) enum FitWarning {
     /// pod, but it is admitted for nodes without labels.
     NoLabeledNodeTakesAdmitted {
         /// The refusal `allow` turned into this warning.
-        refusal: String,
+        refusal: Rejection,
     },
     /// The search for lower defaults stopped at its cap and no node takes
     /// the pod with the defaults it had: under `preferred`, it is admitted
@@ -228,7 +228,7 @@ impl FitWarning {
             ),
             FitWarning::NoLabeledNodeTakesAdmitted { refusal } => format!(
                 "no labeled GPU node takes the pod; admitted for nodes without {prefix} labels (capacity.unlabeledNodes: allow): {}",
-                refusal.trim_start_matches(CANNOT_BE_PLACED)
+                refusal.message(prefix).trim_start_matches(CANNOT_BE_PLACED)
             ),
             FitWarning::AdmittedWithoutPlacement { refusal } => format!(
                 "GPU pod admitted without a placement: {}",
