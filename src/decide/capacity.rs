@@ -2,6 +2,7 @@
 //! per the operator's `capacity` settings.
 
 use crate::decide::demand::Demand;
+use crate::decide::explain::too_many;
 use crate::settings::{AffinityMode, CapacitySettings, TopologyConfig};
 use gpu_topology::{Alignment, TopologyManagerScope};
 
@@ -50,22 +51,6 @@ pub fn check(
         ));
     }
     Ok(())
-}
-
-/// The rejection message for a demand above what any node offers:
-/// `<demand> cannot fit: <offer>. Request at most <fits> GPUs ...`, with the
-/// demand in words for `scope` ([`Demand::describe_total`] or
-/// [`Demand::describe_unit`]). Reusable wherever a fit check fails (static
-/// or cluster-aware).
-pub fn too_many(demand: &str, scope: TopologyManagerScope, offer: &str, fits: u32) -> String {
-    let unit = match scope {
-        TopologyManagerScope::Pod => "per pod",
-        TopologyManagerScope::Container => "per container",
-    };
-    format!(
-        "GPU pod cannot be placed: it needs {demand} but {offer}. Request at most {fits} GPU{s} {unit}, or split the work across several pods.",
-        s = if fits == 1 { "" } else { "s" }
-    )
 }
 
 #[cfg(test)]

@@ -28,6 +28,31 @@ use numa::{spans, Span};
 const EXPLAINED_GROUPS: usize = 2;
 const MIB: u64 = 1 << 20;
 
+/// The words every refusal of a placement opens with (the warnings that
+/// admit such a pod anyway quote the refusal without them).
+pub(crate) const CANNOT_BE_PLACED: &str = "GPU pod cannot be placed: ";
+
+/// The rejection message for a demand above what any node offers:
+/// `<demand> cannot fit: <offer>. Request at most <fits> GPUs ...`, with the
+/// demand in words for `scope` ([`Demand::describe_total`] or
+/// [`Demand::describe_unit`]). Reusable wherever a fit check fails (static
+/// or cluster-aware).
+pub(crate) fn too_many(
+    demand: &str,
+    scope: TopologyManagerScope,
+    offer: &str,
+    fits: u32,
+) -> String {
+    let unit = match scope {
+        TopologyManagerScope::Pod => "per pod",
+        TopologyManagerScope::Container => "per container",
+    };
+    format!(
+        "{CANNOT_BE_PLACED}it needs {demand} but {offer}. Request at most {fits} GPU{s} {unit}, or split the work across several pods.",
+        s = if fits == 1 { "" } else { "s" }
+    )
+}
+
 /// The rejection message when no group of the view takes the pod.
 pub(crate) fn no_group_takes_it(
     demand: &Demand,
@@ -53,7 +78,7 @@ pub(crate) fn no_group_takes_it(
         ),
     };
     format!(
-        "GPU pod cannot be placed: {lead}. {}",
+        "{CANNOT_BE_PLACED}{lead}. {}",
         groups_explained(demand, need, verdicts, topology)
     )
 }
@@ -261,7 +286,7 @@ fn too_few_gpus_everywhere(demand: &Demand, verdicts: &[GroupVerdict]) -> Option
         }
     }
     let fits = u32::try_from(largest).unwrap_or(u32::MAX);
-    Some(crate::decide::capacity::too_many(
+    Some(too_many(
         &demand.describe_total(),
         TopologyManagerScope::Pod,
         &format!(

@@ -9,7 +9,7 @@
 //! verdicts in the plan, and whose words the tool's record shows per shape.
 
 use super::adjustment::SearchCapped;
-use super::fit::warnings::{missing_labels, pinned_by};
+use super::explain::CANNOT_BE_PLACED;
 use super::qos::{Finding, Target};
 use crate::request::pod::PinnedBy;
 use gpu_topology::LabelPrefix;
@@ -70,9 +70,6 @@ pub enum PinnedNodeProblem {
     DoesNotHost { why: String, fix: String },
 }
 
-/// The words every fit refusal opens with.
-pub(crate) const CANNOT_BE_PLACED: &str = "GPU pod cannot be placed: ";
-
 impl Rejection {
     /// The rejection message, under the label prefix `prefix`.
     pub fn message(&self, prefix: &LabelPrefix) -> String {
@@ -113,6 +110,25 @@ impl Rejection {
             Rejection::SearchCapped { refusal, capped } => {
                 format!("{} ({})", refusal.message(prefix), capped.warning())
             }
+        }
+    }
+}
+
+/// Why the fit has no labeled node: `no node publishes ... labels: ...`.
+pub(crate) fn missing_labels(malformed: bool, prefix: &LabelPrefix) -> String {
+    if malformed {
+        format!("no node publishes valid {prefix} labels: is the labeler healthy?")
+    } else {
+        format!("no node publishes {prefix} labels: is the labeler deployed?")
+    }
+}
+
+/// How a pod is pinned to its node, in the messages.
+pub(crate) fn pinned_by(by: PinnedBy) -> &'static str {
+    match by {
+        PinnedBy::NodeName => "spec.nodeName",
+        PinnedBy::NodeAffinity => {
+            "required node affinity on metadata.name, as a DaemonSet's pods are"
         }
     }
 }

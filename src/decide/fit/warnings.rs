@@ -4,9 +4,10 @@
 
 use super::SUMMARY_MISSING_COST;
 use crate::cluster::MAX_SHAPES;
+use crate::decide::explain::CANNOT_BE_PLACED;
 use crate::decide::explain::{nodes, unknown_words};
 use crate::decide::model::Answer;
-use crate::decide::rejection::{Rejection, CANNOT_BE_PLACED};
+use crate::decide::rejection::{missing_labels, pinned_by, Rejection};
 use crate::decide::MAX_CONTAINERS;
 use crate::request::pod::PinnedBy;
 use gpu_topology::{KubeletVersion, LabelPrefix, ShapeId};
@@ -251,25 +252,6 @@ impl FitWarning {
 /// The host's messages end in a full stop; ours continue the sentence.
 fn clause(problem: &str) -> &str {
     problem.trim_end_matches('.')
-}
-
-/// Why the fit has no labeled node: `no node publishes ... labels: ...`.
-pub(crate) fn missing_labels(malformed: bool, prefix: &LabelPrefix) -> String {
-    if malformed {
-        format!("no node publishes valid {prefix} labels: is the labeler healthy?")
-    } else {
-        format!("no node publishes {prefix} labels: is the labeler deployed?")
-    }
-}
-
-/// How a pod is pinned to its node, in the messages.
-pub(crate) fn pinned_by(by: PinnedBy) -> &'static str {
-    match by {
-        PinnedBy::NodeName => "spec.nodeName",
-        PinnedBy::NodeAffinity => {
-            "required node affinity on metadata.name, as a DaemonSet's pods are"
-        }
-    }
 }
 
 impl StaleFacts {
