@@ -3,7 +3,7 @@
 
 use gpu_topology_cli::remembered::Remembering;
 use gpu_topology_policy::cluster::host::ClusterReader;
-use gpu_topology_policy::decide::record::explain_with;
+use gpu_topology_policy::decide::explain_with;
 use gpu_topology_policy::request::AdmissionRequest;
 use gpu_topology_policy::settings::{settings_from_value, Config};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{

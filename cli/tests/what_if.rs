@@ -5,8 +5,9 @@ use gpu_topology::{LabelKey, LabelPrefix, NodeTopology, TopologyManagerPolicy};
 use gpu_topology_cli::what_if::change::FleetChange;
 use gpu_topology_cli::what_if::cluster::ChangedCluster;
 use gpu_topology_policy::cluster::host::ClusterReader;
+use gpu_topology_policy::decide::explain_with;
 use gpu_topology_policy::decide::model::Answer;
-use gpu_topology_policy::decide::record::{explain_with, Explained, PodRecord};
+use gpu_topology_policy::decide::record::{Explained, PodRecord};
 use gpu_topology_policy::request::AdmissionRequest;
 use gpu_topology_policy::settings::{settings_from_value, Config};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{

@@ -44,13 +44,14 @@ use crate::settings::{AffinityMode, Config, QosConfig, QosMode};
 use adjustment::{Adjustment, SearchCapped};
 use affinity::AffinityRequirement;
 pub use answer::{Decision, MutatedObject, Verdict};
-use demand::{Demand, PodDevices};
+use demand::PodDevices;
 pub use input::PodInput;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::Resource;
 use model::GroupVerdict;
 use plan::{Notes, PodPlan, QosNote};
 use qos::QosPlan;
+use record::{Explained, PodRecord};
 use rejection::Rejection;
 use serde_json::Value;
 
@@ -80,14 +81,40 @@ pub fn evaluate_with(
     config: &Config,
     cluster: &dyn ClusterReader,
 ) -> Decision {
-    decide_request(request, config, cluster).decision
+    decide_request(request, config, cluster, Wanted::Answer).decision
 }
 
-/// [`evaluate_with`], with the record of the GPU pod decided.
-pub(crate) fn decide_request(
+/// Decides on `request` as [`evaluate_with`] does and returns the record
+/// of the decision with the answer (what `gpu-topology explain` shows).
+pub fn explain_with(
     request: &AdmissionRequest,
     config: &Config,
     cluster: &dyn ClusterReader,
+) -> Explained {
+    let decided = decide_request(request, config, cluster, Wanted::Record);
+    Explained {
+        decision: decided.decision,
+        pod: decided.pod,
+        dra: decided.dra,
+    }
+}
+
+/// What the caller wants of a decision. The policy answers only; the
+/// operator's tool also reads the record, which the pipeline puts together
+/// from its plan while the cluster view the plan borrows is still held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wanted {
+    Answer,
+    Record,
+}
+
+/// [`evaluate_with`], with the record of the GPU pod decided when
+/// `wanted`.
+fn decide_request(
+    request: &AdmissionRequest,
+    config: &Config,
+    cluster: &dyn ClusterReader,
+    wanted: Wanted,
 ) -> Decided {
     if config
         .exempt_namespaces
@@ -103,8 +130,13 @@ pub(crate) fn decide_request(
     if (group, kind) == (Pod::GROUP, Pod::KIND) {
         return match operation {
             CREATE => {
-                let mut decided =
-                    decide_pod(request.pod_text(), request.object_text(), config, cluster);
+                let mut decided = decide_pod(
+                    request.pod_text(),
+                    request.object_text(),
+                    config,
+                    cluster,
+                    wanted,
+                );
                 // Only pods that name DRA claims pay for reading them; the
                 // scan of the request already noted whether a pod does.
                 let names_claims = match &request.object_fields {
@@ -129,7 +161,9 @@ pub(crate) fn decide_request(
         };
     }
     match (workload::find(group, kind), operation) {
-        (Some(workload), CREATE | UPDATE) => workload::evaluate(request, workload, config, cluster),
+        (Some(workload), CREATE | UPDATE) => {
+            workload::evaluate(request, workload, config, cluster, wanted)
+        }
         _ => Decision::accept().into(),
     }
 }
@@ -173,12 +207,12 @@ fn decide_subresource(
     decision
 }
 
-/// A decision and, for a GPU pod or pod template, the record it was made
-/// from.
+/// A decision and, for a GPU pod or pod template when the caller wants it
+/// ([`Wanted::Record`]), the record of how it was made.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Decided<Object = MutatedObject> {
     pub decision: Decision<Object>,
-    pub pod: Option<(Demand, PodPlan)>,
+    pub pod: Option<PodRecord>,
     /// The DRA stage of a Pod that names claims ([`claim::add_pod_stage`]).
     pub dra: Option<claim::pod::DraStage>,
 }
@@ -200,7 +234,7 @@ impl<Object> From<Decision<Object>> for Decided<Object> {
 /// the pod is answered as it came. A pod text that reader does not handle is
 /// decided on its whole JSON tree instead, with the same outcome.
 pub fn evaluate_pod_text(text: &str, config: &Config, cluster: &dyn ClusterReader) -> Decision {
-    decide_pod(PodText::read(text), text, config, cluster).decision
+    decide_pod(PodText::read(text), text, config, cluster, Wanted::Answer).decision
 }
 
 /// [`evaluate_pod_text`] with the pod already read (`None`: the reader does
@@ -210,9 +244,10 @@ fn decide_pod(
     text: &str,
     config: &Config,
     cluster: &dyn ClusterReader,
+    wanted: Wanted,
 ) -> Decided {
     if let Some(pod) = pod {
-        let decided = decide_pod_tree(pod.reduced(), config, cluster);
+        let decided = decide_pod_tree(pod.reduced(), config, cluster, wanted);
         let decision = decided
             .decision
             .try_map(|changed| pod.rewrite(&changed).map(MutatedObject));
@@ -228,7 +263,7 @@ fn decide_pod(
         Ok(pod) => pod,
         Err(error) => return Decision::reject(format!("the Pod cannot be read: {error}")).into(),
     };
-    let decided = decide_pod_tree(&pod, config, cluster);
+    let decided = decide_pod_tree(&pod, config, cluster, wanted);
     Decided {
         decision: decided
             .decision
@@ -275,13 +310,18 @@ fn hand_to_topology_aware_scheduler(spec: &mut Value, input: &PodInput, config: 
 /// Decides on a Pod being created, given as a JSON tree (the whole pod, or
 /// the reduced pod of [`PodText`]); a mutation is the changed tree.
 pub fn evaluate_pod(pod: &Value, config: &Config, cluster: &dyn ClusterReader) -> Decision<Value> {
-    decide_pod_tree(pod, config, cluster).decision
+    decide_pod_tree(pod, config, cluster, Wanted::Answer).decision
 }
 
-/// [`evaluate_pod`], with the record of the pod's plan: the policy's
-/// answer is rendered from the plan here, the tool's from the same record
-/// ([`record`]).
-fn decide_pod_tree(pod: &Value, config: &Config, cluster: &dyn ClusterReader) -> Decided<Value> {
+/// [`evaluate_pod`], with the record of the pod's plan when `wanted`: the
+/// policy's answer is rendered from the plan here, the tool's from the
+/// record made of the same plan ([`record`]).
+fn decide_pod_tree(
+    pod: &Value,
+    config: &Config,
+    cluster: &dyn ClusterReader,
+    wanted: Wanted,
+) -> Decided<Value> {
     let Some(spec) = pod.get("spec").filter(|spec| spec.is_object()) else {
         return Decision::accept().into();
     };
@@ -294,12 +334,13 @@ fn decide_pod_tree(pod: &Value, config: &Config, cluster: &dyn ClusterReader) ->
     let Some(mutated_spec) = mutated.get_mut("spec") else {
         return Decision::accept().into();
     };
+    let fit::Look { sight, warnings } = fit::look(input.pinned_node(), config, cluster);
     let mut plan = plan_pod(
         spec,
         mutated_spec,
         &input,
         config,
-        cluster,
+        (&sight, warnings),
         QosProblems::Reject,
     );
     if plan.rejection.is_none() {
@@ -324,8 +365,15 @@ fn decide_pod_tree(pod: &Value, config: &Config, cluster: &dyn ClusterReader) ->
     };
     Decided {
         decision,
-        pod: Some((input.demand, plan)),
+        pod: wanted.record(|| PodRecord::new(input.demand, plan, config)),
         dra: None,
+    }
+}
+
+impl Wanted {
+    /// The record `make` puts together, when it is wanted.
+    pub(crate) fn record(self, make: impl FnOnce() -> PodRecord) -> Option<PodRecord> {
+        (self == Wanted::Record).then(make)
     }
 }
 
@@ -347,22 +395,21 @@ struct Stages<'s> {
     requirement: AffinityRequirement,
 }
 
-/// The pipeline for one GPU pod (PodSpec `spec`): the cluster view is read
-/// first, the QoS plan is made for that fleet ([`model::cpu_multiple`],
+/// The pipeline for one GPU pod (PodSpec `spec`): on the cluster view read
+/// first ([`fit::look`]: the sight and its warnings), the QoS plan is made for that fleet ([`model::cpu_multiple`],
 /// [`lowering`], [`rounding`]) and written into `planned` (a copy of `spec`), and the
 /// kubelet model's verdict per node group, on the planned pod, decides the
 /// fit and writes the affinity ([`fit::place`]). Without a view, the
 /// static check and the count-based affinity stand in. Each stage runs
 /// once and leaves its result in the plan.
-pub(crate) fn plan_pod(
+pub(crate) fn plan_pod<'s>(
     spec: &Value,
     planned: &mut Value,
     input: &PodInput,
     config: &Config,
-    cluster: &dyn ClusterReader,
+    (sight, warnings): (&'s fit::Sight, Vec<fit::FitWarning>),
     qos_problems: QosProblems,
-) -> PodPlan {
-    let fit::Look { sight, warnings } = fit::look(input.pinned_node(), config, cluster);
+) -> PodPlan<'s> {
     let mut stages = Stages {
         verdicts: Vec::new(),
         qos_edits: Vec::new(),
@@ -377,7 +424,7 @@ pub(crate) fn plan_pod(
         planned,
         input,
         config,
-        &sight,
+        sight,
         qos_problems,
         &mut stages,
     )
@@ -389,7 +436,7 @@ pub(crate) fn plan_pod(
         requirement,
     } = stages;
     PodPlan {
-        verdicts: verdicts.into_iter().map(GroupVerdict::detach).collect(),
+        verdicts,
         sight,
         qos_edits,
         notes,

@@ -199,48 +199,7 @@ pub struct GroupVerdict<'f> {
 /// The words of a verdict, once made ([`GroupVerdict::explained`]).
 pub type Explained = std::cell::OnceCell<(String, String)>;
 
-/// A [`GroupVerdict`] without the borrow of its group: what the decision
-/// record keeps, beside the view whose fleet lists the groups in the same
-/// order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ShapeVerdict {
-    pub scope: TopologyManagerScope,
-    pub facts: NodeFacts,
-    pub answer: Answer,
-    pub admission: Option<Admission>,
-    pub shared_shape: bool,
-    pub explained: Explained,
-}
-
-impl ShapeVerdict {
-    /// The verdict on `group` again (moved, not copied), for the record,
-    /// which reads the plan once.
-    pub fn attach(self, group: &NodeGroup) -> GroupVerdict<'_> {
-        GroupVerdict {
-            group,
-            scope: self.scope,
-            facts: self.facts,
-            answer: self.answer,
-            admission: self.admission,
-            shared_shape: self.shared_shape,
-            explained: self.explained,
-        }
-    }
-}
-
 impl<'f> GroupVerdict<'f> {
-    /// The verdict without its group (moved, not copied).
-    pub(crate) fn detach(self) -> ShapeVerdict {
-        ShapeVerdict {
-            scope: self.scope,
-            facts: self.facts,
-            answer: self.answer,
-            admission: self.admission,
-            shared_shape: self.shared_shape,
-            explained: self.explained,
-        }
-    }
-
     /// Whether the nodes take the pod as `need` asks: under `required`,
     /// hosted at the alignment and selectable by their shape label; else
     /// not refused (an unknown answer stays eligible).

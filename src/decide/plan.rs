@@ -15,13 +15,14 @@ use gpu_topology::LabelPrefix;
 /// the decision as data. The policy's answer (the rejection, or the
 /// affinity merged into the pod and [`Notes::warnings`]) and the tool's
 /// tables ([`super::record::PodRecord`]) both read it; neither decides again.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct PodPlan {
-    /// How the cluster was seen.
-    pub sight: fit::Sight,
+#[derive(Debug)]
+pub(crate) struct PodPlan<'s> {
+    /// How the cluster was seen (read by the pipeline, which keeps it while
+    /// the plan lives).
+    pub sight: &'s fit::Sight,
     /// The kubelet's answer for each group of the view's fleet, in the
     /// fleet's order, on the pod as finally planned; empty without a view.
-    pub verdicts: Vec<model::ShapeVerdict>,
+    pub verdicts: Vec<model::GroupVerdict<'s>>,
     /// The Guaranteed-QoS edits written into the pod (none under
     /// `qos.mode: validate` or `off`).
     pub qos_edits: Vec<qos::Edit>,

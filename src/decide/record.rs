@@ -2,14 +2,13 @@
 //! the policy's answer and, for a GPU pod or pod template, the record it
 //! was made from, with the verdict of every node shape.
 //!
-//! Nothing here decides: [`explain_with`] runs the policy's own pipeline
-//! ([`super::decide_request`]) once and only puts its plan into owned,
-//! plain data. The words for a shape that does not take the pod are the
+//! Nothing here decides: the policy's own pipeline, run once
+//! ([`super::explain_with`]), hands its plan to [`PodRecord::new`], which
+//! only puts it into owned, plain data. The words for a shape that does not take the pod are the
 //! policy's own ([`explain::why_and_fix`]): those the policy's message
 //! already made are read from its verdicts, the others are made here,
 //! because only the tool shows them for every shape.
 
-use crate::cluster::host::ClusterReader;
 use crate::cluster::Unavailable;
 use crate::decide::adjustment::Adjustment;
 use crate::decide::affinity::AffinityRequirement;
@@ -19,8 +18,7 @@ use crate::decide::fit::Sight;
 use crate::decide::model::{Answer, Need};
 use crate::decide::plan::PodPlan;
 use crate::decide::rejection::Rejection;
-use crate::decide::{decide_request, explain, qos, Decision};
-use crate::request::AdmissionRequest;
+use crate::decide::{explain, qos, Decision};
 use crate::settings::Config;
 use gpu_topology::kubelet::Admission;
 use gpu_topology::selector::terms_match;
@@ -115,25 +113,9 @@ pub struct ShapeRecord {
     pub admission: Option<Admission>,
 }
 
-/// Decides on `request` as [`super::evaluate_with`] does and returns the
-/// record with the answer.
-pub fn explain_with(
-    request: &AdmissionRequest,
-    config: &Config,
-    cluster: &dyn ClusterReader,
-) -> Explained {
-    let decided = decide_request(request, config, cluster);
-    Explained {
-        decision: decided.decision,
-        pod: decided
-            .pod
-            .map(|(demand, plan)| PodRecord::new(demand, plan, config)),
-        dra: decided.dra,
-    }
-}
-
 impl PodRecord {
-    fn new(demand: Demand, plan: PodPlan, config: &Config) -> Self {
+    /// The record of `plan`, made for `demand` (moved in, not copied).
+    pub(crate) fn new(demand: Demand, plan: PodPlan, config: &Config) -> Self {
         let PodPlan {
             sight,
             verdicts,
@@ -145,9 +127,12 @@ impl PodRecord {
         let need = Need::for_pod(config);
         let (view, shapes) = match sight {
             Sight::Static => (ViewRecord::Static, Vec::new()),
-            Sight::Unavailable(Unavailable::NodeList(reason) | Unavailable::Summary(reason)) => {
-                (ViewRecord::Unavailable { reason }, Vec::new())
-            }
+            Sight::Unavailable(Unavailable::NodeList(reason) | Unavailable::Summary(reason)) => (
+                ViewRecord::Unavailable {
+                    reason: reason.clone(),
+                },
+                Vec::new(),
+            ),
             Sight::Unavailable(Unavailable::TooManyShapes { shapes }) => (
                 ViewRecord::Unavailable {
                     reason: format!(
@@ -167,13 +152,10 @@ impl PodRecord {
                 } else {
                     ViewRecord::Summary { nodes }
                 };
-                let shapes = view
-                    .fleet
-                    .groups()
-                    .iter()
-                    .zip(verdicts)
-                    .map(|(group, verdict)| {
-                        let verdict = verdict.attach(group);
+                let shapes = verdicts
+                    .into_iter()
+                    .map(|verdict| {
+                        let group = verdict.group;
                         let takes = verdict.takes(need, &demand.pod);
                         let (why, fix) = if takes {
                             (None, None)
@@ -215,11 +197,13 @@ impl PodRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::host::ClusterReader;
     use crate::decide::answer::Verdict;
-    use crate::decide::evaluate_with;
     use crate::decide::testing::{
         config, hgx, hgx_full_pcpus_only, l4, pod, runs, VERDICTS, WHY_AND_FIX,
     };
+    use crate::decide::{evaluate_with, explain_with};
+    use crate::request::AdmissionRequest;
     use kubewarden_policy_sdk::host_capabilities::kubernetes::{
         GetResourceRequest, ListAllResourcesRequest,
     };

@@ -6,7 +6,8 @@
 //! affinity are still applied to each Pod when it is created.
 
 use crate::cluster::host::ClusterReader;
-use crate::decide::{plan_pod, Decided, Decision, PodInput, QosProblems, UPDATE};
+use crate::decide::record::PodRecord;
+use crate::decide::{fit, plan_pod, Decided, Decision, PodInput, QosProblems, Wanted, UPDATE};
 use crate::request::AdmissionRequest;
 use crate::settings::Config;
 use serde_json::Value;
@@ -80,6 +81,7 @@ pub(crate) fn evaluate(
     workload: &WorkloadKind,
     config: &Config,
     cluster: &dyn ClusterReader,
+    wanted: Wanted,
 ) -> Decided {
     // Workloads are validated only, and far rarer than Pods: read as trees.
     let object = match read(request.object_text()) {
@@ -113,12 +115,13 @@ pub(crate) fn evaluate(
     };
     // The same stages as the Pod's; the edits are made to each Pod.
     let mut planned = spec.clone();
+    let fit::Look { sight, warnings } = fit::look(input.pinned_node(), config, cluster);
     let plan = plan_pod(
         spec,
         &mut planned,
         &input,
         config,
-        cluster,
+        (&sight, warnings),
         QosProblems::Warn,
     );
     let decision = match &plan.rejection {
@@ -138,7 +141,7 @@ pub(crate) fn evaluate(
     };
     Decided {
         decision,
-        pod: Some((input.demand, plan)),
+        pod: wanted.record(|| PodRecord::new(input.demand, plan, config)),
         dra: None,
     }
 }
