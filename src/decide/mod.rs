@@ -11,8 +11,11 @@
 //! fleet ([`qos`], [`lowering`]), the kubelet model answers for every node
 //! group on the planned pod ([`model`]), and those verdicts decide the fit
 //! and write the affinity ([`fit::place`], [`affinity`]), with messages
-//! from the verdicts ([`explain`]). Workloads ([`workload`]) go through the
-//! same stages and keep the verdict only.
+//! from the verdicts ([`explain`]). A Pod that names DRA claims then goes
+//! through the DRA stage ([`claim::add_pod_stage`]), on the same tree the
+//! GPU stages read. Workloads ([`workload`]) go through the same GPU stages
+//! and keep the verdict only. The record of it all ([`record`]) is made only
+//! for the operator's tool ([`explain_with`]).
 
 pub mod adjustment;
 pub mod affinity;
@@ -44,6 +47,7 @@ use crate::settings::{AffinityMode, Config, QosConfig, QosMode};
 use adjustment::{Adjustment, SearchCapped};
 use affinity::AffinityRequirement;
 pub use answer::{Decision, MutatedObject, Verdict};
+use claim::RequestNames;
 use demand::PodDevices;
 pub use input::PodInput;
 use k8s_openapi::api::core::v1::Pod;
@@ -81,7 +85,7 @@ pub fn evaluate_with(
     config: &Config,
     cluster: &dyn ClusterReader,
 ) -> Decision {
-    decide_request(request, config, cluster, Wanted::Answer).decision
+    decide_request::<AnswerOnly>(request, config, cluster).decision
 }
 
 /// Decides on `request` as [`evaluate_with`] does and returns the record
@@ -91,7 +95,7 @@ pub fn explain_with(
     config: &Config,
     cluster: &dyn ClusterReader,
 ) -> Explained {
-    let decided = decide_request(request, config, cluster, Wanted::Record);
+    let decided = decide_request::<WithRecord>(request, config, cluster);
     Explained {
         decision: decided.decision,
         pod: decided.pod,
@@ -99,22 +103,41 @@ pub fn explain_with(
     }
 }
 
-/// What the caller wants of a decision. The policy answers only; the
-/// operator's tool also reads the record, which the pipeline puts together
-/// from its plan while the cluster view the plan borrows is still held.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Wanted {
-    Answer,
-    Record,
+/// What the caller wants of a decision, as a type: the policy answers
+/// only ([`AnswerOnly`]), and its module is built without the record; the
+/// operator's tool also reads the record ([`WithRecord`]), which the
+/// pipeline puts together from its plan while the cluster view the plan
+/// borrows is still held.
+pub(crate) trait Wanted {
+    /// Whether the record is made.
+    const RECORD: bool;
+
+    /// The record `make` puts together, when it is wanted.
+    fn record(make: impl FnOnce() -> PodRecord) -> Option<PodRecord> {
+        Self::RECORD.then(make)
+    }
 }
 
-/// [`evaluate_with`], with the record of the GPU pod decided when
-/// `wanted`.
-fn decide_request(
+/// The answer only: what the policy wants.
+pub(crate) enum AnswerOnly {}
+
+impl Wanted for AnswerOnly {
+    const RECORD: bool = false;
+}
+
+/// The answer and the record: what the operator's tool wants.
+pub(crate) enum WithRecord {}
+
+impl Wanted for WithRecord {
+    const RECORD: bool = true;
+}
+
+/// [`evaluate_with`], with the record of the GPU pod decided when `W`
+/// wants it.
+fn decide_request<W: Wanted>(
     request: &AdmissionRequest,
     config: &Config,
     cluster: &dyn ClusterReader,
-    wanted: Wanted,
 ) -> Decided {
     if config
         .exempt_namespaces
@@ -129,26 +152,13 @@ fn decide_request(
     let operation = request.operation.as_ref();
     if (group, kind) == (Pod::GROUP, Pod::KIND) {
         return match operation {
-            CREATE => {
-                let mut decided = decide_pod(
-                    request.pod_text(),
-                    request.object_text(),
-                    config,
-                    cluster,
-                    wanted,
-                );
-                // Only pods that name DRA claims pay for reading them; the
-                // scan of the request already noted whether a pod does.
-                let names_claims = match &request.object_fields {
-                    Some(fields) => fields.names_resource_claims(),
-                    None => request.object_text().contains("\"resourceClaims\""),
-                };
-                if names_claims {
-                    decided.dra =
-                        claim::add_pod_stage(&mut decided.decision, request, config, cluster);
-                }
-                decided
-            }
+            CREATE => decide_pod::<W>(
+                request.pod_text(),
+                request.object_text(),
+                RequestNames::of(request),
+                config,
+                cluster,
+            ),
             _ => Decision::accept().into(),
         };
     }
@@ -162,7 +172,7 @@ fn decide_request(
     }
     match (workload::find(group, kind), operation) {
         (Some(workload), CREATE | UPDATE) => {
-            workload::evaluate(request, workload, config, cluster, wanted)
+            workload::evaluate::<W>(request, workload, config, cluster)
         }
         _ => Decision::accept().into(),
     }
@@ -208,7 +218,7 @@ fn decide_subresource(
 }
 
 /// A decision and, for a GPU pod or pod template when the caller wants it
-/// ([`Wanted::Record`]), the record of how it was made.
+/// ([`WithRecord`]), the record of how it was made.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Decided<Object = MutatedObject> {
     pub decision: Decision<Object>,
@@ -234,20 +244,27 @@ impl<Object> From<Decision<Object>> for Decided<Object> {
 /// the pod is answered as it came. A pod text that reader does not handle is
 /// decided on its whole JSON tree instead, with the same outcome.
 pub fn evaluate_pod_text(text: &str, config: &Config, cluster: &dyn ClusterReader) -> Decision {
-    decide_pod(PodText::read(text), text, config, cluster, Wanted::Answer).decision
+    decide_pod::<AnswerOnly>(
+        PodText::read(text),
+        text,
+        RequestNames::default(),
+        config,
+        cluster,
+    )
+    .decision
 }
 
 /// [`evaluate_pod_text`] with the pod already read (`None`: the reader does
 /// not handle it).
-fn decide_pod(
+fn decide_pod<W: Wanted>(
     pod: Option<PodText>,
     text: &str,
+    names: RequestNames,
     config: &Config,
     cluster: &dyn ClusterReader,
-    wanted: Wanted,
 ) -> Decided {
     if let Some(pod) = pod {
-        let decided = decide_pod_tree(pod.reduced(), config, cluster, wanted);
+        let decided = decide_pod_tree::<W>(pod.reduced(), names, config, cluster);
         let decision = decided
             .decision
             .try_map(|changed| pod.rewrite(&changed).map(MutatedObject));
@@ -255,7 +272,7 @@ fn decide_pod(
             return Decided {
                 decision,
                 pod: decided.pod,
-                dra: None,
+                dra: decided.dra,
             };
         }
     }
@@ -263,14 +280,14 @@ fn decide_pod(
         Ok(pod) => pod,
         Err(error) => return Decision::reject(format!("the Pod cannot be read: {error}")).into(),
     };
-    let decided = decide_pod_tree(&pod, config, cluster, wanted);
+    let decided = decide_pod_tree::<W>(&pod, names, config, cluster);
     Decided {
         decision: decided
             .decision
             .try_map(|changed| MutatedObject::from_value(&changed))
             .unwrap_or_else(Decision::reject),
         pod: decided.pod,
-        dra: None,
+        dra: decided.dra,
     }
 }
 
@@ -310,17 +327,35 @@ fn hand_to_topology_aware_scheduler(spec: &mut Value, input: &PodInput, config: 
 /// Decides on a Pod being created, given as a JSON tree (the whole pod, or
 /// the reduced pod of [`PodText`]); a mutation is the changed tree.
 pub fn evaluate_pod(pod: &Value, config: &Config, cluster: &dyn ClusterReader) -> Decision<Value> {
-    decide_pod_tree(pod, config, cluster, Wanted::Answer).decision
+    decide_pod_tree::<AnswerOnly>(pod, RequestNames::default(), config, cluster).decision
 }
 
-/// [`evaluate_pod`], with the record of the pod's plan when `wanted`: the
-/// policy's answer is rendered from the plan here, the tool's from the
-/// record made of the same plan ([`record`]).
-fn decide_pod_tree(
+/// [`evaluate_pod`], with the records when `W` wants them: the GPU stages
+/// ([`decide_gpu_pod`]), then the DRA stage of a pod that names claims
+/// ([`claim::add_pod_stage`]), on the same tree, each once. A claim's
+/// rejection stands beside the GPU stages' answer only where they accept
+/// the pod; its warnings are added to theirs.
+// Called from the reduced pod and again from the whole tree: kept out of
+// line, or the module carries the stages twice.
+#[inline(never)]
+fn decide_pod_tree<W: Wanted>(
+    pod: &Value,
+    names: RequestNames,
+    config: &Config,
+    cluster: &dyn ClusterReader,
+) -> Decided<Value> {
+    let mut decided = decide_gpu_pod::<W>(pod, config, cluster);
+    decided.dra = claim::add_pod_stage(&mut decided.decision, pod, names, config, cluster);
+    decided
+}
+
+/// The GPU stages of a pod, with the record of the pod's plan when `W`
+/// wants it: the policy's answer is rendered from the plan here, the
+/// tool's from the record made of the same plan ([`record`]).
+fn decide_gpu_pod<W: Wanted>(
     pod: &Value,
     config: &Config,
     cluster: &dyn ClusterReader,
-    wanted: Wanted,
 ) -> Decided<Value> {
     let Some(spec) = pod.get("spec").filter(|spec| spec.is_object()) else {
         return Decision::accept().into();
@@ -365,15 +400,8 @@ fn decide_pod_tree(
     };
     Decided {
         decision,
-        pod: wanted.record(|| PodRecord::new(input.demand, plan, config)),
+        pod: W::record(|| PodRecord::new(input.demand, plan, config)),
         dra: None,
-    }
-}
-
-impl Wanted {
-    /// The record `make` puts together, when it is wanted.
-    pub(crate) fn record(self, make: impl FnOnce() -> PodRecord) -> Option<PodRecord> {
-        (self == Wanted::Record).then(make)
     }
 }
 

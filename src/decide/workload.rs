@@ -76,12 +76,11 @@ pub fn find(group: &str, kind: &str) -> Option<&'static WorkloadKind> {
 /// whose pods the QoS rules would reject as written is accepted with a
 /// warning: a LimitRange or another webhook may still fill in their
 /// resources before they reach this policy.
-pub(crate) fn evaluate(
+pub(crate) fn evaluate<W: Wanted>(
     request: &AdmissionRequest,
     workload: &WorkloadKind,
     config: &Config,
     cluster: &dyn ClusterReader,
-    wanted: Wanted,
 ) -> Decided {
     // Workloads are validated only, and far rarer than Pods: read as trees.
     let object = match read(request.object_text()) {
@@ -141,7 +140,7 @@ pub(crate) fn evaluate(
     };
     Decided {
         decision,
-        pod: wanted.record(|| PodRecord::new(input.demand, plan, config)),
+        pod: W::record(|| PodRecord::new(input.demand, plan, config)),
         dra: None,
     }
 }

@@ -9,7 +9,8 @@
 //! the *reduced pod*: a small JSON tree holding only the fields the policy
 //! reads (`spec.containers[].{name,restartPolicy,resources}`, the same for
 //! `initContainers`, `spec.resources`, `spec.nodeName`, `spec.affinity`,
-//! `spec.schedulerName`).
+//! `spec.schedulerName`, `spec.resourceClaims`; and, for a pod that names
+//! DRA claims, its `metadata`, which names it in their messages).
 //! The decision runs on the reduced pod, and [`PodText::rewrite`] splices the
 //! values it changed back into the original text: a changed value in place,
 //! an added field after a sibling (container `resources` after its `name`,
@@ -28,6 +29,8 @@ const SPEC_RESOURCES: &str = "resources";
 const SPEC_AFFINITY: &str = "affinity";
 /// The scheduler a GPU pod is handed to (`scheduling.topologyAwareScheduler`).
 const SPEC_SCHEDULER_NAME: &str = "schedulerName";
+/// The pod's DRA claims, read by `decide::claim::pod`.
+const SPEC_RESOURCE_CLAIMS: &str = "resourceClaims";
 /// The container field the policy may rewrite.
 const CONTAINER_RESOURCES: &str = "resources";
 /// Room for one written value: a node affinity with a few terms fits, so
@@ -78,6 +81,8 @@ struct SpecPlaces {
 pub struct PodFields<'a> {
     text: &'a str,
     object: Span,
+    /// `metadata`, read only for a pod that names claims.
+    metadata: Option<Span>,
     /// `None` when the pod has no `spec`, or `spec: null`.
     spec: Option<SpecFields>,
     /// See [`PodText`]'s field.
@@ -92,9 +97,16 @@ struct SpecFields {
     node_name: Option<Span>,
     affinity: Option<Span>,
     scheduler_name: Option<Span>,
-    /// `spec.resourceClaims`: only its presence is read here (DRA claims
-    /// are decided by `decide::claim`, from the whole pod).
+    /// `spec.resourceClaims`, which `decide::claim` reads.
     resource_claims: Option<Span>,
+}
+
+impl SpecFields {
+    /// Whether the spec has `resourceClaims` other than `null` or `[]`.
+    fn names_resource_claims(&self, text: &str) -> bool {
+        self.resource_claims
+            .is_some_and(|span| !matches!(span.of(text), "null" | "[]"))
+    }
 }
 
 /// A container list: its span, and its containers (none when `null`).
@@ -119,13 +131,13 @@ impl<'a> PodFields<'a> {
         let hints = tree_refusal_hints();
         scanner.peek_value();
         let start = scanner.position();
-        let mut spec = None;
+        let (mut spec, mut metadata) = (None, None);
         let mut members = scanner.object().ok()?;
         while let Some(key) = members.next_key().ok()? {
-            if key.name().ok()? == "spec" {
-                set_once(&mut spec, read_spec(members.scanner())?)?;
-            } else {
-                members.scanner().value().ok()?;
+            match key.name().ok()?.as_ref() {
+                "spec" => set_once(&mut spec, read_spec(members.scanner())?)?,
+                "metadata" => read_value(members.scanner(), Some(&mut metadata))?,
+                _ => read_value(members.scanner(), None)?,
             }
         }
         Some(PodFields {
@@ -134,20 +146,13 @@ impl<'a> PodFields<'a> {
                 start,
                 end: scanner.position(),
             },
+            metadata,
             spec: spec.flatten(),
             may_be_refused: tree_refusal_hints() != hints,
         })
     }
 
     /// The pod's JSON text.
-    /// Whether the pod's spec has `resourceClaims` other than `null` or `[]`.
-    pub(crate) fn names_resource_claims(&self) -> bool {
-        self.spec
-            .as_ref()
-            .and_then(|spec| spec.resource_claims)
-            .is_some_and(|span| !matches!(span.of(self.text), "null" | "[]"))
-    }
-
     pub fn object_text(&self) -> &'a str {
         self.object.of(self.text)
     }
@@ -166,6 +171,7 @@ impl<'a> PodText<'a> {
     /// The pod whose fields were read in place.
     pub(crate) fn from_fields(pod: &PodFields<'a>) -> Option<Self> {
         let (text, object, may_be_refused) = (pod.text, pod.object, pod.may_be_refused);
+        let pod_fields_metadata = pod.metadata;
         let Some(fields) = &pod.spec else {
             return Some(PodText {
                 text,
@@ -210,6 +216,7 @@ impl<'a> PodText<'a> {
             ("nodeName", fields.node_name),
             (SPEC_AFFINITY, fields.affinity),
             (SPEC_SCHEDULER_NAME, fields.scheduler_name),
+            (SPEC_RESOURCE_CLAIMS, fields.resource_claims),
         ] {
             if let Some(value) = value {
                 reduced.insert(key.to_owned(), parse(text, value)?);
@@ -230,6 +237,11 @@ impl<'a> PodText<'a> {
             containers,
         };
         let mut pod = Map::new();
+        if let (Some(metadata), true) = (pod_fields_metadata, fields.names_resource_claims(text)) {
+            // Only pods that name claims pay for it: their messages name
+            // the pod from it (a generated name).
+            pod.insert("metadata".to_owned(), parse(text, metadata)?);
+        }
         pod.insert("spec".to_owned(), Value::Object(reduced));
         Some(PodText {
             text,
@@ -407,7 +419,7 @@ fn read_spec(scanner: &mut Scanner<'_>) -> Option<Option<SpecFields>> {
             "nodeName" => Some(&mut fields.node_name),
             SPEC_AFFINITY => Some(&mut fields.affinity),
             SPEC_SCHEDULER_NAME => Some(&mut fields.scheduler_name),
-            "resourceClaims" => Some(&mut fields.resource_claims),
+            SPEC_RESOURCE_CLAIMS => Some(&mut fields.resource_claims),
             _ => None,
         };
         read_value(scanner, field)?;
@@ -496,6 +508,41 @@ mod tests {
                 "affinity": null
             }})
         );
+    }
+
+    /// A pod that names DRA claims keeps them and its metadata in the
+    /// reduced pod (the DRA stage reads both there); any other pod keeps no
+    /// metadata. (pod text, reduced pod)
+    #[rstest]
+    #[case::claims_and_metadata_kept(
+        r#"{"metadata": {"generateName": "train-", "namespace": "ml", "labels": {"a": "b"}},
+            "spec": {"resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "two-gpus"}], "containers": [{"name": "c"}]}}"#,
+        json!({"metadata": {"generateName": "train-", "namespace": "ml", "labels": {"a": "b"}},
+               "spec": {"resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "two-gpus"}], "containers": [{"name": "c"}]}})
+    )]
+    #[case::no_claims_no_metadata(
+        r#"{"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}"#,
+        json!({"spec": {"containers": [{"name": "c"}]}})
+    )]
+    #[case::empty_claims_no_metadata(
+        r#"{"metadata": {"name": "p"}, "spec": {"resourceClaims": [], "containers": [{"name": "c"}]}}"#,
+        json!({"spec": {"resourceClaims": [], "containers": [{"name": "c"}]}})
+    )]
+    #[case::null_metadata_kept_null(
+        r#"{"metadata": null, "spec": {"resourceClaims": [{"name": "g"}], "containers": []}}"#,
+        json!({"metadata": null, "spec": {"resourceClaims": [{"name": "g"}], "containers": []}})
+    )]
+    fn a_pod_naming_claims_keeps_them_and_its_metadata(#[case] text: &str, #[case] reduced: Value) {
+        assert_eq!(PodText::read(text).unwrap().reduced(), &reduced);
+    }
+
+    #[test]
+    fn a_name_given_twice_is_the_last_as_in_the_whole_tree() {
+        let text = r#"{"metadata": {"name": "a", "name": "b"}, "spec": {"resourceClaims": [{"name": "g"}], "containers": []}}"#;
+        let whole: Value = serde_json::from_str(text).unwrap();
+        let reduced = PodText::read(text).unwrap().reduced().clone();
+        assert_eq!(reduced["metadata"], json!({"name": "b"}));
+        assert_eq!(reduced["metadata"]["name"], whole["metadata"]["name"]);
     }
 
     #[test]

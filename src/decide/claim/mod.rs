@@ -19,6 +19,7 @@ pub mod fit;
 pub mod generated;
 pub mod patch;
 pub mod pod;
+pub mod pod_notes;
 
 use crate::cluster::dra::{self, DraInventory};
 use crate::cluster::host::ClusterReader;
@@ -76,49 +77,71 @@ pub fn plan(
     }
 }
 
+/// The names a request gives its object (empty where it gives none, or
+/// where a pod is decided without its request): messages name the object
+/// by them first, else by its own metadata.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RequestNames<'r> {
+    pub name: &'r str,
+    pub namespace: &'r str,
+}
+
+impl<'r> RequestNames<'r> {
+    pub(crate) fn of(request: &'r AdmissionRequest) -> Self {
+        RequestNames {
+            name: request.name.as_ref(),
+            namespace: request.namespace.as_ref(),
+        }
+    }
+}
+
 /// Adds the DRA stage ([`pod::dra_stage`]) to the answer for a Pod being
-/// created whose spec has `resourceClaims`: a rejection when a GPU claim
-/// template cannot be allocated, and warnings.
-pub(crate) fn add_pod_stage(
-    decision: &mut Decision,
-    request: &AdmissionRequest,
+/// created whose spec names `resourceClaims` (`pod` is the tree the GPU
+/// stages read: the whole pod, or the reduced pod, which keeps the claims
+/// and the names): a rejection when a GPU claim template cannot be
+/// allocated, and warnings. `None` when the stage does not run.
+pub(crate) fn add_pod_stage<Object>(
+    decision: &mut Decision<Object>,
+    pod: &Value,
+    names: RequestNames,
     config: &Config,
     cluster: &dyn ClusterReader,
 ) -> Option<pod::DraStage> {
-    if !config.sources.reads_cluster() {
+    let spec = pod.get("spec").filter(|spec| spec.is_object())?;
+    let names_claims = match spec.get("resourceClaims") {
+        None | Some(Value::Null) => false,
+        Some(Value::Array(claims)) => !claims.is_empty(),
+        Some(_) => true,
+    };
+    if !names_claims || !config.sources.reads_cluster() {
         return None;
     }
-    let pod = serde_json::from_slice::<Value>(request.object_text().as_bytes()).ok()?;
-    let spec = pod.get("spec").filter(|spec| spec.is_object())?;
-    let name = display_name(request, &pod);
-    let stage = pod::dra_stage(spec, namespace(request, &pod), &name, config, cluster);
-    if let Some(rejection) = &stage.rejection {
+    let name = display_name(names, pod);
+    let stage = pod::dra_stage(spec, namespace(names, pod), &name, config, cluster);
+    if let Some(message) = stage.rejection_message() {
         if !matches!(decision.verdict, Verdict::Reject(_)) {
-            decision.verdict = Verdict::Reject(rejection.clone());
+            decision.verdict = Verdict::Reject(message);
         }
     }
-    decision.warnings.extend(stage.warnings.iter().cloned());
+    decision.warnings.extend(stage.warning_words());
     Some(stage)
 }
 
-/// The claim's name as its messages say it: `namespace/name`, or the
+/// The object's name as its messages say it: `namespace/name`, or the
 /// `generateName` prefix with `*`.
-fn display_name(request: &AdmissionRequest, object: &Value) -> String {
+fn display_name(names: RequestNames, object: &Value) -> String {
     let metadata = &object["metadata"];
-    let name = [
-        request.name.as_ref(),
-        metadata["name"].as_str().unwrap_or_default(),
-    ]
-    .into_iter()
-    .find(|name| !name.is_empty())
-    .map(str::to_owned)
-    .unwrap_or_else(|| format!("{}*", metadata["generateName"].as_str().unwrap_or_default()));
-    format!("{}/{name}", namespace(request, object))
+    let name = [names.name, metadata["name"].as_str().unwrap_or_default()]
+        .into_iter()
+        .find(|name| !name.is_empty())
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("{}*", metadata["generateName"].as_str().unwrap_or_default()));
+    format!("{}/{name}", namespace(names, object))
 }
 
 /// The object's namespace: the request's, else its own metadata's.
-fn namespace<'a>(request: &'a AdmissionRequest, object: &'a Value) -> &'a str {
-    match request.namespace.as_ref() {
+fn namespace<'a>(names: RequestNames<'a>, object: &'a Value) -> &'a str {
+    match names.namespace {
         "" => object["metadata"]["namespace"].as_str().unwrap_or_default(),
         namespace => namespace,
     }
@@ -145,14 +168,15 @@ pub(crate) fn evaluate(
     if annotations[EXTENDED_RESOURCE_CLAIM_ANNOTATION].as_str() == Some("true") {
         return Decision::accept();
     }
-    let name = display_name(request, &object);
+    let names = RequestNames::of(request);
+    let name = display_name(names, &object);
     if let Some(pod_claim) = annotations[POD_CLAIM_NAME_ANNOTATION].as_str() {
         return match kind.kind == RESOURCE_CLAIM.kind {
             true => generated::evaluate(
                 text,
                 &object,
                 pod_claim,
-                (namespace(request, &object), &name),
+                (namespace(names, &object), &name),
                 config,
                 cluster,
             ),

@@ -27,8 +27,8 @@ use crate::cluster::dra::{self, DraInventory};
 use crate::cluster::host::{access_may_fix, quote_host_error, ClusterReader};
 use crate::decide::claim::completion::{aligned_requests, Aligned};
 use crate::decide::claim::cpus::{self, CpuPlan, DRA_CPU_DRIVER};
-use crate::decide::claim::explain;
 use crate::decide::claim::fit::{claim_fit, within_work_cap, ClaimFit};
+use crate::decide::claim::pod_notes::{DraRejection, DraWarning};
 use crate::request::claim::{
     ClaimKind, DeviceClaim, RESOURCE_API_VERSION, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE,
 };
@@ -90,16 +90,35 @@ pub fn claim_request(claim: &PodClaim, namespace: &str) -> GetResourceRequest {
 }
 
 /// What the DRA stage decided about a pod: what it adds to the pod's
-/// answer, and the record of each claim it read (the tool shows both).
+/// answer, as data, and the record of each claim it read (the tool shows
+/// both).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DraStage {
-    pub rejection: Option<String>,
-    pub warnings: Vec<String>,
+    /// The pod as the messages name it (`namespace/name`), and its
+    /// namespace.
+    pub pod: String,
+    pub namespace: String,
+    pub rejection: Option<DraRejection>,
+    pub warnings: Vec<DraWarning>,
     /// One record per entry of `spec.resourceClaims`, in its order.
     pub claims: Vec<ClaimRecord>,
     /// Why the published devices (summary or ResourceSlices) were not read,
     /// when a GPU claim needed them: no claim was checked against them.
     pub devices_unread: Option<String>,
+}
+
+impl DraStage {
+    /// The rejection's message, if the stage rejects the pod.
+    pub fn rejection_message(&self) -> Option<String> {
+        (self.rejection.as_ref()).map(|rejection| rejection.message(self))
+    }
+
+    /// The warnings, in words, in the order the stage made them.
+    pub fn warning_words(&self) -> Vec<String> {
+        (self.warnings.iter())
+            .filter_map(|warning| warning.words(self))
+            .collect()
+    }
 }
 
 /// One of the pod's claims and what the DRA stage found about it.
@@ -152,10 +171,14 @@ pub(crate) fn dra_stage(
     cluster: &dyn ClusterReader,
 ) -> DraStage {
     let claims = pod_claims(spec);
+    let mut stage = DraStage {
+        pod: name.to_owned(),
+        namespace: namespace.to_owned(),
+        ..DraStage::default()
+    };
     if claims.is_empty() {
-        return DraStage::default();
+        return stage;
     }
-    let mut stage = DraStage::default();
     let mut read = Vec::new();
     // A template named by several claims (one per container) is read once.
     let mut answers: Vec<(&PodClaim, Result<DeviceClaim, String>)> = Vec::new();
@@ -170,18 +193,10 @@ pub(crate) fn dra_stage(
                 // Granting access is the fix only where access may be what
                 // failed: not for a source that is not there yet, or one
                 // the API server would not have stored.
-                let grant = if unread.access_may_fix {
-                    format!(
-                        "; grant the policy resource.k8s.io/v1 {} in contextAwareResources",
-                        claim.kind.kind
-                    )
-                } else {
-                    String::new()
-                };
-                stage.warnings.push(format!(
-                    "Pod {name}: the {} {namespace}/{} of its claim {:?} cannot be read ({}), so whether it claims GPUs, and whether they fit, is not known{grant}",
-                    claim.kind.kind, claim.source, claim.name, unread.problem
-                ));
+                stage.warnings.push(DraWarning::Unreadable {
+                    record: stage.claims.len(),
+                    access_may_fix: unread.access_may_fix,
+                });
             }
             answer.map_err(|unread| unread.problem)
         });
@@ -219,15 +234,9 @@ pub(crate) fn dra_stage(
         return stage;
     }
     if gpu_claims.len() > 1 {
-        let names: Vec<String> = gpu_claims
-            .iter()
-            .map(|c| format!("{:?}", c.claim.name))
-            .collect();
-        stage.warnings.push(format!(
-            "Pod {name} gets GPUs from {} claims ({}), which the scheduler allocates one by one: a claim's constraints never span another claim, so their GPUs may sit on different NUMA nodes; request the GPUs in one claim to align them",
-            gpu_claims.len(),
-            names.join(", ")
-        ));
+        stage.warnings.push(DraWarning::SeveralGpuClaims {
+            claims: gpu_claims.iter().map(|c| c.claim.name.clone()).collect(),
+        });
     }
     let mut inventory = dra::read_inventory(cluster, &config.sources);
     // Past the fit's cap no claim is checked: the pod is warned, never
@@ -237,7 +246,9 @@ pub(crate) fn dra_stage(
             .iter()
             .find_map(|c| within_work_cap(&c.devices, read).err())
         {
-            stage.warnings.push(problem.clone());
+            stage.warnings.push(DraWarning::FitCapped {
+                problem: problem.clone(),
+            });
             inventory = Err(problem);
         }
     }
@@ -250,13 +261,10 @@ pub(crate) fn dra_stage(
             .filter(|c| c.claim.kind.kind == RESOURCE_CLAIM_TEMPLATE.kind)
         {
             let fit = claim_fit(&claim.devices, inventory);
-            if let ClaimFit::NoFit(groups) = &fit {
-                stage.rejection = Some(format!(
-                    "Pod {name} cannot be scheduled: its claim {:?} comes from ResourceClaimTemplate {namespace}/{}, which {}",
-                    claim.claim.name,
-                    claim.claim.source,
-                    explain::no_fit_text(groups)
-                ));
+            if let ClaimFit::NoFit(_) = &fit {
+                stage.rejection = Some(DraRejection::TemplateCannotFit {
+                    record: claim.record,
+                });
             }
             stage.claims[claim.record].set_fit(fit);
             if stage.rejection.is_some() {
@@ -285,14 +293,10 @@ pub(crate) fn dra_stage(
             if let CpuPlan::Add(add) = &plan {
                 given_cpus.push(add.container.clone());
             }
-            if let Some(note) = explain::cpu_plan_note(
-                name,
-                &claim.claim.name,
-                namespace,
-                &claim.claim.source,
-                &plan,
-            ) {
-                stage.warnings.push(note);
+            if !matches!(plan, CpuPlan::NotApplicable) {
+                stage.warnings.push(DraWarning::Cpus {
+                    record: claim.record,
+                });
             }
             stage.claims[claim.record].set_cpus(plan);
         }
@@ -304,11 +308,10 @@ pub(crate) fn dra_stage(
         .map(|container| container.to_string())
         .collect();
     if !pinned.is_empty() {
-        stage.warnings.push(format!(
-            "Pod {name} gets GPUs through DRA and {} exclusive CPUs from the static CPU Manager on nodes that run it, but the kubelet never aligns the two (DRA devices give the Topology Manager no hints), so those CPUs may sit on another NUMA node than the GPUs; {}",
-            pinned.join(", "),
-            cpu_fix(inventory.as_ref().ok())
-        ));
+        stage.warnings.push(DraWarning::UnalignedExclusiveCpus {
+            containers: pinned,
+            runs_dra_cpu: runs_dra_cpu(inventory.as_ref().ok()),
+        });
     }
     stage
 }
@@ -356,18 +359,13 @@ struct Unread {
     access_may_fix: bool,
 }
 
-/// The fix for exclusive CPUs beside DRA GPUs.
-fn cpu_fix(inventory: Option<&DraInventory>) -> String {
-    let runs_dra_cpu = inventory.is_some_and(|inventory| {
+/// Whether the devices read show dra-driver-cpu running in the cluster.
+fn runs_dra_cpu(inventory: Option<&DraInventory>) -> bool {
+    inventory.is_some_and(|inventory| {
         inventory
             .all_devices()
             .any(|device| device.driver == DRA_CPU_DRIVER)
-    });
-    if runs_dra_cpu {
-        "the cluster runs dra-driver-cpu: request the CPUs in the GPU claim (device class dra.cpu) under one matchAttribute constraint on resource.kubernetes.io/numaNode with the GPUs, on nodes whose kubelet runs cpuManagerPolicy: none".to_owned()
-    } else {
-        "only device-plugin GPUs (extended resources) are aligned with exclusive CPUs by the kubelet; or run dra-driver-cpu and request the CPUs in the GPU claim".to_owned()
-    }
+    })
 }
 
 /// The containers using one of `gpu_claims` that the static CPU Manager
@@ -483,8 +481,9 @@ mod tests {
             &config(json!({})),
             &Template(answer),
         );
-        let [warning] = stage.warnings.as_slice() else {
-            panic!("one warning: {:?}", stage.warnings);
+        let words = stage.warning_words();
+        let [warning] = words.as_slice() else {
+            panic!("one warning: {words:?}");
         };
         assert!(
             warning.starts_with("Pod ml/train: the ResourceClaimTemplate ml/gpu of its claim \"gpu\" cannot be read ("),
@@ -498,5 +497,57 @@ mod tests {
                 ..
             }]
         ));
+    }
+
+    /// The DRA stage reads the tree the GPU stages read (the reduced pod
+    /// of its text, or its whole tree) and names the pod alike either way:
+    /// by the request's names, else its own (a generated name with `*`).
+    /// (request's name and namespace, the pod's name in the warning)
+    #[rstest]
+    #[case::named_by_its_metadata(None, "Pod ml/train-*")]
+    #[case::named_by_the_request(Some(("train-x7", "ml")), "Pod ml/train-x7")]
+    fn the_pod_stage_reads_the_pod_the_gpu_stages_read(
+        #[case] request: Option<(&str, &str)>,
+        #[case] named: &str,
+    ) {
+        use crate::decide::{evaluate_pod, evaluate_pod_text, evaluate_with};
+        use crate::request::AdmissionRequest;
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"generateName": "train-", "namespace": "ml", "annotations": {"a": "b"}},
+            "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}],
+                "containers": [{"name": "train", "resources": {"claims": [{"name": "gpu"}]}}]}});
+        let (config, cluster) = (config(json!({})), Template(Err("forbidden")));
+        fn accepted<Object>(verdict: &crate::decide::Verdict<Object>) -> bool {
+            matches!(verdict, crate::decide::Verdict::Accept)
+        }
+        let answers = match request {
+            None => {
+                let from_text = evaluate_pod_text(&pod.to_string(), &config, &cluster);
+                let from_tree = evaluate_pod(&pod, &config, &cluster);
+                vec![
+                    (accepted(&from_text.verdict), from_text.warnings),
+                    (accepted(&from_tree.verdict), from_tree.warnings),
+                ]
+            }
+            Some((name, namespace)) => {
+                let request = json!({"uid": "1", "name": name, "namespace": namespace,
+                    "operation": "CREATE", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                    "resource": {"group": "", "version": "v1", "resource": "pods"}, "object": pod})
+                .to_string();
+                let request = AdmissionRequest::parse(&request).unwrap();
+                let decision = evaluate_with(&request, &config, &cluster);
+                vec![(accepted(&decision.verdict), decision.warnings)]
+            }
+        };
+        for (accepted, warnings) in answers {
+            assert!(accepted);
+            let [warning] = warnings.as_slice() else {
+                panic!("one warning: {warnings:?}");
+            };
+            assert!(
+                warning.starts_with(&format!("{named}: the ResourceClaimTemplate ml/gpu")),
+                "{warning}"
+            );
+        }
     }
 }
