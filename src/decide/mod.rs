@@ -237,7 +237,9 @@ impl<Object> From<Decision<Object>> for Decided<Object> {
     }
 }
 
-/// Decides on a Pod, given as the JSON text of the request, being created.
+/// Decides on a Pod, given as the JSON text of the request, being created:
+/// the GPU stages, then the DRA stage of a pod that names claims, which
+/// reads them from the cluster and names the pod by its metadata.
 ///
 /// The decision is made on the few fields the policy reads ([`PodText`]) and
 /// a mutation rewrites only the values it changes, so every other byte of
@@ -255,7 +257,9 @@ pub fn evaluate_pod_text(text: &str, config: &Config, cluster: &dyn ClusterReade
 }
 
 /// [`evaluate_pod_text`] with the pod already read (`None`: the reader does
-/// not handle it).
+/// not handle it). The GPU stages decide on the reduced pod, or on the
+/// whole tree when the reduced pod's answer cannot be written into the
+/// text; the DRA stage then runs once, on the tree that decided.
 fn decide_pod<W: Wanted>(
     pod: Option<PodText>,
     text: &str,
@@ -264,31 +268,48 @@ fn decide_pod<W: Wanted>(
     cluster: &dyn ClusterReader,
 ) -> Decided {
     if let Some(pod) = pod {
-        let decided = decide_pod_tree::<W>(pod.reduced(), names, config, cluster);
+        let decided = decide_gpu_pod::<W>(pod.reduced(), config, cluster);
         let decision = decided
             .decision
             .try_map(|changed| pod.rewrite(&changed).map(MutatedObject));
         if let Ok(decision) = decision {
-            return Decided {
+            let decided = Decided {
                 decision,
                 pod: decided.pod,
-                dra: decided.dra,
+                dra: None,
             };
+            return with_dra_stage(decided, pod.reduced(), names, config, cluster);
         }
     }
     let pod: Value = match serde_json::from_slice(text.as_bytes()) {
         Ok(pod) => pod,
         Err(error) => return Decision::reject(format!("the Pod cannot be read: {error}")).into(),
     };
-    let decided = decide_pod_tree::<W>(&pod, names, config, cluster);
-    Decided {
+    let decided = decide_gpu_pod::<W>(&pod, config, cluster);
+    let decided = Decided {
         decision: decided
             .decision
             .try_map(|changed| MutatedObject::from_value(&changed))
             .unwrap_or_else(Decision::reject),
         pod: decided.pod,
-        dra: decided.dra,
-    }
+        dra: None,
+    };
+    with_dra_stage(decided, &pod, names, config, cluster)
+}
+
+/// `decided` with the DRA stage of a pod that names claims
+/// ([`claim::add_pod_stage`]), run on `pod`, the tree the GPU stages read:
+/// its rejection replaces their answer unless they already reject, and its
+/// warnings follow theirs.
+fn with_dra_stage<Object>(
+    mut decided: Decided<Object>,
+    pod: &Value,
+    names: RequestNames,
+    config: &Config,
+    cluster: &dyn ClusterReader,
+) -> Decided<Object> {
+    decided.dra = claim::add_pod_stage(&mut decided.decision, pod, names, config, cluster);
+    decided
 }
 
 /// The scheduler a pod that names none is scheduled by.
@@ -325,28 +346,11 @@ fn hand_to_topology_aware_scheduler(spec: &mut Value, input: &PodInput, config: 
 }
 
 /// Decides on a Pod being created, given as a JSON tree (the whole pod, or
-/// the reduced pod of [`PodText`]); a mutation is the changed tree.
+/// the reduced pod of [`PodText`]), as [`evaluate_pod_text`] does; a
+/// mutation is the changed tree.
 pub fn evaluate_pod(pod: &Value, config: &Config, cluster: &dyn ClusterReader) -> Decision<Value> {
-    decide_pod_tree::<AnswerOnly>(pod, RequestNames::default(), config, cluster).decision
-}
-
-/// [`evaluate_pod`], with the records when `W` wants them: the GPU stages
-/// ([`decide_gpu_pod`]), then the DRA stage of a pod that names claims
-/// ([`claim::add_pod_stage`]), on the same tree, each once. A claim's
-/// rejection stands beside the GPU stages' answer only where they accept
-/// the pod; its warnings are added to theirs.
-// Called from the reduced pod and again from the whole tree: kept out of
-// line, or the module carries the stages twice.
-#[inline(never)]
-fn decide_pod_tree<W: Wanted>(
-    pod: &Value,
-    names: RequestNames,
-    config: &Config,
-    cluster: &dyn ClusterReader,
-) -> Decided<Value> {
-    let mut decided = decide_gpu_pod::<W>(pod, config, cluster);
-    decided.dra = claim::add_pod_stage(&mut decided.decision, pod, names, config, cluster);
-    decided
+    let decided = decide_gpu_pod::<AnswerOnly>(pod, config, cluster);
+    with_dra_stage(decided, pod, RequestNames::default(), config, cluster).decision
 }
 
 /// The GPU stages of a pod, with the record of the pod's plan when `W`
@@ -423,13 +427,14 @@ struct Stages<'s> {
     requirement: AffinityRequirement,
 }
 
-/// The pipeline for one GPU pod (PodSpec `spec`): on the cluster view read
-/// first ([`fit::look`]: the sight and its warnings), the QoS plan is made for that fleet ([`model::cpu_multiple`],
-/// [`lowering`], [`rounding`]) and written into `planned` (a copy of `spec`), and the
+/// The pipeline for one GPU pod (PodSpec `spec`): on the cluster view its
+/// caller read ([`fit::look`]: the sight and its warnings), the QoS plan
+/// is made for that fleet ([`model::cpu_multiple`], [`lowering`],
+/// [`rounding`]) and written into `planned` (a copy of `spec`), and the
 /// kubelet model's verdict per node group, on the planned pod, decides the
 /// fit and writes the affinity ([`fit::place`]). Without a view, the
 /// static check and the count-based affinity stand in. Each stage runs
-/// once and leaves its result in the plan.
+/// once and leaves its result in the plan, which borrows the view.
 pub(crate) fn plan_pod<'s>(
     spec: &Value,
     planned: &mut Value,

@@ -4,21 +4,22 @@
 //!
 //! Nothing here decides: the policy's own pipeline, run once
 //! ([`super::explain_with`]), hands its plan to [`PodRecord::new`], which
-//! only puts it into owned, plain data. The words for a shape that does not take the pod are the
-//! policy's own ([`explain::why_and_fix`]): those the policy's message
-//! already made are read from its verdicts, the others are made here,
-//! because only the tool shows them for every shape.
+//! only puts it into owned, plain data. The words for a shape that does
+//! not take the pod are the policy's own ([`explain::why_and_fix`]): those
+//! the policy's message already made are read from its verdicts, the
+//! others are made here, because only the tool shows them for every shape.
 
 use crate::cluster::Unavailable;
 use crate::decide::adjustment::Adjustment;
 use crate::decide::affinity::AffinityRequirement;
+use crate::decide::answer::Decision;
 use crate::decide::claim::pod::DraStage;
 use crate::decide::demand::Demand;
 use crate::decide::fit::Sight;
 use crate::decide::model::{Answer, Need};
 use crate::decide::plan::PodPlan;
 use crate::decide::rejection::Rejection;
-use crate::decide::{explain, qos, Decision};
+use crate::decide::{explain, qos};
 use crate::settings::Config;
 use gpu_topology::kubelet::Admission;
 use gpu_topology::selector::terms_match;

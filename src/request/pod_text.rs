@@ -81,7 +81,8 @@ struct SpecPlaces {
 pub struct PodFields<'a> {
     text: &'a str,
     object: Span,
-    /// `metadata`, read only for a pod that names claims.
+    /// Where `metadata` is (the last one, as serde_json's tree keeps it);
+    /// parsed only for a pod that names claims.
     metadata: Option<Span>,
     /// `None` when the pod has no `spec`, or `spec: null`.
     spec: Option<SpecFields>,
@@ -136,7 +137,8 @@ impl<'a> PodFields<'a> {
         while let Some(key) = members.next_key().ok()? {
             match key.name().ok()?.as_ref() {
                 "spec" => set_once(&mut spec, read_spec(members.scanner())?)?,
-                "metadata" => read_value(members.scanner(), Some(&mut metadata))?,
+                // Never refused for a duplicate: no answer changes metadata.
+                "metadata" => metadata = Some(members.scanner().value().ok()?),
                 _ => read_value(members.scanner(), None)?,
             }
         }
@@ -239,8 +241,11 @@ impl<'a> PodText<'a> {
         let mut pod = Map::new();
         if let (Some(metadata), true) = (pod_fields_metadata, fields.names_resource_claims(text)) {
             // Only pods that name claims pay for it: their messages name
-            // the pod from it (a generated name).
-            pod.insert("metadata".to_owned(), parse(text, metadata)?);
+            // the pod from it (a generated name). Metadata serde_json
+            // refuses is left out: the request's names stand in.
+            if let Some(metadata) = parse(text, metadata) {
+                pod.insert("metadata".to_owned(), metadata);
+            }
         }
         pod.insert("spec".to_owned(), Value::Object(reduced));
         Some(PodText {
@@ -534,6 +539,28 @@ mod tests {
     )]
     fn a_pod_naming_claims_keeps_them_and_its_metadata(#[case] text: &str, #[case] reduced: Value) {
         assert_eq!(PodText::read(text).unwrap().reduced(), &reduced);
+    }
+
+    #[test]
+    fn metadata_given_twice_is_the_last_as_in_the_whole_tree() {
+        let text = r#"{"metadata": {"name": "a"}, "metadata": {"name": "b"}, "spec": {"resourceClaims": [{"name": "g"}], "containers": []}}"#;
+        let reduced = PodText::read(text).unwrap().reduced().clone();
+        assert_eq!(reduced["metadata"], json!({"name": "b"}));
+        let text = r#"{"metadata": {}, "metadata": {}, "spec": {"containers": [{"name": "c"}]}}"#;
+        assert!(
+            PodText::read(text).is_some(),
+            "a pod without claims reads as before"
+        );
+    }
+
+    #[test]
+    fn metadata_serde_json_refuses_is_left_out() {
+        let text = r#"{"metadata": {"name": "p", "annotations": {"a": "\udc00"}}, "spec": {"resourceClaims": [{"name": "g"}], "containers": []}}"#;
+        let reduced = PodText::read(text).unwrap().reduced().clone();
+        assert_eq!(
+            reduced,
+            json!({"spec": {"resourceClaims": [{"name": "g"}], "containers": []}})
+        );
     }
 
     #[test]

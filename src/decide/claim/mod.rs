@@ -118,12 +118,12 @@ pub(crate) fn add_pod_stage<Object>(
     }
     let name = display_name(names, pod);
     let stage = pod::dra_stage(spec, namespace(names, pod), &name, config, cluster);
-    if let Some(message) = stage.rejection_message() {
+    if let Some(message) = explain::dra_rejection(&stage) {
         if !matches!(decision.verdict, Verdict::Reject(_)) {
             decision.verdict = Verdict::Reject(message);
         }
     }
-    decision.warnings.extend(stage.warning_words());
+    decision.warnings.extend(explain::dra_warnings(&stage));
     Some(stage)
 }
 

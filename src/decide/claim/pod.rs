@@ -107,20 +107,6 @@ pub struct DraStage {
     pub devices_unread: Option<String>,
 }
 
-impl DraStage {
-    /// The rejection's message, if the stage rejects the pod.
-    pub fn rejection_message(&self) -> Option<String> {
-        (self.rejection.as_ref()).map(|rejection| rejection.message(self))
-    }
-
-    /// The warnings, in words, in the order the stage made them.
-    pub fn warning_words(&self) -> Vec<String> {
-        (self.warnings.iter())
-            .filter_map(|warning| warning.words(self))
-            .collect()
-    }
-}
-
 /// One of the pod's claims and what the DRA stage found about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimRecord {
@@ -481,7 +467,7 @@ mod tests {
             &config(json!({})),
             &Template(answer),
         );
-        let words = stage.warning_words();
+        let words = crate::decide::claim::explain::dra_warnings(&stage);
         let [warning] = words.as_slice() else {
             panic!("one warning: {words:?}");
         };
@@ -549,5 +535,21 @@ mod tests {
                 "{warning}"
             );
         }
+    }
+
+    /// A rejection whose claim record is not there (the stage never makes
+    /// one) still rejects, in words that name no figure.
+    #[test]
+    fn a_rejection_without_its_record_still_rejects() {
+        let stage = DraStage {
+            pod: "ml/train".to_owned(),
+            namespace: "ml".to_owned(),
+            rejection: Some(DraRejection::TemplateCannotFit { record: 3 }),
+            ..DraStage::default()
+        };
+        assert_eq!(
+            crate::decide::claim::explain::dra_rejection(&stage).as_deref(),
+            Some("Pod ml/train cannot be scheduled: a claim template of it cannot be allocated on any node")
+        );
     }
 }

@@ -3,12 +3,9 @@
 //! ([`DraWarning`]) with the figures they were decided on. The stage keeps
 //! them in its record ([`super::pod::DraStage`]); they name the claims'
 //! records by their index there (the figures of a claim, such as its fit
-//! and its CPUs, are kept once, in its record), and are worded here, once,
-//! when the answer is made.
-
-use crate::decide::claim::explain::{cpu_plan_note, no_fit_text};
-use crate::decide::claim::fit::ClaimFit;
-use crate::decide::claim::pod::{ClaimOutcome, ClaimRecord, DraStage};
+//! and its CPUs, are kept once, in its record), and are worded once, when
+//! the answer is made ([`super::explain::dra_rejection`],
+//! [`super::explain::dra_warnings`]).
 
 /// Why the DRA stage rejects a pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,100 +39,4 @@ pub enum DraWarning {
         containers: Vec<String>,
         runs_dra_cpu: bool,
     },
-}
-
-impl DraRejection {
-    /// The rejection message for the pod of `stage`.
-    pub fn message(&self, stage: &DraStage) -> String {
-        let (pod, namespace) = (&stage.pod, &stage.namespace);
-        match self {
-            DraRejection::TemplateCannotFit { record } => match stage.claims.get(*record) {
-                Some(ClaimRecord {
-                    claim,
-                    outcome:
-                        ClaimOutcome::Gpus {
-                            fit: Some(ClaimFit::NoFit(groups)),
-                            ..
-                        },
-                }) => format!(
-                    "Pod {pod} cannot be scheduled: its claim {:?} comes from ResourceClaimTemplate {namespace}/{}, which {}",
-                    claim.name,
-                    claim.source,
-                    no_fit_text(groups)
-                ),
-                // The stage records the claim's fit with the rejection, so
-                // this is not reached; the rejection stands all the same.
-                _ => format!("Pod {pod} cannot be scheduled: a claim template of it cannot be allocated on any node"),
-            },
-        }
-    }
-}
-
-impl DraWarning {
-    /// The warning for the pod of `stage`; `None` for a CPU plan that does
-    /// not apply (nothing to say).
-    pub fn words(&self, stage: &DraStage) -> Option<String> {
-        let (pod, namespace) = (&stage.pod, &stage.namespace);
-        Some(match self {
-            DraWarning::Unreadable {
-                record,
-                access_may_fix,
-            } => {
-                let record = stage.claims.get(*record)?;
-                let (claim, ClaimOutcome::Unreadable(problem)) = (&record.claim, &record.outcome)
-                else {
-                    return None;
-                };
-                let grant = if *access_may_fix {
-                    format!(
-                        "; grant the policy resource.k8s.io/v1 {} in contextAwareResources",
-                        claim.kind.kind
-                    )
-                } else {
-                    String::new()
-                };
-                format!(
-                    "Pod {pod}: the {} {namespace}/{} of its claim {:?} cannot be read ({problem}), so whether it claims GPUs, and whether they fit, is not known{grant}",
-                    claim.kind.kind, claim.source, claim.name
-                )
-            }
-            DraWarning::SeveralGpuClaims { claims } => {
-                let names: Vec<String> = claims.iter().map(|name| format!("{name:?}")).collect();
-                format!(
-                    "Pod {pod} gets GPUs from {} claims ({}), which the scheduler allocates one by one: a claim's constraints never span another claim, so their GPUs may sit on different NUMA nodes; request the GPUs in one claim to align them",
-                    claims.len(),
-                    names.join(", ")
-                )
-            }
-            DraWarning::FitCapped { problem } => problem.clone(),
-            DraWarning::Cpus { record } => {
-                let record = stage.claims.get(*record)?;
-                let ClaimOutcome::Gpus {
-                    cpus: Some(plan), ..
-                } = &record.outcome
-                else {
-                    return None;
-                };
-                let claim = &record.claim;
-                return cpu_plan_note(pod, &claim.name, namespace, &claim.source, plan);
-            }
-            DraWarning::UnalignedExclusiveCpus {
-                containers,
-                runs_dra_cpu,
-            } => format!(
-                "Pod {pod} gets GPUs through DRA and {} exclusive CPUs from the static CPU Manager on nodes that run it, but the kubelet never aligns the two (DRA devices give the Topology Manager no hints), so those CPUs may sit on another NUMA node than the GPUs; {}",
-                containers.join(", "),
-                cpu_fix(*runs_dra_cpu)
-            ),
-        })
-    }
-}
-
-/// The fix for exclusive CPUs beside DRA GPUs.
-fn cpu_fix(runs_dra_cpu: bool) -> &'static str {
-    if runs_dra_cpu {
-        "the cluster runs dra-driver-cpu: request the CPUs in the GPU claim (device class dra.cpu) under one matchAttribute constraint on resource.kubernetes.io/numaNode with the GPUs, on nodes whose kubelet runs cpuManagerPolicy: none"
-    } else {
-        "only device-plugin GPUs (extended resources) are aligned with exclusive CPUs by the kubelet; or run dra-driver-cpu and request the CPUs in the GPU claim"
-    }
 }
