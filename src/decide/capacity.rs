@@ -1,5 +1,6 @@
 //! Static capacity: rejecting GPU counts that no node of the fleet can host,
-//! per the operator's `capacity` settings.
+//! per the operator's `capacity` settings. The check answers with the
+//! figures ([`OverCapacity`]); [`OverCapacity::message`] words them.
 
 use crate::decide::demand::Demand;
 use crate::decide::explain::too_many;
@@ -7,33 +8,57 @@ use crate::settings::{AffinityMode, CapacitySettings, TopologyConfig};
 use gpu_topology::{Alignment, TopologyManagerScope};
 
 /// Why GPUs must sit on one NUMA node, when they must.
-fn numa_reason(capacity: &CapacitySettings, topology: &TopologyConfig) -> Option<&'static str> {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NumaReason {
+    /// `capacity.singleNumaNode`: the kubelets run single-numa-node.
+    SingleNumaNodeKubelets,
+    /// `topology.affinity: required` with `topology.alignment: numa`.
+    RequiredNumaAlignment,
+}
+
+/// A demand above the static capacity, with its figures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OverCapacity {
+    /// The pod's GPUs (`demand`, in words) are more than
+    /// `capacity.maxGpusPerNode` (`max`).
+    PerNode { demand: String, max: u32 },
+    /// The aligned unit's GPUs (`unit`, in words, under `scope`) must share
+    /// one NUMA node (`reason`) and are more than
+    /// `capacity.maxGpusPerNumaNode` (`max`).
+    PerNumaNode {
+        unit: String,
+        scope: TopologyManagerScope,
+        reason: NumaReason,
+        max: u32,
+    },
+}
+
+/// Why GPUs must sit on one NUMA node, when they must.
+fn numa_reason(capacity: &CapacitySettings, topology: &TopologyConfig) -> Option<NumaReason> {
     if capacity.single_numa_node {
-        Some("the kubelets run topologyManagerPolicy single-numa-node (capacity.singleNumaNode)")
+        Some(NumaReason::SingleNumaNodeKubelets)
     } else if topology.affinity == AffinityMode::Required && topology.alignment == Alignment::Numa {
-        Some("the policy requires NUMA alignment (topology.affinity: required, topology.alignment: numa)")
+        Some(NumaReason::RequiredNumaAlignment)
     } else {
         None
     }
 }
 
-/// Rejects a demand above the static capacity, with a message naming the
-/// containers, the count, the limit and what would fit.
+/// Rejects a demand above the static capacity, with the figures that name
+/// the containers, the count, the limit and what would fit.
 pub fn check(
     demand: &Demand,
     capacity: &CapacitySettings,
     topology: &TopologyConfig,
-) -> Result<(), String> {
+) -> Result<(), OverCapacity> {
     let needs = demand.needs;
     // The scheduler places the whole pod: its total must fit one node,
     // whatever the scope of alignment.
     if let Some(max) = capacity.max_gpus_per_node.filter(|max| needs.total > *max) {
-        return Err(too_many(
-            &demand.describe_total(),
-            TopologyManagerScope::Pod,
-            &format!("the largest GPU node has {max} (capacity.maxGpusPerNode)"),
+        return Err(OverCapacity::PerNode {
+            demand: demand.describe_total(),
             max,
-        ));
+        });
     }
     if let (Some(max), Some(reason)) = (
         capacity
@@ -41,16 +66,47 @@ pub fn check(
             .filter(|max| needs.aligned > *max),
         numa_reason(capacity, topology),
     ) {
-        return Err(too_many(
-            &demand.describe_unit(),
-            demand.scope,
-            &format!(
-                "the GPUs must share one NUMA node because {reason}, and a NUMA node has at most {max} (capacity.maxGpusPerNumaNode)"
-            ),
+        return Err(OverCapacity::PerNumaNode {
+            unit: demand.describe_unit(),
+            scope: demand.scope,
+            reason,
             max,
-        ));
+        });
     }
     Ok(())
+}
+
+impl OverCapacity {
+    /// The rejection message.
+    pub fn message(&self) -> String {
+        match self {
+            OverCapacity::PerNode { demand, max } => too_many(
+                demand,
+                TopologyManagerScope::Pod,
+                &format!("the largest GPU node has {max} (capacity.maxGpusPerNode)"),
+                *max,
+            ),
+            OverCapacity::PerNumaNode {
+                unit,
+                scope,
+                reason,
+                max,
+            } => {
+                let reason = match reason {
+                    NumaReason::SingleNumaNodeKubelets => "the kubelets run topologyManagerPolicy single-numa-node (capacity.singleNumaNode)",
+                    NumaReason::RequiredNumaAlignment => "the policy requires NUMA alignment (topology.affinity: required, topology.alignment: numa)",
+                };
+                too_many(
+                    unit,
+                    *scope,
+                    &format!(
+                        "the GPUs must share one NUMA node because {reason}, and a NUMA node has at most {max} (capacity.maxGpusPerNumaNode)"
+                    ),
+                    *max,
+                )
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -154,7 +210,7 @@ mod tests {
         match expected {
             None => assert_eq!(outcome, Ok(())),
             Some(part) => {
-                let message = outcome.unwrap_err();
+                let message = outcome.unwrap_err().message();
                 assert!(message.contains(part), "{message}");
             }
         }

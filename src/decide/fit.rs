@@ -123,8 +123,7 @@ pub(crate) fn check_without_view(
     config: &Config,
 ) -> Result<Option<FitWarning>, Rejection> {
     let static_check = |limits| {
-        capacity::check(demand, limits, &config.topology)
-            .map_err(|message| Rejection::OverStaticCapacity { message })
+        capacity::check(demand, limits, &config.topology).map_err(Rejection::OverStaticCapacity)
     };
     match sight {
         Sight::View(_) => Ok(None),

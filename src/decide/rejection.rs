@@ -3,12 +3,14 @@
 //! the plan keeps it, and the answer words it here, once
 //! ([`Rejection::message`]).
 //!
-//! Two kinds carry words already made: the static capacity check's
-//! ([`super::capacity::check`]) and the fit's over every node shape
-//! ([`super::explain::no_group_takes_it`]), whose figures are the shapes'
-//! verdicts in the plan, and whose words the tool's record shows per shape.
+//! The refusals that quote node shapes carry their words already made: the
+//! fit's over every node shape ([`super::explain::no_group_takes_it`]) and
+//! the pinned node's, whose figures are the shapes' verdicts in the plan;
+//! those words are each shape's own (made once, kept in its verdict), which
+//! the tool's record shows per shape.
 
 use super::adjustment::SearchCapped;
+use super::capacity::OverCapacity;
 use super::explain::CANNOT_BE_PLACED;
 use super::qos::{Finding, Target};
 use crate::request::pod::PinnedBy;
@@ -29,8 +31,8 @@ pub enum Rejection {
         /// `qos.wholeCpus`: the fix asks for whole CPUs too.
         whole_cpus: bool,
     },
-    /// Above the static capacity settings, in the check's words.
-    OverStaticCapacity { message: String },
+    /// Above the static capacity settings.
+    OverStaticCapacity(OverCapacity),
     /// `topology.affinity: required`, and no node publishes (valid) labels.
     NoLabeledNode {
         /// The aligned unit of the demand, in words.
@@ -83,9 +85,8 @@ impl Rejection {
                 violations,
                 whole_cpus,
             } => not_guaranteed_message(violations, *whole_cpus),
-            Rejection::OverStaticCapacity { message } | Rejection::NoShapeTakes { message } => {
-                message.clone()
-            }
+            Rejection::OverStaticCapacity(over) => over.message(),
+            Rejection::NoShapeTakes { message } => message.clone(),
             Rejection::NoLabeledNode { unit, malformed } => format!(
                 "{CANNOT_BE_PLACED}it needs {unit}, but {} topology.affinity: required selects only nodes whose kubelet is known to host the pod, so it would stay Pending. Deploy the gpu-topology labeler on the GPU nodes, set capacity.unlabeledNodes: allow, or set topology.affinity: preferred.",
                 missing_labels(*malformed, prefix)
