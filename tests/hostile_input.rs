@@ -83,6 +83,9 @@ fn validate_never_panics_on_hostile_objects() {
         "training-pod-init-and-sidecar",
         "existing-affinity-pod",
         "pod-level-resources-pod",
+        // Extended-resource GPUs and DRA claims in one pod, named by its
+        // metadata: the GPU stages and the DRA stage on the same tree.
+        "gpu-and-dra-claims-pod",
     ];
     let hostile = hostile_values();
     let mut calls = 0usize;

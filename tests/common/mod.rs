@@ -10,7 +10,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 /// Every Pod fixture under tests/fixtures.
-pub const POD_FIXTURES: [&str; 17] = [
+pub const POD_FIXTURES: [&str; 18] = [
     "amd-gpu-pod",
     "already-mutated-pod",
     "cpu-only-pod",
@@ -18,6 +18,7 @@ pub const POD_FIXTURES: [&str; 17] = [
     "existing-affinity-pod",
     "fractional-cpu-pod",
     "future-field-pod",
+    "gpu-and-dra-claims-pod",
     "inference-deployment-pod",
     "init-download-pod",
     "intel-gpu-pod",
