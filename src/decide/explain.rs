@@ -53,34 +53,98 @@ pub(crate) fn too_many(
     )
 }
 
-/// The rejection message when no group of the view takes the pod.
+/// Why no node shape of the view takes the pod, with its figures; worded
+/// by [`ShapesRefuse::message`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShapesRefuse {
+    /// Every shape refuses for too few GPUs: the pod's total (`demand`, in
+    /// words) against the most GPUs a labeled node has (`largest`) and
+    /// how many nodes have that many.
+    TooFewGpus {
+        demand: String,
+        largest: u64,
+        nodes: u32,
+    },
+    /// No shape takes the pod as `need` asks: the demand (`demand`, its
+    /// total or, under `required`, its aligned unit, in words), the
+    /// labeled nodes, each of the closest shapes in its own words (at most
+    /// [`EXPLAINED_GROUPS`]), and how many more shapes were not shown.
+    Closest {
+        need: Need,
+        demand: String,
+        nodes: u32,
+        shapes: Vec<String>,
+        not_shown: usize,
+    },
+}
+
+/// Why no group of the view takes the pod.
 pub(crate) fn no_group_takes_it(
     demand: &Demand,
     need: Need,
     verdicts: &[GroupVerdict],
     topology: &TopologyConfig,
-) -> String {
-    if let Some(message) = too_few_gpus_everywhere(demand, verdicts) {
-        return message;
+) -> ShapesRefuse {
+    if let Some((largest, nodes)) = too_few_gpus_everywhere(verdicts) {
+        return ShapesRefuse::TooFewGpus {
+            demand: demand.describe_total(),
+            largest,
+            nodes,
+        };
     }
-    let nodes: u32 = verdicts.iter().map(GroupVerdict::nodes).sum();
-    let lead = match need {
-        Need::Admit => format!(
-            "it needs {}, but {}",
-            demand.describe_total(),
-            no_kubelet_admits(nodes)
-        ),
-        Need::Host(alignment) => format!(
-            "it needs {} {} (topology.affinity: required), but {}",
-            demand.describe_unit(),
-            alignment.describe(),
-            no_node_hosts(nodes)
-        ),
-    };
-    format!(
-        "{CANNOT_BE_PLACED}{lead}. {}",
-        groups_explained(demand, need, verdicts, topology)
-    )
+    let (shapes, not_shown) = groups_explained(demand, need, verdicts, topology);
+    ShapesRefuse::Closest {
+        need,
+        demand: match need {
+            Need::Admit => demand.describe_total(),
+            Need::Host(_) => demand.describe_unit(),
+        },
+        nodes: verdicts.iter().map(GroupVerdict::nodes).sum(),
+        shapes,
+        not_shown,
+    }
+}
+
+impl ShapesRefuse {
+    /// The rejection message.
+    pub fn message(&self) -> String {
+        match self {
+            ShapesRefuse::TooFewGpus {
+                demand,
+                largest,
+                nodes,
+            } => too_many(
+                demand,
+                TopologyManagerScope::Pod,
+                &format!(
+                    "the largest labeled GPU node has {largest} ({})",
+                    plural(u64::from(*nodes), "node")
+                ),
+                u32::try_from(*largest).unwrap_or(u32::MAX),
+            ),
+            ShapesRefuse::Closest {
+                need,
+                demand,
+                nodes,
+                shapes,
+                not_shown,
+            } => {
+                let lead = match need {
+                    Need::Admit => {
+                        format!("it needs {demand}, but {}", no_kubelet_admits(*nodes))
+                    }
+                    Need::Host(alignment) => format!(
+                        "it needs {demand} {} (topology.affinity: required), but {}",
+                        alignment.describe(),
+                        no_node_hosts(*nodes)
+                    ),
+                };
+                let mut sentences = shapes.clone();
+                sentences.extend(not_shown_words(*not_shown));
+                format!("{CANNOT_BE_PLACED}{lead}. {}", sentences.join(" "))
+            }
+        }
+    }
 }
 
 /// That no labeled node's kubelet admits the pod, in the number of the
@@ -104,13 +168,13 @@ fn no_node_hosts(nodes: u32) -> String {
 }
 
 /// Sentences for the best groups (at most [`EXPLAINED_GROUPS`]), each
-/// with its fix.
-pub(crate) fn groups_explained(
+/// with its fix, and how many groups are not shown.
+fn groups_explained(
     demand: &Demand,
     need: Need,
     verdicts: &[GroupVerdict],
     topology: &TopologyConfig,
-) -> String {
+) -> (Vec<String>, usize) {
     let mut ranked: Vec<&GroupVerdict> = verdicts.iter().collect();
     // Groups that are no GPU match for the pod at all say the least.
     gpu_topology::sort::sort_by_key(&mut ranked, |v| {
@@ -122,17 +186,16 @@ pub(crate) fn groups_explained(
             std::cmp::Reverse(v.nodes()),
         )
     });
-    let mut sentences: Vec<String> = ranked
+    let sentences = ranked
         .iter()
         .take(EXPLAINED_GROUPS)
         .map(|verdict| group_sentence(demand, need, verdict, topology))
         .collect();
-    sentences.extend(not_shown(ranked.len().saturating_sub(EXPLAINED_GROUPS)));
-    sentences.join(" ")
+    (sentences, ranked.len().saturating_sub(EXPLAINED_GROUPS))
 }
 
 /// `(1 more node shape not shown.)`; nothing when every group is explained.
-fn not_shown(rest: usize) -> Option<String> {
+fn not_shown_words(rest: usize) -> Option<String> {
     (rest > 0).then(|| format!("({} not shown.)", plural(rest as u64, "more node shape")))
 }
 
@@ -261,9 +324,9 @@ fn amount(count: u64, resource: Resource) -> String {
     }
 }
 
-/// The pod needs more GPUs than any group has: the whole message, as the
-/// static check words it.
-fn too_few_gpus_everywhere(demand: &Demand, verdicts: &[GroupVerdict]) -> Option<String> {
+/// The pod needs more GPUs than any group has (every group refuses for
+/// too few GPUs): the most GPUs a group has, and on how many nodes.
+fn too_few_gpus_everywhere(verdicts: &[GroupVerdict]) -> Option<(u64, u32)> {
     // No group at all is no GPU count to compare with.
     if verdicts.is_empty() {
         return None;
@@ -285,16 +348,7 @@ fn too_few_gpus_everywhere(demand: &Demand, verdicts: &[GroupVerdict]) -> Option
             std::cmp::Ordering::Less => {}
         }
     }
-    let fits = u32::try_from(largest).unwrap_or(u32::MAX);
-    Some(too_many(
-        &demand.describe_total(),
-        TopologyManagerScope::Pod,
-        &format!(
-            "the largest labeled GPU node has {largest} ({})",
-            plural(u64::from(nodes), "node")
-        ),
-        fits,
-    ))
+    Some((largest, nodes))
 }
 
 /// Why the group does not take the pod as needed, and what to change:

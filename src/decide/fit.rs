@@ -241,9 +241,8 @@ pub(crate) fn place(
         }
     }
     if !verdicts.iter().any(|v| v.takes(need, &demand.pod)) {
-        let refusal = Rejection::NoShapeTakes {
-            message: explain::no_group_takes_it(demand, need, verdicts, topology),
-        };
+        let refusal =
+            Rejection::NoShapeTakes(explain::no_group_takes_it(demand, need, verdicts, topology));
         if !allow {
             return Err(refusal);
         }

@@ -693,18 +693,19 @@ mod tests {
     #[rstest::rstest]
     #[case::preferred_admits_without_affinity(
         "preferred",
-        Ok("GPU pod admitted without a placement: it needs 6 GPUs, but no kubelet takes it.")
+        Ok("GPU pod admitted without a placement: it needs 6 GPUs but the largest labeled GPU node has 4 (10 nodes). Request at most 4 GPUs per pod, or split the work across several pods.")
     )]
-    #[case::required_refuses_naming_the_cap("required", Err("GPU pod cannot be placed: it needs 6 GPUs, but no kubelet takes it. (qos.cpuPerGpu and qos.memoryPerGpu were not lowered for this pod: the search for lower defaults stopped at its cap of 4096 kubelet-model answers over 300 distinct node shapes; set the containers' cpu and memory, or lower the defaults)"))]
+    #[case::required_refuses_naming_the_cap("required", Err("GPU pod cannot be placed: it needs 6 GPUs but the largest labeled GPU node has 4 (10 nodes). Request at most 4 GPUs per pod, or split the work across several pods. (qos.cpuPerGpu and qos.memoryPerGpu were not lowered for this pod: the search for lower defaults stopped at its cap of 4096 kubelet-model answers over 300 distinct node shapes; set the containers' cpu and memory, or lower the defaults)"))]
     fn past_the_cap_a_refusal_is_a_warning_under_preferred_only(
         #[case] affinity: &str,
         #[case] expected: Result<&str, &str>,
     ) {
         let config = config(json!({"topology": {"affinity": affinity}}));
-        let refusal = Rejection::NoShapeTakes {
-            message: "GPU pod cannot be placed: it needs 6 GPUs, but no kubelet takes it."
-                .to_owned(),
-        };
+        let refusal = Rejection::NoShapeTakes(explain::ShapesRefuse::TooFewGpus {
+            demand: "6 GPUs".to_owned(),
+            largest: 4,
+            nodes: 10,
+        });
         let placement = capped_placement(
             refusal,
             SearchCapped {

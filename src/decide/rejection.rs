@@ -3,15 +3,15 @@
 //! the plan keeps it, and the answer words it here, once
 //! ([`Rejection::message`]).
 //!
-//! The refusals that quote node shapes carry their words already made: the
-//! fit's over every node shape ([`super::explain::no_group_takes_it`]) and
-//! the pinned node's, whose figures are the shapes' verdicts in the plan;
-//! those words are each shape's own (made once, kept in its verdict), which
-//! the tool's record shows per shape.
+//! The refusals that quote node shapes carry those shapes' words, made
+//! once and kept in their verdicts, which the tool's record shows per
+//! shape: the closest shapes when none takes the pod
+//! ([`super::explain::no_group_takes_it`], with its figures beside), and
+//! the pinned node's shape.
 
 use super::adjustment::SearchCapped;
 use super::capacity::OverCapacity;
-use super::explain::CANNOT_BE_PLACED;
+use super::explain::{ShapesRefuse, CANNOT_BE_PLACED};
 use super::qos::{Finding, Target};
 use crate::request::pod::PinnedBy;
 use gpu_topology::LabelPrefix;
@@ -47,9 +47,9 @@ pub enum Rejection {
         by: PinnedBy,
         problem: PinnedNodeProblem,
     },
-    /// No node shape of the view takes the pod, in the words of their
-    /// verdicts.
-    NoShapeTakes { message: String },
+    /// No node shape of the view takes the pod: the figures, and the
+    /// closest shapes in the words of their verdicts.
+    NoShapeTakes(ShapesRefuse),
     /// No shape takes the pod with its defaults, and the search for lower
     /// ones stopped at its cap (under `required`).
     SearchCapped {
@@ -86,7 +86,7 @@ impl Rejection {
                 whole_cpus,
             } => not_guaranteed_message(violations, *whole_cpus),
             Rejection::OverStaticCapacity(over) => over.message(),
-            Rejection::NoShapeTakes { message } => message.clone(),
+            Rejection::NoShapeTakes(refuse) => refuse.message(),
             Rejection::NoLabeledNode { unit, malformed } => format!(
                 "{CANNOT_BE_PLACED}it needs {unit}, but {} topology.affinity: required selects only nodes whose kubelet is known to host the pod, so it would stay Pending. Deploy the gpu-topology labeler on the GPU nodes, set capacity.unlabeledNodes: allow, or set topology.affinity: preferred.",
                 missing_labels(*malformed, prefix)

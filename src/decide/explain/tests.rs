@@ -110,7 +110,7 @@ fn a_slow_hint_search_names_its_work_and_fix(
 #[case::one_shape(1, Some("(1 more node shape not shown.)"))]
 #[case::several_shapes(4, Some("(4 more node shapes not shown.)"))]
 fn shapes_not_shown(#[case] rest: usize, #[case] words: Option<&str>) {
-    assert_eq!(not_shown(rest), words.map(str::to_owned));
+    assert_eq!(not_shown_words(rest), words.map(str::to_owned));
 }
 
 /// A group's nodes. Zero is unreachable: a group exists because a node
@@ -360,11 +360,14 @@ fn too_few_gpus_on_every_node(#[case] groups: Vec<(NodeTopology, u32)>, #[case] 
     let view = view(groups);
     let input = PodInput::read(&spec, &config).unwrap().unwrap();
     let verdicts = crate::decide::fit::verdicts(&view.fleet, &spec, &input, &config).unwrap();
-    assert_eq!(
-        too_few_gpus_everywhere(&input.demand, &verdicts).as_deref(),
-        Some(message)
+    let need = Need::for_pod(&config);
+    let refuse = no_group_takes_it(&input.demand, need, &verdicts, &config.topology);
+    assert!(
+        matches!(refuse, ShapesRefuse::TooFewGpus { .. }),
+        "{refuse:?}"
     );
-    assert_eq!(too_few_gpus_everywhere(&input.demand, &[]), None);
+    assert_eq!(refuse.message(), message);
+    assert_eq!(too_few_gpus_everywhere(&[]), None);
 }
 
 /// Every number of nodes keeps the negation (issue #23 item 5: the
