@@ -139,8 +139,10 @@ impl ShapesRefuse {
                         no_node_hosts(*nodes)
                     ),
                 };
-                let mut sentences = shapes.clone();
-                sentences.extend(not_shown_words(*not_shown));
+                let not_shown = not_shown_words(*not_shown);
+                let sentences: Vec<&str> = (shapes.iter().map(String::as_str))
+                    .chain(not_shown.as_deref())
+                    .collect();
                 format!("{CANNOT_BE_PLACED}{lead}. {}", sentences.join(" "))
             }
         }

@@ -95,12 +95,7 @@ pub fn explain_with(
     config: &Config,
     cluster: &dyn ClusterReader,
 ) -> Explained {
-    let decided = decide_request::<WithRecord>(request, config, cluster);
-    Explained {
-        decision: decided.decision,
-        pod: decided.pod,
-        dra: decided.dra,
-    }
+    decide_request::<WithRecord>(request, config, cluster)
 }
 
 /// What the caller wants of a decision, as a type: the policy answers
@@ -133,12 +128,12 @@ impl Wanted for WithRecord {
 }
 
 /// [`evaluate_with`], with the record of the GPU pod decided when `W`
-/// wants it.
+/// wants it ([`WithRecord`]).
 fn decide_request<W: Wanted>(
     request: &AdmissionRequest,
     config: &Config,
     cluster: &dyn ClusterReader,
-) -> Decided {
+) -> Explained {
     if config
         .exempt_namespaces
         .contains(request.namespace.as_ref())
@@ -217,26 +212,6 @@ fn decide_subresource(
     decision
 }
 
-/// A decision and, for a GPU pod or pod template when the caller wants it
-/// ([`WithRecord`]), the record of how it was made.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Decided<Object = MutatedObject> {
-    pub decision: Decision<Object>,
-    pub pod: Option<PodRecord>,
-    /// The DRA stage of a Pod that names claims ([`claim::add_pod_stage`]).
-    pub dra: Option<claim::pod::DraStage>,
-}
-
-impl<Object> From<Decision<Object>> for Decided<Object> {
-    fn from(decision: Decision<Object>) -> Self {
-        Decided {
-            decision,
-            pod: None,
-            dra: None,
-        }
-    }
-}
-
 /// Decides on a Pod, given as the JSON text of the request, being created:
 /// the GPU stages, then the DRA stage of a pod that names claims, which
 /// reads them from the cluster and names the pod by its metadata.
@@ -266,14 +241,14 @@ fn decide_pod<W: Wanted>(
     names: RequestNames,
     config: &Config,
     cluster: &dyn ClusterReader,
-) -> Decided {
+) -> Explained {
     if let Some(pod) = pod {
         let decided = decide_gpu_pod::<W>(pod.reduced(), config, cluster);
         let decision = decided
             .decision
             .try_map(|changed| pod.rewrite(&changed).map(MutatedObject));
         if let Ok(decision) = decision {
-            let decided = Decided {
+            let decided = Explained {
                 decision,
                 pod: decided.pod,
                 dra: None,
@@ -286,7 +261,7 @@ fn decide_pod<W: Wanted>(
         Err(error) => return Decision::reject(format!("the Pod cannot be read: {error}")).into(),
     };
     let decided = decide_gpu_pod::<W>(&pod, config, cluster);
-    let decided = Decided {
+    let decided = Explained {
         decision: decided
             .decision
             .try_map(|changed| MutatedObject::from_value(&changed))
@@ -302,12 +277,12 @@ fn decide_pod<W: Wanted>(
 /// its rejection replaces their answer unless they already reject, and its
 /// warnings follow theirs.
 fn with_dra_stage<Object>(
-    mut decided: Decided<Object>,
+    mut decided: Explained<Object>,
     pod: &Value,
     names: RequestNames,
     config: &Config,
     cluster: &dyn ClusterReader,
-) -> Decided<Object> {
+) -> Explained<Object> {
     decided.dra = claim::add_pod_stage(&mut decided.decision, pod, names, config, cluster);
     decided
 }
@@ -360,7 +335,7 @@ fn decide_gpu_pod<W: Wanted>(
     pod: &Value,
     config: &Config,
     cluster: &dyn ClusterReader,
-) -> Decided<Value> {
+) -> Explained<Value> {
     let Some(spec) = pod.get("spec").filter(|spec| spec.is_object()) else {
         return Decision::accept().into();
     };
@@ -402,7 +377,7 @@ fn decide_gpu_pod<W: Wanted>(
             warnings: plan.notes.warnings(&config.label_prefix),
         },
     };
-    Decided {
+    Explained {
         decision,
         pod: W::record(|| PodRecord::new(input.demand, plan, config)),
         dra: None,

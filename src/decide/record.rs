@@ -12,7 +12,7 @@
 use crate::cluster::Unavailable;
 use crate::decide::adjustment::Adjustment;
 use crate::decide::affinity::AffinityRequirement;
-use crate::decide::answer::Decision;
+use crate::decide::answer::{Decision, MutatedObject};
 use crate::decide::claim::pod::DraStage;
 use crate::decide::demand::Demand;
 use crate::decide::fit::Sight;
@@ -26,19 +26,31 @@ use gpu_topology::selector::terms_match;
 use gpu_topology::{NodeTopology, TopologyManagerScope};
 use serde::Serialize;
 
-/// The policy's answer to one request and the record behind it.
+/// The policy's answer to one request and the record behind it (the
+/// pipeline's stages answer with `Object` the changed JSON tree).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Explained {
+pub struct Explained<Object = MutatedObject> {
     /// Exactly what [`super::evaluate_with`] answers.
-    pub decision: Decision,
+    pub decision: Decision<Object>,
     /// The GPU pod or workload template decided; `None` when the request
     /// is no GPU pod, or is accepted before its pod is read (an exempt
     /// namespace, an update that leaves the template alone, a malformed
-    /// GPU count).
+    /// GPU count), or when the caller did not ask for the record
+    /// ([`super::evaluate_with`]).
     pub pod: Option<PodRecord>,
     /// The DRA stage of a Pod that names claims: each claim's record, and
     /// the rejection or warnings the stage added to [`Self::decision`].
     pub dra: Option<DraStage>,
+}
+
+impl<Object> From<Decision<Object>> for Explained<Object> {
+    fn from(decision: Decision<Object>) -> Self {
+        Explained {
+            decision,
+            pod: None,
+            dra: None,
+        }
+    }
 }
 
 /// What the policy decided about one GPU pod, stage by stage.

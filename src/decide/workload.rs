@@ -6,8 +6,8 @@
 //! affinity are still applied to each Pod when it is created.
 
 use crate::cluster::host::ClusterReader;
-use crate::decide::record::PodRecord;
-use crate::decide::{fit, plan_pod, Decided, Decision, PodInput, QosProblems, Wanted, UPDATE};
+use crate::decide::record::{Explained, PodRecord};
+use crate::decide::{fit, plan_pod, Decision, PodInput, QosProblems, Wanted, UPDATE};
 use crate::request::AdmissionRequest;
 use crate::settings::Config;
 use serde_json::Value;
@@ -81,7 +81,7 @@ pub(crate) fn evaluate<W: Wanted>(
     workload: &WorkloadKind,
     config: &Config,
     cluster: &dyn ClusterReader,
-) -> Decided {
+) -> Explained {
     // Workloads are validated only, and far rarer than Pods: read as trees.
     let object = match read(request.object_text()) {
         Ok(object) => object,
@@ -138,7 +138,7 @@ pub(crate) fn evaluate<W: Wanted>(
             rejection.message(&config.label_prefix)
         )),
     };
-    Decided {
+    Explained {
         decision,
         pod: W::record(|| PodRecord::new(input.demand, plan, config)),
         dra: None,

@@ -165,6 +165,17 @@ fn term_node(term: &Value) -> Option<&str> {
         })
 }
 
+/// Whether a PodSpec's `resourceClaims` (`claims`, as read) names any
+/// claim: anything but absent, `null` or `[]` (the API server refuses
+/// any other non-list; the DRA stage then reads no claim from it).
+pub(crate) fn names_resource_claims(claims: Option<&Value>) -> bool {
+    match claims {
+        None | Some(Value::Null) => false,
+        Some(Value::Array(claims)) => !claims.is_empty(),
+        Some(_) => true,
+    }
+}
+
 /// The init containers (in order) and then the app containers of `spec`.
 pub fn containers(spec: &Value) -> Result<Vec<Container<'_>>, String> {
     let mut all = Vec::new();

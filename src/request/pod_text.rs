@@ -22,6 +22,7 @@
 
 use crate::json::scan::{tree_refusal_hints, Scanner, Span};
 use crate::json::write::{write_string, write_value};
+use crate::request::pod::names_resource_claims;
 use serde_json::{Map, Value};
 
 /// The PodSpec fields the policy may rewrite, besides container resources.
@@ -100,14 +101,6 @@ struct SpecFields {
     scheduler_name: Option<Span>,
     /// `spec.resourceClaims`, which `decide::claim` reads.
     resource_claims: Option<Span>,
-}
-
-impl SpecFields {
-    /// Whether the spec has `resourceClaims` other than `null` or `[]`.
-    fn names_resource_claims(&self, text: &str) -> bool {
-        self.resource_claims
-            .is_some_and(|span| !matches!(span.of(text), "null" | "[]"))
-    }
 }
 
 /// A container list: its span, and its containers (none when `null`).
@@ -239,7 +232,8 @@ impl<'a> PodText<'a> {
             containers,
         };
         let mut pod = Map::new();
-        if let (Some(metadata), true) = (pod_fields_metadata, fields.names_resource_claims(text)) {
+        let names_claims = names_resource_claims(reduced.get(SPEC_RESOURCE_CLAIMS));
+        if let (Some(metadata), true) = (pod_fields_metadata, names_claims) {
             // Only pods that name claims pay for it: their messages name
             // the pod from it (a generated name). Metadata serde_json
             // refuses is left out: the request's names stand in.

@@ -482,13 +482,8 @@ fn unknown_text(unknown: &Unknown) -> String {
 
 /// The message of the DRA stage's rejection, if it rejects the pod.
 pub(crate) fn dra_rejection(stage: &DraStage) -> Option<String> {
-    let rejection = stage.rejection.as_ref()?;
-    Some(dra_rejection_message(rejection, stage))
-}
-
-fn dra_rejection_message(rejection: &DraRejection, stage: &DraStage) -> String {
     let (pod, namespace) = (&stage.pod, &stage.namespace);
-    match rejection {
+    Some(match stage.rejection.as_ref()? {
         DraRejection::TemplateCannotFit { record } => match stage.claims.get(*record) {
             Some(ClaimRecord {
                 claim,
@@ -509,7 +504,7 @@ fn dra_rejection_message(rejection: &DraRejection, stage: &DraStage) -> String {
                 "Pod {pod} cannot be scheduled: a claim template of it cannot be allocated on any node"
             ),
         },
-    }
+    })
 }
 
 /// The DRA stage's warnings, in words, in the order it made them.
@@ -524,57 +519,57 @@ pub(crate) fn dra_warnings(stage: &DraStage) -> Vec<String> {
 fn dra_warning(warning: &DraWarning, stage: &DraStage) -> Option<String> {
     let (pod, namespace) = (&stage.pod, &stage.namespace);
     Some(match warning {
-            DraWarning::Unreadable {
-                record,
-                access_may_fix,
-            } => {
-                let record = stage.claims.get(*record)?;
-                let (claim, ClaimOutcome::Unreadable(problem)) = (&record.claim, &record.outcome)
-                else {
-                    return None;
-                };
-                let grant = if *access_may_fix {
-                    format!(
-                        "; grant the policy resource.k8s.io/v1 {} in contextAwareResources",
-                        claim.kind.kind
-                    )
-                } else {
-                    String::new()
-                };
+        DraWarning::Unreadable {
+            record,
+            access_may_fix,
+        } => {
+            let record = stage.claims.get(*record)?;
+            let (claim, ClaimOutcome::Unreadable(problem)) = (&record.claim, &record.outcome)
+            else {
+                return None;
+            };
+            let grant = if *access_may_fix {
                 format!(
-                    "Pod {pod}: the {} {namespace}/{} of its claim {:?} cannot be read ({problem}), so whether it claims GPUs, and whether they fit, is not known{grant}",
-                    claim.kind.kind, claim.source, claim.name
+                    "; grant the policy resource.k8s.io/v1 {} in contextAwareResources",
+                    claim.kind.kind
                 )
-            }
-            DraWarning::SeveralGpuClaims { claims } => {
-                let names: Vec<String> = claims.iter().map(|name| format!("{name:?}")).collect();
-                format!(
-                    "Pod {pod} gets GPUs from {} claims ({}), which the scheduler allocates one by one: a claim's constraints never span another claim, so their GPUs may sit on different NUMA nodes; request the GPUs in one claim to align them",
-                    claims.len(),
-                    names.join(", ")
-                )
-            }
-            DraWarning::FitCapped { problem } => problem.clone(),
-            DraWarning::Cpus { record } => {
-                let record = stage.claims.get(*record)?;
-                let ClaimOutcome::Gpus {
-                    cpus: Some(plan), ..
-                } = &record.outcome
-                else {
-                    return None;
-                };
-                let claim = &record.claim;
-                return cpu_plan_note(pod, &claim.name, namespace, &claim.source, plan);
-            }
-            DraWarning::UnalignedExclusiveCpus {
-                containers,
-                runs_dra_cpu,
-            } => format!(
-                "Pod {pod} gets GPUs through DRA and {} exclusive CPUs from the static CPU Manager on nodes that run it, but the kubelet never aligns the two (DRA devices give the Topology Manager no hints), so those CPUs may sit on another NUMA node than the GPUs; {}",
-                containers.join(", "),
-                cpu_fix(*runs_dra_cpu)
-            ),
-        })
+            } else {
+                String::new()
+            };
+            format!(
+                "Pod {pod}: the {} {namespace}/{} of its claim {:?} cannot be read ({problem}), so whether it claims GPUs, and whether they fit, is not known{grant}",
+                claim.kind.kind, claim.source, claim.name
+            )
+        }
+        DraWarning::SeveralGpuClaims { claims } => {
+            let names: Vec<String> = claims.iter().map(|name| format!("{name:?}")).collect();
+            format!(
+                "Pod {pod} gets GPUs from {} claims ({}), which the scheduler allocates one by one: a claim's constraints never span another claim, so their GPUs may sit on different NUMA nodes; request the GPUs in one claim to align them",
+                claims.len(),
+                names.join(", ")
+            )
+        }
+        DraWarning::FitCapped { problem } => problem.clone(),
+        DraWarning::Cpus { record } => {
+            let record = stage.claims.get(*record)?;
+            let ClaimOutcome::Gpus {
+                cpus: Some(plan), ..
+            } = &record.outcome
+            else {
+                return None;
+            };
+            let claim = &record.claim;
+            return cpu_plan_note(pod, &claim.name, namespace, &claim.source, plan);
+        }
+        DraWarning::UnalignedExclusiveCpus {
+            containers,
+            runs_dra_cpu,
+        } => format!(
+            "Pod {pod} gets GPUs through DRA and {} exclusive CPUs from the static CPU Manager on nodes that run it, but the kubelet never aligns the two (DRA devices give the Topology Manager no hints), so those CPUs may sit on another NUMA node than the GPUs; {}",
+            containers.join(", "),
+            cpu_fix(*runs_dra_cpu)
+        ),
+    })
 }
 
 /// The fix for exclusive CPUs beside DRA GPUs.

@@ -29,6 +29,7 @@ use crate::request::claim::{
     ClaimKind, DeviceClaim, EXTENDED_RESOURCE_CLAIM_ANNOTATION, POD_CLAIM_NAME_ANNOTATION,
     RESOURCE_CLAIM,
 };
+use crate::request::pod::names_resource_claims;
 use crate::request::AdmissionRequest;
 use crate::settings::{AffinityMode, Config, QosMode};
 use completion::{Aligned, Completion};
@@ -108,12 +109,7 @@ pub(crate) fn add_pod_stage<Object>(
     cluster: &dyn ClusterReader,
 ) -> Option<pod::DraStage> {
     let spec = pod.get("spec").filter(|spec| spec.is_object())?;
-    let names_claims = match spec.get("resourceClaims") {
-        None | Some(Value::Null) => false,
-        Some(Value::Array(claims)) => !claims.is_empty(),
-        Some(_) => true,
-    };
-    if !names_claims || !config.sources.reads_cluster() {
+    if !names_resource_claims(spec.get("resourceClaims")) || !config.sources.reads_cluster() {
         return None;
     }
     let name = display_name(names, pod);
